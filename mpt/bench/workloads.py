@@ -1,0 +1,253 @@
+"""Benchmark workloads, bit-identical to the data go-ethereum's trie benchmarks and tests use.
+
+Each workload comes with the root geth computes over it, so a wrong byte anywhere shows up as a wrong root
+(BENCHMARKS.md lists them). Everything here is pure Python: values are RLP-encoded with the reference encoder
+(:func:`mpt._reference.rlp_encode`), so the workloads never depend on the compiled engine they measure.
+
+* :class:`GoRand` -- an exact port of Go's ``math/rand`` (``rand.New(rand.NewSource(seed))``).
+* :func:`make_accounts` / :func:`account_keys` -- geth's ``makeAccounts``; :data:`ACCOUNT_ROOTS`, :data:`TINY_TRIE_CASES`.
+* :func:`random_trie_items` -- geth's ``randomTrie`` data (seeded, since geth uses crypto/rand).
+* :func:`gentxs200` -- the 200 signed transactions of geth's DeriveSha benchmark; :data:`GENTXS200_ROOT`.
+* :func:`insert_100k_items` -- geth's StackTrie ``Insert100K``; :data:`INSERT_100K_ROOT`.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from functools import lru_cache
+from pathlib import Path
+from typing import Dict, List, Sequence, Tuple
+
+from mpt._reference import EMPTY_CODE_HASH, EMPTY_ROOT, keccak256, rlp_encode
+
+__all__ = [
+    "GoRand",
+    "make_accounts",
+    "account_keys",
+    "ACCOUNT_ROOTS",
+    "TINY_TRIE_CASES",
+    "random_trie_items",
+    "RANDOM_TRIE_DEFAULT_SEED",
+    "gentxs200",
+    "GENTXS200_ROOT",
+    "insert_100k_items",
+    "INSERT_100K_ROOT",
+]
+
+# Data files ship inside the package (see pyproject's package-data), so an installed mpt needs no repo checkout.
+_DATA_DIR = Path(__file__).resolve().parent
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Go's math/rand
+# ---------------------------------------------------------------------------------------------------------------
+
+_RNG_LEN = 607  # length of the lagged Fibonacci register
+_RNG_TAP = 273  # the second lag
+_INT63_MASK = (1 << 63) - 1
+_SEED_MODULUS = (1 << 31) - 1  # seeding uses the Lehmer generator x -> 48271 * x mod (2^31 - 1)
+_SEED_MULTIPLIER = 48271
+_ZERO_SEED_REPLACEMENT = 89482311  # Go maps seed 0 (which would stick at 0) to this value
+_BYTES_PER_INT63 = 7  # Rand.Read uses the low 7 bytes of each Int63
+
+
+@lru_cache(maxsize=1)
+def _go_rng_cooked() -> Tuple[int, ...]:
+    """Go's ``rngCooked``: the register after 780e10 iterations, masked to 63 bits (only those bits matter)."""
+    cooked = tuple(json.loads((_DATA_DIR / "go_rand_cooked.json").read_text()))
+    assert len(cooked) == _RNG_LEN
+    return cooked
+
+
+class GoRand:
+    """Go's ``math/rand.New(rand.NewSource(seed))``, bit for bit.
+
+    The source is an additive lagged Fibonacci generator (Mitchell and Reeds): ``x[n] = x[n-607] + x[n-273]``
+    over a register seeded from the Lehmer generator and XORed with a fixed "cooked" table. Go computes
+    ``Int63`` as the sum masked to 63 bits; because carries only travel upwards, that masked sum does not depend
+    on the top bit of the register, so keeping a 63-bit register reproduces every ``Int63`` exactly.
+
+    ``Uint64`` is deliberately absent: modern Go returns the full 64-bit sum, whose top bit depends on the top
+    bits of Go's unmasked cooked table, which the 63-bit table we ship does not carry.
+
+    ``read`` keeps Go's ``Rand.Read`` state (``readVal``/``readPos``) between calls: each ``Int63`` yields
+    7 bytes, lowest byte first, and bytes left over from one call are used by the next.
+    """
+
+    def __init__(self, seed: int = 0) -> None:
+        cooked = _go_rng_cooked()
+        # Go: seed = seed % M, made non-negative; Python's % already returns a non-negative result.
+        x = seed % _SEED_MODULUS
+        if x == 0:
+            x = _ZERO_SEED_REPLACEMENT
+
+        def next_seed(value: int) -> int:
+            # Go uses Schrage's method to avoid 32-bit overflow; with Python ints the plain formula is exact.
+            return (_SEED_MULTIPLIER * value) % _SEED_MODULUS
+
+        # 20 warm-up steps, then three Lehmer draws per register entry.
+        for _ in range(20):
+            x = next_seed(x)
+        register = []
+        for i in range(_RNG_LEN):
+            x = next_seed(x)
+            entry = x << 40
+            x = next_seed(x)
+            entry ^= x << 20
+            x = next_seed(x)
+            entry ^= x
+            register.append((entry ^ cooked[i]) & _INT63_MASK)
+        self._register = register
+        self._tap = 0
+        self._feed = _RNG_LEN - _RNG_TAP
+        self._read_val = 0  # Go's Rand.readVal: bits of the last Int63 not yet handed out by read()
+        self._read_pos = 0  # Go's Rand.readPos: how many bytes of _read_val are left
+
+    def int63(self) -> int:
+        """A non-negative pseudo-random 63-bit integer (Go ``Rand.Int63``)."""
+        # Both indices walk downwards through the register, wrapping around.
+        self._tap = (self._tap - 1) % _RNG_LEN
+        self._feed = (self._feed - 1) % _RNG_LEN
+        value = (self._register[self._feed] + self._register[self._tap]) & _INT63_MASK
+        self._register[self._feed] = value
+        return value
+
+    def uint32(self) -> int:
+        """A pseudo-random 32-bit integer (Go ``Rand.Uint32``: the top 32 of the 63 bits)."""
+        return self.int63() >> 31
+
+    def read(self, n: int) -> bytes:
+        """``n`` pseudo-random bytes (Go ``Rand.Read``), continuing from where the previous read stopped."""
+        out = bytearray()
+        while len(out) < n:
+            if self._read_pos == 0:
+                self._read_val = self.int63()
+                self._read_pos = _BYTES_PER_INT63
+            take = min(self._read_pos, n - len(out))
+            out += (self._read_val & ((1 << (8 * take)) - 1)).to_bytes(take, "little")
+            self._read_val >>= 8 * take
+            self._read_pos -= take
+        return bytes(out)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Accounts (geth trie_test.go makeAccounts)
+# ---------------------------------------------------------------------------------------------------------------
+
+def make_accounts(n: int) -> Tuple[List[bytes], List[bytes]]:
+    """geth's ``makeAccounts(n)``: ``n`` 20-byte addresses and their RLP-encoded accounts.
+
+    With ``GoRand(0)``: all addresses are drawn first (``read(20)`` each), then per account ``nonce = int63()``,
+    ``nbytes = uint32() % 33``, ``balance`` = the big-endian integer of ``read(nbytes)``, and the value is
+    ``rlp([nonce, balance, EMPTY_ROOT, keccak256(b"")])``. Store them under :func:`account_keys`.
+    """
+    rng = GoRand(0)
+    addresses = [rng.read(20) for _ in range(n)]
+    accounts = []
+    for _ in range(n):
+        nonce = rng.int63()
+        balance_length = rng.uint32() % 33  # 0..32 bytes; geth avoids big.Rand, which is not portable
+        balance = int.from_bytes(rng.read(balance_length), "big")
+        accounts.append(rlp_encode([nonce, balance, EMPTY_ROOT, EMPTY_CODE_HASH]))
+    return addresses, accounts
+
+
+def account_keys(addresses: Sequence[bytes]) -> List[bytes]:
+    """The trie keys of ``addresses``: ``keccak256(address)`` each, as geth's benchmarks insert them."""
+    return [keccak256(address) for address in addresses]
+
+
+ACCOUNT_ROOTS: Dict[int, bytes] = {
+    20: bytes.fromhex("05e58c630c3a9eba8ed3b8d4bb127afffe4ca7d320a5f5a1b2b6f93f880f404b"),
+    100: bytes.fromhex("c68d5e803037e6ed076c9ca93c37e639d145cdbbe8add2630e3689a1473687e4"),
+    1000: bytes.fromhex("72f9d3f3fe1e1dd7b8936442e7642aef76371472d94319900790053c493f3fe6"),
+    10000: bytes.fromhex("57c0e2e0202b7a52670678080718925b93df6742a5259e7c5064eae65272a2e3"),
+    100000: bytes.fromhex("61cd842b37356ab2f50dc4b3e8136175aeb63b21cee235ab041500b70d9a3844"),
+}
+"""Root of the trie holding all ``make_accounts(n)`` accounts under ``account_keys``, by ``n``."""
+
+TINY_TRIE_CASES: Tuple[Tuple[bytes, int, bytes], ...] = (
+    (
+        (0x1337).to_bytes(32, "big"),
+        3,
+        bytes.fromhex("8c6a85a4d9fda98feff88450299e574e5378e32391f75a055d470ac0653f1005"),
+    ),
+    (
+        (0x1338).to_bytes(32, "big"),
+        4,
+        bytes.fromhex("ec63b967e98a5720e7f720482151963982890d82c9093c0d486b7eb8883a66b1"),
+    ),
+    (
+        (0x1339).to_bytes(32, "big"),
+        4,
+        bytes.fromhex("0608c1d1dc3905fa22204c7a0e43644831c3b6d3def0f274be623a948197e64a"),
+    ),
+)
+"""geth's TestTinyTrie: starting from an empty trie, for each ``(key, account_index, root)`` insert
+``make_accounts(5)[1][account_index]`` at ``key``; the trie's root must then be ``root``."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# randomTrie (geth proof_test.go), used by the proof benchmarks
+# ---------------------------------------------------------------------------------------------------------------
+
+RANDOM_TRIE_DEFAULT_SEED = 1
+"""Seed of :func:`random_trie_items`' random part; geth draws it from crypto/rand, so any seed is faithful."""
+
+
+def random_trie_items(n: int, seed: int = RANDOM_TRIE_DEFAULT_SEED) -> List[Tuple[bytes, bytes]]:
+    """geth's ``randomTrie(n)`` data as ``(key, value)`` pairs: 110 fixed keys, then ``n`` random ones.
+
+    Fixed part, as geth writes it: for ``i`` in 0..99, ``leftpad32([i]) -> [i]`` then ``leftpad32([i+10]) -> [i]``.
+    Later writes overwrite earlier ones, so the 110 distinct keys 0..109 end up with value ``[k]`` for ``k < 100``
+    and ``[k-10]`` for ``k >= 100``. These 1-byte values make embedded leaves. The pairs come in order of each
+    key's first write (0, 10, 1, 11, ..., 9, 19, 20, 21, ..., 109) with its final value.
+
+    Random part: ``n`` pairs of a 32-byte key and a 20-byte value from ``random.Random(seed)``'s ``randbytes``
+    (key then value, pair by pair). geth uses crypto/rand here, so its data differs run to run; ours is fixed by
+    ``seed`` (default :data:`RANDOM_TRIE_DEFAULT_SEED`) so runs are comparable.
+    """
+    items: Dict[bytes, bytes] = {}  # dict keeps first-insertion order while later writes update the value
+    for i in range(100):
+        items[bytes([i]).rjust(32, b"\x00")] = bytes([i])
+        items[bytes([i + 10]).rjust(32, b"\x00")] = bytes([i])
+    rng = random.Random(seed)
+    for _ in range(n):
+        key = rng.randbytes(32)
+        items[key] = rng.randbytes(20)
+    return list(items.items())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# DeriveSha over genTxs(200) (geth core/types/hashing_test.go)
+# ---------------------------------------------------------------------------------------------------------------
+
+GENTXS200_ROOT = bytes.fromhex("d325882c79784f5751b8871ac628c2841154d5b739c5ad811bf0de74d927ad63")
+"""DeriveSha root of :func:`gentxs200`: the trie of ``rlp(i) -> transaction i``."""
+
+
+@lru_cache(maxsize=1)
+def _gentxs200_cached() -> Tuple[bytes, ...]:
+    data = json.loads((_DATA_DIR / "derivesha_gentxs200.json").read_text())
+    return tuple(bytes.fromhex(tx[2:] if tx.startswith("0x") else tx) for tx in data["transactions"])
+
+
+def gentxs200() -> List[bytes]:
+    """The consensus encodings of geth's ``genTxs(200)``: 200 signed legacy transactions (EIP-155, chain 18)."""
+    return list(_gentxs200_cached())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Insert100K (geth stacktrie_test.go)
+# ---------------------------------------------------------------------------------------------------------------
+
+INSERT_100K_ROOT = bytes.fromhex("b0071bd257342925d9d8a9f002b9d2b646a35437aa8b089628ab56e428d29a1a")
+"""Root of :func:`insert_100k_items`."""
+
+
+def insert_100k_items() -> List[Tuple[bytes, bytes]]:
+    """geth's StackTrie ``Insert100K`` data: key = 8-byte big-endian ``j * 1024`` for j in 0..99999 (ascending,
+    so a StackTrie accepts them in order), value = 20 zero bytes."""
+    value = bytes(20)
+    return [((j * 1024).to_bytes(8, "big"), value) for j in range(100_000)]

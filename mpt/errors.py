@@ -1,0 +1,34 @@
+"""Domain exceptions of mpt. Every error the library raises on bad data derives from MptError."""
+
+
+class MptError(Exception):
+    """Base class of every mpt domain error."""
+
+
+class RLPDecodeError(MptError, ValueError):
+    """Bytes that are not canonical RLP (the message names the offset)."""
+
+
+class NodeDecodeError(MptError, ValueError):
+    """Bytes that are not a valid trie node encoding."""
+
+
+class MissingNodeError(MptError, KeyError):
+    """A node referenced by hash is not in the node database."""
+
+    def __init__(self, node_hash, path=b"", message=None):
+        self.node_hash = node_hash
+        self.path = path
+        if message is None:
+            message = "missing trie node %s (path %s)" % (
+                node_hash.hex() if node_hash else "?",
+                bytes(path).hex() if path else "<root>",
+            )
+        super().__init__(message)
+
+    def __str__(self):
+        return self.args[0]
+
+
+class ProofError(MptError, ValueError):
+    """A Merkle proof that proves neither presence nor absence."""

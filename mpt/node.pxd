@@ -1,0 +1,58 @@
+# cython: language_level=3
+"""Trie nodes (geth trie/node.go). Nodes are immutable once linked into a trie except for their cached hash and
+dirty flag: updates copy the path they touch, which is what makes Trie.copy() O(1)."""
+cimport cython
+from mpt.rlp cimport WriteBuffer
+
+
+cdef class Node:
+    cdef:
+        readonly bytes hash      # keccak256 of the encoding once hashed; stays None for nodes embedded in their parent
+        readonly bint dirty      # created since the last commit (a node read from a database is clean)
+
+    cdef int encode(self, WriteBuffer w) except -1
+    cdef Py_ssize_t encoded_size(self) except -1
+    # Size of this node as its parent refers to it: 33 when hashed, else its whole encoding.
+    cdef Py_ssize_t ref_size(self) except -1
+    cdef int write_ref(self, WriteBuffer w) except -1
+
+
+@cython.final
+cdef class FullNode(Node):
+    cdef:
+        readonly list children   # 17 slots: None or a node for nibbles 0..15; None or a ValueNode in slot 16
+
+    @staticmethod
+    cdef FullNode new(list children)
+    cdef FullNode copy(self)
+    cdef Py_ssize_t payload_size(self) except -1
+
+
+@cython.final
+cdef class ShortNode(Node):
+    cdef:
+        readonly bytes key       # hex nibbles; a leaf's key ends with the terminator 16
+        readonly Node val        # a ValueNode for a leaf, a FullNode or HashNode for an extension
+
+    @staticmethod
+    cdef ShortNode new(bytes key, Node val)
+    cdef Py_ssize_t payload_size(self) except -1
+
+
+@cython.final
+cdef class HashNode(Node):
+    # The reference is the inherited `hash` field: a node not loaded from the database yet.
+    @staticmethod
+    cdef HashNode new(bytes hash)
+
+
+@cython.final
+cdef class ValueNode(Node):
+    cdef:
+        readonly bytes value     # the stored value, never empty
+
+    @staticmethod
+    cdef ValueNode new(bytes value)
+
+
+cdef Node decode_node_c(bytes node_hash, const unsigned char *data, Py_ssize_t length)

@@ -1,0 +1,352 @@
+# cython: language_level=3
+"""Node encoding and strict decoding.
+
+Encoding writes RLP straight into a WriteBuffer: sizes first (so each header is written once, in place), then
+the items; no intermediate Python objects. A node's `encode` expects its children to be ready: every child whose
+encoding is 32 bytes or more carries its hash (the hasher sees to that, bottom-up); smaller children are embedded.
+"""
+cimport cython
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.list cimport PyList_GET_ITEM, PyList_New, PyList_SET_ITEM
+from cpython.ref cimport Py_INCREF
+from libc.stdint cimport uint8_t
+from libc.string cimport memcpy
+
+from mpt.encoding cimport TERMINATOR, compact_size, write_compact, compact_to_hex_c
+from mpt.rlp cimport (MAX_HEADER_SIZE, RLPItem, WriteBuffer, count_items, header_size, put_header, read_item,
+                      string_size)
+
+from mpt.errors import NodeDecodeError, RLPDecodeError
+
+cdef enum:
+    HASH_LENGTH = 32
+    BRANCH_WIDTH = 17
+
+
+cdef class Node:
+    """Base of the four node kinds. Not instantiated directly."""
+
+    cdef int encode(self, WriteBuffer w) except -1:
+        raise NotImplementedError
+
+    cdef Py_ssize_t encoded_size(self) except -1:
+        raise NotImplementedError
+
+    cdef Py_ssize_t ref_size(self) except -1:
+        if self.hash is not None:
+            return 1 + HASH_LENGTH
+        return self.encoded_size()
+
+    cdef int write_ref(self, WriteBuffer w) except -1:
+        if self.hash is not None:
+            w.ensure(1 + HASH_LENGTH)
+            w._buf[w._length] = 0x80 + HASH_LENGTH
+            memcpy(w._buf + w._length + 1, PyBytes_AS_STRING(self.hash), HASH_LENGTH)
+            w._length += 1 + HASH_LENGTH
+            return 0
+        return self.encode(w)
+
+    def encoding(self):
+        """The node's RLP encoding (children of 32 bytes or more are hashed first)."""
+        from mpt.hasher import encode_node
+        return encode_node(self)
+
+
+@cython.final
+cdef class FullNode(Node):
+    """A branch: 16 children indexed by nibble plus a value slot."""
+
+    def __init__(self, children=None):
+        if children is None:
+            children = [None] * BRANCH_WIDTH
+        children = list(children)
+        if len(children) != BRANCH_WIDTH:
+            raise ValueError("a FullNode has 17 slots, got %d" % len(children))
+        for i, c in enumerate(children):
+            if c is not None and not isinstance(c, Node):
+                raise TypeError("FullNode slot %d holds %s, not a node" % (i, type(c).__name__))
+            if c is not None and (i == 16) != isinstance(c, ValueNode):
+                raise TypeError("ValueNode belongs in slot 16 only (slot %d holds %s)" % (i, type(c).__name__))
+        self.children = children
+        self.dirty = True
+
+    @staticmethod
+    cdef FullNode new(list children):
+        cdef FullNode n = FullNode.__new__(FullNode)
+        n.children = children
+        n.dirty = True
+        return n
+
+    cdef FullNode copy(self):
+        # A fresh node: no cached hash, dirty. Children are shared (they are never mutated in place).
+        cdef FullNode n = FullNode.__new__(FullNode)
+        n.children = self.children[:]
+        n.dirty = True
+        return n
+
+    cdef Py_ssize_t payload_size(self) except -1:
+        cdef Py_ssize_t i, size = 0
+        cdef object c
+        for i in range(16):
+            c = <object>PyList_GET_ITEM(self.children, i)
+            if c is None:
+                size += 1
+            else:
+                size += (<Node>c).ref_size()
+        c = <object>PyList_GET_ITEM(self.children, 16)
+        if c is None:
+            size += 1
+        else:
+            size += string_size(<const uint8_t *>PyBytes_AS_STRING((<ValueNode>c).value),
+                                PyBytes_GET_SIZE((<ValueNode>c).value))
+        return size
+
+    cdef Py_ssize_t encoded_size(self) except -1:
+        cdef Py_ssize_t payload = self.payload_size()
+        return header_size(payload) + payload
+
+    cdef int encode(self, WriteBuffer w) except -1:
+        cdef Py_ssize_t i, payload = self.payload_size()
+        cdef object c
+        cdef bytes v
+        w.ensure(MAX_HEADER_SIZE + payload)
+        w._length += put_header(w._buf + w._length, 0xc0, payload)
+        for i in range(16):
+            c = <object>PyList_GET_ITEM(self.children, i)
+            if c is None:
+                w._buf[w._length] = 0x80
+                w._length += 1
+            else:
+                (<Node>c).write_ref(w)
+        c = <object>PyList_GET_ITEM(self.children, 16)
+        if c is None:
+            w._buf[w._length] = 0x80
+            w._length += 1
+        else:
+            v = (<ValueNode>c).value
+            w.write_string(<const uint8_t *>PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))
+        return 0
+
+    def __repr__(self):
+        parts = ["%x: %r" % (i, c) for i, c in enumerate(self.children[:16]) if c is not None]
+        if self.children[16] is not None:
+            parts.append("value: %r" % (self.children[16],))
+        return "FullNode(%s)" % ", ".join(parts)
+
+
+@cython.final
+cdef class ShortNode(Node):
+    """An extension (key without terminator, child node) or a leaf (key ending in 16, ValueNode)."""
+
+    def __init__(self, bytes key, Node val):
+        cdef Py_ssize_t i, n = len(key)
+        for i in range(n):
+            if key[i] > 15 and not (i == n - 1 and key[i] == TERMINATOR):
+                raise ValueError("ShortNode key must be hex nibbles (optionally ending in 16)")
+        is_leaf = n > 0 and key[n - 1] == TERMINATOR
+        if is_leaf != isinstance(val, ValueNode):
+            raise TypeError("a leaf key (ending in 16) goes with a ValueNode, an extension key with a node")
+        self.key = key
+        self.val = val
+        self.dirty = True
+
+    @staticmethod
+    cdef ShortNode new(bytes key, Node val):
+        cdef ShortNode n = ShortNode.__new__(ShortNode)
+        n.key = key
+        n.val = val
+        n.dirty = True
+        return n
+
+    cdef Py_ssize_t payload_size(self) except -1:
+        cdef Py_ssize_t ck = compact_size(<const uint8_t *>PyBytes_AS_STRING(self.key), PyBytes_GET_SIZE(self.key))
+        # A one-byte compact key is always below 0x80 (flag nibble <= 3), so it encodes as itself.
+        cdef Py_ssize_t size = 1 if ck == 1 else header_size(ck) + ck
+        cdef ValueNode v
+        if type(self.val) is ValueNode:
+            v = <ValueNode>self.val
+            return size + string_size(<const uint8_t *>PyBytes_AS_STRING(v.value), PyBytes_GET_SIZE(v.value))
+        return size + self.val.ref_size()
+
+    cdef Py_ssize_t encoded_size(self) except -1:
+        cdef Py_ssize_t payload = self.payload_size()
+        return header_size(payload) + payload
+
+    cdef int encode(self, WriteBuffer w) except -1:
+        cdef Py_ssize_t payload = self.payload_size()
+        cdef const uint8_t *k = <const uint8_t *>PyBytes_AS_STRING(self.key)
+        cdef Py_ssize_t nk = PyBytes_GET_SIZE(self.key)
+        cdef Py_ssize_t ck = compact_size(k, nk)
+        cdef bytes v
+        w.ensure(2 * MAX_HEADER_SIZE + ck)
+        w._length += put_header(w._buf + w._length, 0xc0, payload)
+        if ck > 1:
+            w._length += put_header(w._buf + w._length, 0x80, ck)
+        w._length += write_compact(k, nk, w._buf + w._length)
+        if type(self.val) is ValueNode:
+            v = (<ValueNode>self.val).value
+            return w.write_string(<const uint8_t *>PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))
+        return self.val.write_ref(w)
+
+    def __repr__(self):
+        return "ShortNode(%s, %r)" % (bytes(self.key).hex(), self.val)
+
+
+@cython.final
+cdef class HashNode(Node):
+    """A reference by hash to a node not loaded yet."""
+
+    def __init__(self, bytes hash):
+        if len(hash) != HASH_LENGTH:
+            raise ValueError("a HashNode holds a 32-byte hash, got %d bytes" % len(hash))
+        self.hash = hash
+
+    @staticmethod
+    cdef HashNode new(bytes hash):
+        cdef HashNode n = HashNode.__new__(HashNode)
+        n.hash = hash
+        return n
+
+    cdef Py_ssize_t encoded_size(self) except -1:
+        return 1 + HASH_LENGTH
+
+    cdef int encode(self, WriteBuffer w) except -1:
+        return self.write_ref(w)
+
+    def __repr__(self):
+        return "HashNode(%s)" % self.hash.hex()
+
+
+@cython.final
+cdef class ValueNode(Node):
+    """A stored value (a leaf's payload or a branch's value slot)."""
+
+    def __init__(self, bytes value):
+        if not value:
+            raise ValueError("trie values are never empty")
+        self.value = value
+
+    @staticmethod
+    cdef ValueNode new(bytes value):
+        cdef ValueNode n = ValueNode.__new__(ValueNode)
+        n.value = value
+        return n
+
+    cdef Py_ssize_t encoded_size(self) except -1:
+        return string_size(<const uint8_t *>PyBytes_AS_STRING(self.value), PyBytes_GET_SIZE(self.value))
+
+    cdef int encode(self, WriteBuffer w) except -1:
+        return w.write_string(<const uint8_t *>PyBytes_AS_STRING(self.value), PyBytes_GET_SIZE(self.value))
+
+    cdef int write_ref(self, WriteBuffer w) except -1:
+        return self.encode(w)
+
+    def __repr__(self):
+        return "ValueNode(%s)" % self.value.hex()
+
+
+# ---------------------------------------------------------------------------------------------- decoding
+# Geth's rules (trie/node.go decodeNode) and a few more, each of which no valid trie can violate:
+#   - compact keys: flag nibble above 3, or a non-zero pad nibble in an even key, are rejected;
+#   - an extension must have a non-empty key and a child; a leaf value must not be empty.
+
+cdef Node _decode_ref(const uint8_t *data, RLPItem *item, Py_ssize_t offset):
+    cdef Py_ssize_t size
+    if item.is_list:
+        size = item.end - offset
+        if size >= HASH_LENGTH:
+            raise NodeDecodeError("oversized embedded node (size %d, want size < %d) at offset %d"
+                                  % (size, HASH_LENGTH, offset))
+        return _decode_at(None, data, offset, item.end)
+    if item.payload_length == 0:
+        return None
+    if item.payload_length == HASH_LENGTH:
+        return HashNode.new(PyBytes_FromStringAndSize(<const char *>data + item.payload_offset, HASH_LENGTH))
+    raise NodeDecodeError("invalid RLP string size %d (want 0 or %d) at offset %d"
+                          % (item.payload_length, HASH_LENGTH, offset))
+
+
+cdef Node _decode_at(bytes node_hash, const uint8_t *data, Py_ssize_t start, Py_ssize_t end):
+    cdef RLPItem outer, item
+    cdef Py_ssize_t pos, count, i
+    cdef bytes hexkey
+    cdef list children
+    cdef Node child, n
+    read_item(data, start, end, &outer)
+    if not outer.is_list:
+        raise NodeDecodeError("node at offset %d is not an RLP list" % start)
+    if outer.end != end:
+        raise NodeDecodeError("%d trailing bytes after node at offset %d" % (end - outer.end, outer.end))
+    count = count_items(data, outer.payload_offset, outer.end)
+    pos = outer.payload_offset
+    if count == 2:
+        read_item(data, pos, outer.end, &item)
+        if item.is_list:
+            raise NodeDecodeError("short node key at offset %d is a list" % pos)
+        hexkey = compact_to_hex_c(data + item.payload_offset, item.payload_length)
+        pos = item.end
+        read_item(data, pos, outer.end, &item)
+        if PyBytes_GET_SIZE(hexkey) and (<const uint8_t *>PyBytes_AS_STRING(hexkey))[PyBytes_GET_SIZE(hexkey) - 1] == TERMINATOR:
+            if item.is_list:
+                raise NodeDecodeError("leaf value at offset %d is a list" % pos)
+            if item.payload_length == 0:
+                raise NodeDecodeError("empty leaf value at offset %d" % pos)
+            child = ValueNode.new(PyBytes_FromStringAndSize(<const char *>data + item.payload_offset,
+                                                            item.payload_length))
+        else:
+            if PyBytes_GET_SIZE(hexkey) == 0:
+                raise NodeDecodeError("extension with an empty key at offset %d" % start)
+            child = _decode_ref(data, &item, pos)
+            if child is None:
+                raise NodeDecodeError("extension without a child at offset %d" % pos)
+        n = ShortNode.new(hexkey, child)
+    elif count == BRANCH_WIDTH:
+        children = PyList_New(BRANCH_WIDTH)
+        for i in range(16):
+            read_item(data, pos, outer.end, &item)
+            child = _decode_ref(data, &item, pos)
+            Py_INCREF(child)
+            PyList_SET_ITEM(children, i, child)
+            pos = item.end
+        read_item(data, pos, outer.end, &item)
+        if item.is_list:
+            raise NodeDecodeError("branch value slot at offset %d is a list" % pos)
+        if item.payload_length:
+            child = ValueNode.new(PyBytes_FromStringAndSize(<const char *>data + item.payload_offset,
+                                                            item.payload_length))
+        else:
+            child = None
+        Py_INCREF(child)
+        PyList_SET_ITEM(children, 16, child)
+        n = FullNode.new(children)
+    else:
+        raise NodeDecodeError("invalid number of list elements: %d (want 2 or 17)" % count)
+    n.dirty = False
+    n.hash = node_hash
+    return n
+
+
+cdef Node decode_node_c(bytes node_hash, const unsigned char *data, Py_ssize_t length):
+    """Decode a node encoding; node_hash (or None) is cached in the node when the encoding is >= 32 bytes."""
+    if length == 0:
+        raise NodeDecodeError("empty node encoding")
+    if length < HASH_LENGTH:
+        node_hash = None
+    try:
+        return _decode_at(node_hash, <const uint8_t *>data, 0, length)
+    except RLPDecodeError as e:
+        raise NodeDecodeError("malformed RLP in node: %s" % e) from None
+
+
+def decode_node(blob, node_hash=None):
+    """Decode a node from its RLP encoding with geth's strictness (plus the extra checks above).
+
+    Raises NodeDecodeError for anything that is not a valid node.
+    """
+    if isinstance(blob, (bytearray, memoryview)):
+        blob = bytes(blob)
+    if not isinstance(blob, bytes):
+        raise TypeError("decode_node() takes bytes, not %s" % type(blob).__name__)
+    if node_hash is not None and (not isinstance(node_hash, bytes) or len(node_hash) != HASH_LENGTH):
+        raise TypeError("node_hash must be 32 bytes or None")
+    return decode_node_c(node_hash, <const unsigned char *>PyBytes_AS_STRING(blob), PyBytes_GET_SIZE(blob))

@@ -1,0 +1,116 @@
+# cython: language_level=3
+"""RLP: the WriteBuffer every encoder writes into, and the strict item reader every decoder uses.
+
+Layout lives here so that node.pyx, hasher.pyx and trie.pyx can cimport it and touch the buffer directly
+(the asyncpg pgproto WriteBuffer pattern: an inline small buffer, PyMem growth, one memcpy path).
+"""
+cimport cython
+from libc.stdint cimport uint8_t, uint64_t
+from libc.string cimport memcpy
+
+
+cdef enum:
+    # Large enough for a full branch (17 x 33 + header) plus a short value, so most hashers never grow.
+    WRITE_BUFFER_INLINE_SIZE = 1024
+    # A list or string header is at most 1 + 8 bytes.
+    MAX_HEADER_SIZE = 9
+    # Nesting deeper than this is refused by the decoder instead of recursing down the C stack.
+    MAX_DECODE_DEPTH = 1024
+
+
+@cython.final
+cdef class WriteBuffer:
+    cdef:
+        uint8_t *_buf                                   # points at _inline or at PyMem memory
+        Py_ssize_t _size                                # capacity of _buf
+        Py_ssize_t _length                              # bytes written so far
+        bint _on_heap                                   # _buf was allocated with PyMem
+        uint8_t _inline[WRITE_BUFFER_INLINE_SIZE]       # small-buffer storage, no allocation until it overflows
+
+    @staticmethod
+    cdef WriteBuffer new()
+
+    cdef int _grow(self, Py_ssize_t needed) except -1
+
+    cdef inline int ensure(self, Py_ssize_t extra) except -1:
+        if self._length + extra > self._size:
+            self._grow(self._length + extra)
+        return 0
+
+    cdef inline void reset(self) noexcept:
+        # Keeps the (possibly grown) memory: a pooled buffer stays large.
+        self._length = 0
+
+    cdef inline int write_byte(self, uint8_t b) except -1:
+        self.ensure(1)
+        self._buf[self._length] = b
+        self._length += 1
+        return 0
+
+    cdef inline int write_raw(self, const uint8_t *data, Py_ssize_t n) except -1:
+        # The one memcpy path every write funnels into.
+        self.ensure(n)
+        memcpy(self._buf + self._length, data, <size_t>n)
+        self._length += n
+        return 0
+
+    cdef int write_string(self, const uint8_t *data, Py_ssize_t n) except -1
+    cdef int write_list_header(self, Py_ssize_t payload_length) except -1
+    cdef bytes to_bytes(self)
+
+
+cdef inline int uint_byte_length(uint64_t v) noexcept:
+    """Bytes needed for v big-endian without leading zeros (0 for v == 0)."""
+    cdef int n = 0
+    while v:
+        n += 1
+        v >>= 8
+    return n
+
+
+cdef inline Py_ssize_t header_size(Py_ssize_t payload_length) noexcept:
+    """Size of the header in front of a string (of length >= 2 or > 0x7f) or list payload."""
+    if payload_length < 56:
+        return 1
+    return 1 + uint_byte_length(<uint64_t>payload_length)
+
+
+cdef inline Py_ssize_t string_size(const uint8_t *data, Py_ssize_t n) noexcept:
+    """Encoded size of the RLP string of data[:n]."""
+    if n == 1 and data[0] < 0x80:
+        return 1
+    return header_size(n) + n
+
+
+cdef inline Py_ssize_t put_header(uint8_t *out, uint8_t short_base, Py_ssize_t payload_length) noexcept:
+    """Write a header (short_base 0x80 for strings, 0xc0 for lists) at out; return its size."""
+    cdef int i, nbytes
+    if payload_length < 56:
+        out[0] = <uint8_t>(short_base + payload_length)
+        return 1
+    nbytes = uint_byte_length(<uint64_t>payload_length)
+    out[0] = <uint8_t>(short_base + 55 + nbytes)
+    for i in range(nbytes):
+        out[nbytes - i] = <uint8_t>(payload_length >> (8 * i))
+    return 1 + nbytes
+
+
+cdef inline void put_header_before(uint8_t *payload, uint8_t short_base, Py_ssize_t payload_length,
+                                   Py_ssize_t *header_length) noexcept:
+    """Write a header so that it ends right at payload (the caller left MAX_HEADER_SIZE bytes free before it)."""
+    cdef Py_ssize_t h = header_size(payload_length)
+    put_header(payload - h, short_base, payload_length)
+    header_length[0] = h
+
+
+# A decoded item header: where the payload starts and how long it is. Kept as a C struct so node decoding
+# walks encodings without creating Python objects.
+ctypedef struct RLPItem:
+    bint is_list
+    Py_ssize_t payload_offset       # absolute offset of the payload in the input
+    Py_ssize_t payload_length
+    Py_ssize_t end                  # absolute offset just past the item
+
+
+cdef int read_item(const uint8_t *data, Py_ssize_t pos, Py_ssize_t limit, RLPItem *item) except -1
+cdef int count_items(const uint8_t *data, Py_ssize_t pos, Py_ssize_t limit) except -1

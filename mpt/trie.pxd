@@ -1,0 +1,27 @@
+# cython: language_level=3
+"""The Merkle Patricia Trie (geth trie/trie.go)."""
+from mpt.node cimport Node, HashNode
+
+
+cdef class Trie:
+    cdef:
+        Node root               # None for the empty trie
+        object db               # node database (get(hash) -> bytes | None), or None for a memory-only trie
+        bytes _root_hash        # cached root hash; None after any change that replaced the root
+        bint verify_reads       # check keccak(blob) == hash for every node read from db
+        object _found           # out-value of _get (a Cython cdef function returns one object)
+
+    cdef bytes _trie_key(self, object key)
+    cdef bytes _hex(self, object key)
+    cdef Node _resolve(self, HashNode n, bytes hexkey, Py_ssize_t pos)
+    cdef Node _get(self, Node n, bytes hexkey, Py_ssize_t pos)
+    cdef Node _insert(self, Node n, bytes hexkey, Py_ssize_t pos, Node value)
+    cdef Node _delete(self, Node n, bytes hexkey, Py_ssize_t pos)
+    cdef int _set_root(self, Node root) except -1
+    cpdef bytes hash(self)
+    cpdef object get(self, object key, object default=*)
+    cpdef update(self, object key, object value)
+    cpdef delete(self, object key)
+
+
+cdef bytes check_bytes(object value, str what)

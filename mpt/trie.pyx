@@ -1,0 +1,370 @@
+# cython: language_level=3
+"""Trie: get / update / delete / hash / copy over copy-on-write nodes.
+
+Updates never modify a node that is already linked in: they copy the path they touch (geth's approach), so an
+unchanged subtree keeps its cached hash and `copy()` costs O(1).
+"""
+cimport cython
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.list cimport PyList_GET_ITEM
+from libc.stdint cimport uint8_t
+from libc.string cimport memcmp
+
+from mpt._keccak.keccak cimport mpt_keccak256
+from mpt.encoding cimport TERMINATOR, keybytes_to_hex_c, prefix_length
+from mpt.hasher cimport Hasher, HasherPool, default_pool
+from mpt.node cimport FullNode, HashNode, Node, ShortNode, ValueNode, decode_node_c
+
+from mpt.errors import MissingNodeError, NodeDecodeError
+
+cdef enum:
+    HASH_LENGTH = 32
+    BRANCH_WIDTH = 17
+
+# keccak256(rlp(b"")): the root of the empty trie.
+EMPTY_ROOT = bytes.fromhex("56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421")
+cdef bytes _EMPTY_ROOT = EMPTY_ROOT
+cdef object _MISSING = object()
+
+
+cdef bytes check_bytes(object value, str what):
+    """value as exact bytes; TypeError naming the type otherwise (bytes subclasses are accepted and copied)."""
+    if type(value) is bytes:
+        return <bytes>value
+    if isinstance(value, bytes):
+        return bytes(value)
+    raise TypeError("%s must be bytes, not %s" % (what, type(value).__name__))
+
+
+cdef inline FullNode _empty_branch():
+    return FullNode.new([None] * BRANCH_WIDTH)
+
+
+cdef inline FullNode _copy_keep_flags(FullNode n):
+    # For replacing a resolved hash node inside a parent: the encoding (and so the hash) does not change.
+    cdef FullNode c = n.copy()
+    c.hash = n.hash
+    c.dirty = n.dirty
+    return c
+
+
+cdef class Trie:
+    """An Ethereum Merkle Patricia Trie.
+
+    ``Trie()`` is empty and in memory. ``Trie(db=..., root=hash)`` opens the trie with that root from a node
+    database (anything with ``get(hash) -> bytes | None``); nodes load lazily on first touch.
+    Keys and values are bytes. Like geth, updating a key with an empty value deletes it.
+    """
+
+    def __init__(self, db=None, root=None, *, bint verify_reads=True):
+        self.db = db
+        self.verify_reads = verify_reads
+        self.root = None
+        self._root_hash = None
+        if root is not None:
+            root = check_bytes(root, "root")
+            if len(root) != HASH_LENGTH:
+                raise ValueError("root must be a 32-byte hash, got %d bytes" % len(root))
+            if root != _EMPTY_ROOT:
+                if db is None:
+                    raise ValueError("opening a trie from a root needs a node database (db=...)")
+                self.root = HashNode.new(root)
+                self._root_hash = root
+
+    # -------------------------------------------------------------------------------------- key hook
+
+    cdef bytes _trie_key(self, object key):
+        """The key as stored in the trie (SecureTrie hashes it)."""
+        return check_bytes(key, "key")
+
+    # -------------------------------------------------------------------------------------- resolving
+
+    cdef Node _resolve(self, HashNode n, bytes hexkey, Py_ssize_t pos):
+        cdef bytes blob
+        cdef uint8_t digest[HASH_LENGTH]
+        if self.db is None:
+            raise MissingNodeError(n.hash, hexkey[:pos])
+        blob = self.db.get(n.hash)
+        if blob is None:
+            raise MissingNodeError(n.hash, hexkey[:pos])
+        if type(blob) is not bytes:
+            blob = bytes(blob)
+        if self.verify_reads:
+            mpt_keccak256(<const uint8_t *>PyBytes_AS_STRING(blob), PyBytes_GET_SIZE(blob), digest)
+            if memcmp(digest, PyBytes_AS_STRING(n.hash), HASH_LENGTH) != 0:
+                raise NodeDecodeError("node %s read from the database does not hash to its key" % n.hash.hex())
+        return decode_node_c(n.hash, <const unsigned char *>PyBytes_AS_STRING(blob), PyBytes_GET_SIZE(blob))
+
+    # -------------------------------------------------------------------------------------- get
+
+    cdef Node _get(self, Node n, bytes hexkey, Py_ssize_t pos):
+        """Look hexkey[pos:] up below n; the value (or None) lands in self._found.
+
+        Returns n, or a replacement of n in which resolved hash nodes are kept (geth's tryGet), so the next
+        lookup does not read the database again.
+        """
+        cdef Py_ssize_t klen = PyBytes_GET_SIZE(hexkey)
+        cdef const uint8_t *k = <const uint8_t *>PyBytes_AS_STRING(hexkey)
+        cdef ShortNode sn
+        cdef FullNode fn, fc
+        cdef Node child, nn
+        cdef Py_ssize_t nk
+        cdef int idx
+        if n is None:
+            self._found = None
+            return n
+        if type(n) is ValueNode:
+            self._found = (<ValueNode>n).value if pos == klen else None
+            return n
+        if type(n) is ShortNode:
+            sn = <ShortNode>n
+            nk = PyBytes_GET_SIZE(sn.key)
+            if klen - pos < nk or prefix_length(<const uint8_t *>PyBytes_AS_STRING(sn.key), nk, k + pos, nk) != nk:
+                self._found = None
+                return n
+            nn = self._get(sn.val, hexkey, pos + nk)
+            if nn is not sn.val:
+                sn = ShortNode.new(sn.key, nn)
+                sn.hash = (<ShortNode>n).hash
+                sn.dirty = (<ShortNode>n).dirty
+                return sn
+            return n
+        if type(n) is FullNode:
+            fn = <FullNode>n
+            idx = k[pos]
+            child = <Node><object>PyList_GET_ITEM(fn.children, idx)
+            nn = self._get(child, hexkey, pos + 1)
+            if nn is not child:
+                fc = _copy_keep_flags(fn)
+                fc.children[idx] = nn
+                return fc
+            return n
+        if type(n) is HashNode:
+            child = self._resolve(<HashNode>n, hexkey, pos)
+            return self._get(child, hexkey, pos)
+        raise TypeError("invalid node %r" % (n,))
+
+    cpdef object get(self, object key, object default=None):
+        """The value stored at key, or default."""
+        cdef bytes hexkey = self._hex(key)
+        cdef Node newroot = self._get(self.root, hexkey, 0)
+        found = self._found
+        self._found = None
+        if newroot is not self.root:
+            self.root = newroot     # same hash; only resolved nodes are cached in it
+        return default if found is None else found
+
+    cdef bytes _hex(self, object key):
+        cdef bytes k = self._trie_key(key)
+        return keybytes_to_hex_c(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k))
+
+    # -------------------------------------------------------------------------------------- insert
+
+    cdef Node _insert(self, Node n, bytes hexkey, Py_ssize_t pos, Node value):
+        """Insert value at hexkey[pos:] below n. Returns n itself when nothing changed."""
+        cdef Py_ssize_t klen = PyBytes_GET_SIZE(hexkey)
+        cdef const uint8_t *k = <const uint8_t *>PyBytes_AS_STRING(hexkey)
+        cdef ShortNode sn
+        cdef FullNode fn, branch
+        cdef Node child, nn
+        cdef Py_ssize_t matchlen, nk
+        cdef const uint8_t *sk
+        cdef int idx
+        if pos == klen:
+            if type(n) is ValueNode and type(value) is ValueNode and (<ValueNode>n).value == (<ValueNode>value).value:
+                return n
+            return value
+        if n is None:
+            return ShortNode.new(hexkey[pos:], value)
+        if type(n) is ShortNode:
+            sn = <ShortNode>n
+            sk = <const uint8_t *>PyBytes_AS_STRING(sn.key)
+            nk = PyBytes_GET_SIZE(sn.key)
+            matchlen = prefix_length(sk, nk, k + pos, klen - pos)
+            if matchlen == nk:
+                nn = self._insert(sn.val, hexkey, pos + matchlen, value)
+                if nn is sn.val:
+                    return n
+                return ShortNode.new(sn.key, nn)
+            # The keys diverge inside this node: a branch at the divergence point, behind an extension
+            # for the common part if there is one.
+            branch = _empty_branch()
+            branch.children[sk[matchlen]] = self._insert(None, sn.key, matchlen + 1, sn.val)
+            branch.children[k[pos + matchlen]] = self._insert(None, hexkey, pos + matchlen + 1, value)
+            if matchlen == 0:
+                return branch
+            return ShortNode.new(hexkey[pos:pos + matchlen], branch)
+        if type(n) is FullNode:
+            fn = <FullNode>n
+            idx = k[pos]
+            child = <Node><object>PyList_GET_ITEM(fn.children, idx)
+            nn = self._insert(child, hexkey, pos + 1, value)
+            if nn is child:
+                return n
+            fn = fn.copy()
+            fn.children[idx] = nn
+            return fn
+        if type(n) is HashNode:
+            child = self._resolve(<HashNode>n, hexkey, pos)
+            nn = self._insert(child, hexkey, pos, value)
+            if nn is child:
+                return n
+            return nn
+        raise TypeError("invalid node %r" % (n,))
+
+    # -------------------------------------------------------------------------------------- delete
+
+    cdef Node _delete(self, Node n, bytes hexkey, Py_ssize_t pos):
+        """Delete hexkey[pos:] below n, normalising as geth does. Returns n itself when the key is absent."""
+        cdef Py_ssize_t klen = PyBytes_GET_SIZE(hexkey)
+        cdef const uint8_t *k = <const uint8_t *>PyBytes_AS_STRING(hexkey)
+        cdef ShortNode sn
+        cdef FullNode fn
+        cdef Node child, nn, remaining
+        cdef Py_ssize_t matchlen, nk, i, only
+        cdef object c
+        cdef int idx
+        if n is None:
+            return None
+        if type(n) is ValueNode:
+            return None if pos == klen else n
+        if type(n) is ShortNode:
+            sn = <ShortNode>n
+            nk = PyBytes_GET_SIZE(sn.key)
+            matchlen = prefix_length(<const uint8_t *>PyBytes_AS_STRING(sn.key), nk, k + pos, klen - pos)
+            if matchlen < nk:
+                return n                        # the key is not here
+            if matchlen == klen - pos:
+                return None                     # this leaf is the key: remove it
+            # The key continues below this extension. The child cannot vanish (it is a branch with at least
+            # two entries), but it may shrink into a short node, which then merges into this one.
+            nn = self._delete(sn.val, hexkey, pos + nk)
+            if nn is sn.val:
+                return n
+            if type(nn) is ShortNode:
+                return ShortNode.new(sn.key + (<ShortNode>nn).key, (<ShortNode>nn).val)
+            return ShortNode.new(sn.key, nn)
+        if type(n) is FullNode:
+            fn = <FullNode>n
+            idx = k[pos]
+            child = <Node><object>PyList_GET_ITEM(fn.children, idx)
+            nn = self._delete(child, hexkey, pos + 1)
+            if nn is child:
+                return n
+            fn = fn.copy()
+            fn.children[idx] = nn
+            if nn is not None:
+                return fn                       # still at least two entries
+            only = -1
+            for i in range(BRANCH_WIDTH):
+                if <object>PyList_GET_ITEM(fn.children, i) is not None:
+                    if only == -1:
+                        only = i
+                    else:
+                        return fn               # two or more entries left: stays a branch
+            if only < 0:
+                raise AssertionError("a branch lost its last two entries in one delete")
+            remaining = <Node><object>PyList_GET_ITEM(fn.children, only)
+            if only == 16:
+                # Only the value is left: a leaf with an empty path.
+                return ShortNode.new(b"\x10", remaining)
+            if type(remaining) is HashNode:
+                # Resolve it just to see whether it is a short node that must absorb the nibble.
+                remaining = self._resolve(<HashNode>remaining, hexkey[:pos] + bytes((only,)), pos + 1)
+            if type(remaining) is ShortNode:
+                return ShortNode.new(bytes((only,)) + (<ShortNode>remaining).key, (<ShortNode>remaining).val)
+            return ShortNode.new(bytes((only,)), <Node><object>PyList_GET_ITEM(fn.children, only))
+        if type(n) is HashNode:
+            child = self._resolve(<HashNode>n, hexkey, pos)
+            nn = self._delete(child, hexkey, pos)
+            if nn is child:
+                return n
+            return nn
+        raise TypeError("invalid node %r" % (n,))
+
+    # -------------------------------------------------------------------------------------- public API
+
+    cdef int _set_root(self, Node root) except -1:
+        if root is not self.root:
+            self.root = root
+            self._root_hash = None
+        return 0
+
+    cpdef update(self, object key, object value):
+        """Set key to value; an empty value deletes the key (geth semantics)."""
+        cdef bytes v = check_bytes(value, "value")
+        cdef bytes hexkey = self._hex(key)
+        if PyBytes_GET_SIZE(v) == 0:
+            self._set_root(self._delete(self.root, hexkey, 0))
+        else:
+            self._set_root(self._insert(self.root, hexkey, 0, ValueNode.new(v)))
+
+    cpdef delete(self, object key):
+        """Remove key; a missing key is not an error (geth semantics)."""
+        self._set_root(self._delete(self.root, self._hex(key), 0))
+
+    cpdef bytes hash(self):
+        """The root hash (keccak256 of the root node's encoding; EMPTY_ROOT for an empty trie)."""
+        cdef HasherPool pool
+        cdef Hasher h
+        if self.root is None:
+            return _EMPTY_ROOT
+        if self.root.hash is not None:
+            return self.root.hash
+        if self._root_hash is not None:
+            return self._root_hash
+        pool = default_pool()
+        h = pool.acquire()
+        try:
+            self._root_hash = h.hash_node(self.root, True)
+        finally:
+            pool.release(h)
+        return self._root_hash
+
+    @property
+    def root_hash(self):
+        """Same as hash()."""
+        return self.hash()
+
+    @property
+    def root_node(self):
+        """The root node (None when empty), for inspection."""
+        return self.root
+
+    @property
+    def database(self):
+        """The node database this trie reads from, or None."""
+        return self.db
+
+    def copy(self):
+        """An independent trie with the same content. O(1): nodes are shared copy-on-write."""
+        cdef Trie t = type(self).__new__(type(self))
+        t.root = self.root
+        t.db = self.db
+        t._root_hash = self._root_hash
+        t.verify_reads = self.verify_reads
+        return t
+
+    def __copy__(self):
+        return self.copy()
+
+    def __getitem__(self, key):
+        value = self.get(key, _MISSING)
+        if value is _MISSING:
+            raise KeyError(key)
+        return value
+
+    def __setitem__(self, key, value):
+        self.update(key, value)
+
+    def __delitem__(self, key):
+        cdef Node before = self.root
+        self._set_root(self._delete(self.root, self._hex(key), 0))
+        if self.root is before:
+            raise KeyError(key)
+
+    def __contains__(self, key):
+        return self.get(key, _MISSING) is not _MISSING
+
+    def __repr__(self):
+        return "<%s root=%s>" % (type(self).__name__, self.hash().hex())

@@ -1,0 +1,30 @@
+"""Shared test helpers: where the public test vectors are."""
+import json
+import pathlib
+
+import pytest
+
+HERE = pathlib.Path(__file__).resolve().parent
+# The project's shared vectors when the checkout sits beside them, else the copies kept in tests/vectors.
+_SHARED = HERE.parent.parent / "shared" / "vectors"
+VECTORS = _SHARED if _SHARED.is_dir() else HERE / "vectors"
+
+
+def load_vector(relative_path):
+    """Parse a JSON vector file (relative to the vectors folder)."""
+    with open(VECTORS / relative_path) as f:
+        return json.load(f)
+
+
+def from_hex_or_text(s):
+    """TrieTests convention: '0x..' strings are hex, anything else is UTF-8 text; None stays None."""
+    if s is None:
+        return None
+    if s.startswith("0x"):
+        return bytes.fromhex(s[2:])
+    return s.encode()
+
+
+@pytest.fixture
+def vectors():
+    return load_vector

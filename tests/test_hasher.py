@@ -1,0 +1,56 @@
+"""Hasher pool: buffers are reused, results do not depend on reuse order."""
+from mpt import FullNode, ShortNode, Trie, ValueNode
+from mpt._reference import trie_root
+from mpt.hasher import Hasher, HasherPool, get_default_pool
+
+
+def test_pool_reuses_grown_buffers():
+    pool = HasherPool()
+    h = pool.get()
+    assert h.buffer_capacity == 1024
+    # A leaf with a 5000-byte value forces the buffer to grow while hashing it.
+    h.hash(ShortNode(bytes([1, 16]), ValueNode(b"x" * 5000)))
+    grown = h.buffer_capacity
+    assert grown > 5000
+    pool.put(h)
+    assert pool.idle == 1
+    again = pool.get()
+    assert again is h and again.buffer_capacity == grown
+    assert pool.idle == 0
+
+
+def test_pool_is_bounded():
+    pool = HasherPool(max_idle=2)
+    hashers = [pool.get() for _ in range(5)]
+    assert len({id(h) for h in hashers}) == 5
+    for h in hashers:
+        pool.put(h)
+    assert pool.idle == 2
+
+
+def test_results_do_not_depend_on_reuse():
+    items = [{bytes([i, j]): b"v" * (j + 1) for j in range(40)} for i in range(8)]
+    expected = [trie_root(d) for d in items]
+    pool = get_default_pool()
+    # Dirty the pooled hasher with a big encoding first, then hash the tries in two different orders.
+    big = ShortNode(bytes([1, 16]), ValueNode(b"y" * 3000))
+    h = pool.get()
+    h.hash(big)
+    pool.put(h)
+    for order in (range(8), reversed(range(8))):
+        for i in order:
+            t = Trie()
+            for k, v in items[i].items():
+                t[k] = v
+            assert t.hash() == expected[i]
+
+
+def test_hasher_hash_matches_trie():
+    t = Trie()
+    for i in range(100):
+        t[bytes([i]) * 4] = bytes([i]) * 10
+    root = t.root_node
+    expected = trie_root({bytes([i]) * 4: bytes([i]) * 10 for i in range(100)})
+    assert Hasher().hash(root) == expected
+    assert t.hash() == expected
+    assert isinstance(root, FullNode)
