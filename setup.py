@@ -19,8 +19,13 @@ MODULES = {
     "mpt.encoding": False,
     "mpt.node": True,
     "mpt.hasher": True,
+    "mpt.committer": True,
     "mpt.trie": True,
+    "mpt.iterator": True,
     "mpt.secure": True,
+    "mpt.stacktrie": True,
+    "mpt.derive": True,
+    "mpt.proof": True,
 }
 
 extra_compile_args = ["-O3", "-fno-strict-aliasing"]

@@ -10,6 +10,8 @@ cdef class Trie:
         bytes _root_hash        # cached root hash; None after any change that replaced the root
         bint verify_reads       # check keccak(blob) == hash for every node read from db
         object _found           # out-value of _get (a Cython cdef function returns one object)
+        set _touched            # hex paths of stored (clean, hashed) nodes replaced since the last commit
+        readonly object last_commit     # NodeSet written by the last commit, or None
 
     cdef bytes _trie_key(self, object key)
     cdef bytes _hex(self, object key)
@@ -18,6 +20,7 @@ cdef class Trie:
     cdef Node _insert(self, Node n, bytes hexkey, Py_ssize_t pos, Node value)
     cdef Node _delete(self, Node n, bytes hexkey, Py_ssize_t pos)
     cdef int _set_root(self, Node root) except -1
+    cdef int _track(self, Node n, bytes hexkey, Py_ssize_t pos) except -1
     cpdef bytes hash(self)
     cpdef object get(self, object key, object default=*)
     cpdef update(self, object key, object value)

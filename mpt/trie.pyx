@@ -12,9 +12,11 @@ from libc.string cimport memcmp
 
 from mpt._keccak.keccak cimport mpt_keccak256
 from mpt.encoding cimport TERMINATOR, keybytes_to_hex_c, prefix_length
+from mpt.committer cimport NodeSet, commit_node
 from mpt.hasher cimport Hasher, HasherPool, default_pool
 from mpt.node cimport FullNode, HashNode, Node, ShortNode, ValueNode, decode_node_c
 
+from mpt.db.memory import MemoryDB, write_nodes
 from mpt.errors import MissingNodeError, NodeDecodeError
 
 cdef enum:
@@ -51,23 +53,27 @@ cdef inline FullNode _copy_keep_flags(FullNode n):
 cdef class Trie:
     """An Ethereum Merkle Patricia Trie.
 
-    ``Trie()`` is empty and in memory. ``Trie(db=..., root=hash)`` opens the trie with that root from a node
-    database (anything with ``get(hash) -> bytes | None``); nodes load lazily on first touch.
-    Keys and values are bytes. Like geth, updating a key with an empty value deletes it.
+    ``Trie()`` is empty, backed by a fresh MemoryDB. ``Trie(db=..., root=hash)`` opens the trie with that root
+    from a node database (see mpt.db; a plain dict works too); nodes load lazily on first touch and are checked
+    against their hash unless ``verify_reads=False``. Keys and values are bytes. Like geth, updating a key
+    with an empty value deletes it.
     """
 
     def __init__(self, db=None, root=None, *, bint verify_reads=True):
-        self.db = db
         self.verify_reads = verify_reads
         self.root = None
         self._root_hash = None
+        self._touched = set()
+        self.last_commit = None
+        if root is not None and db is None and root != _EMPTY_ROOT:
+            raise ValueError("opening a trie from a root needs a node database (db=...)")
+        # A trie always has a database, so copies share it and a commit of one is visible to the others.
+        self.db = MemoryDB() if db is None else db
         if root is not None:
             root = check_bytes(root, "root")
             if len(root) != HASH_LENGTH:
                 raise ValueError("root must be a 32-byte hash, got %d bytes" % len(root))
             if root != _EMPTY_ROOT:
-                if db is None:
-                    raise ValueError("opening a trie from a root needs a node database (db=...)")
                 self.root = HashNode.new(root)
                 self._root_hash = root
 
@@ -82,8 +88,6 @@ cdef class Trie:
     cdef Node _resolve(self, HashNode n, bytes hexkey, Py_ssize_t pos):
         cdef bytes blob
         cdef uint8_t digest[HASH_LENGTH]
-        if self.db is None:
-            raise MissingNodeError(n.hash, hexkey[:pos])
         blob = self.db.get(n.hash)
         if blob is None:
             raise MissingNodeError(n.hash, hexkey[:pos])
@@ -185,7 +189,9 @@ cdef class Trie:
                 nn = self._insert(sn.val, hexkey, pos + matchlen, value)
                 if nn is sn.val:
                     return n
+                self._track(n, hexkey, pos)
                 return ShortNode.new(sn.key, nn)
+            self._track(n, hexkey, pos)
             # The keys diverge inside this node: a branch at the divergence point, behind an extension
             # for the common part if there is one.
             branch = _empty_branch()
@@ -201,6 +207,7 @@ cdef class Trie:
             nn = self._insert(child, hexkey, pos + 1, value)
             if nn is child:
                 return n
+            self._track(n, hexkey, pos)
             fn = fn.copy()
             fn.children[idx] = nn
             return fn
@@ -235,12 +242,14 @@ cdef class Trie:
             if matchlen < nk:
                 return n                        # the key is not here
             if matchlen == klen - pos:
+                self._track(n, hexkey, pos)
                 return None                     # this leaf is the key: remove it
             # The key continues below this extension. The child cannot vanish (it is a branch with at least
             # two entries), but it may shrink into a short node, which then merges into this one.
             nn = self._delete(sn.val, hexkey, pos + nk)
             if nn is sn.val:
                 return n
+            self._track(n, hexkey, pos)
             if type(nn) is ShortNode:
                 return ShortNode.new(sn.key + (<ShortNode>nn).key, (<ShortNode>nn).val)
             return ShortNode.new(sn.key, nn)
@@ -251,6 +260,7 @@ cdef class Trie:
             nn = self._delete(child, hexkey, pos + 1)
             if nn is child:
                 return n
+            self._track(n, hexkey, pos)
             fn = fn.copy()
             fn.children[idx] = nn
             if nn is not None:
@@ -272,6 +282,8 @@ cdef class Trie:
                 # Resolve it just to see whether it is a short node that must absorb the nibble.
                 remaining = self._resolve(<HashNode>remaining, hexkey[:pos] + bytes((only,)), pos + 1)
             if type(remaining) is ShortNode:
+                # It moves up one level: its old path no longer holds a node.
+                self._track(remaining, hexkey[:pos] + bytes((only,)), pos + 1)
                 return ShortNode.new(bytes((only,)) + (<ShortNode>remaining).key, (<ShortNode>remaining).val)
             return ShortNode.new(bytes((only,)), <Node><object>PyList_GET_ITEM(fn.children, only))
         if type(n) is HashNode:
@@ -283,6 +295,13 @@ cdef class Trie:
         raise TypeError("invalid node %r" % (n,))
 
     # -------------------------------------------------------------------------------------- public API
+
+    cdef int _track(self, Node n, bytes hexkey, Py_ssize_t pos) except -1:
+        """Note that the stored node at hexkey[:pos] is being replaced (for the NodeSet's deleted paths)."""
+        # Stored nodes are those with a hash, and the root whatever its size.
+        if not n.dirty and (n.hash is not None or pos == 0):
+            self._touched.add(hexkey[:pos])
+        return 0
 
     cdef int _set_root(self, Node root) except -1:
         if root is not self.root:
@@ -326,6 +345,81 @@ cdef class Trie:
         """Same as hash()."""
         return self.hash()
 
+    def commit(self, collect_leaves=False):
+        """Hash, then write every node changed since the last commit to the database in one batch.
+
+        Returns the root hash, or ``(root, leaves)`` with ``collect_leaves=True`` where leaves are
+        ``(value, leaf node hash)`` pairs (for callers that track storage tries). The trie stays usable;
+        ``last_commit`` holds the NodeSet that was written.
+        """
+        cdef bytes root = self.hash()
+        cdef dict nodes = {}
+        cdef list leaves = [] if collect_leaves else None
+        cdef HasherPool pool
+        cdef Hasher h
+        cdef set deleted
+        if self.root is not None and self.root.dirty:
+            pool = default_pool()
+            h = pool.acquire()
+            try:
+                commit_node(self.root, b"", h, nodes, leaves, root)
+            finally:
+                pool.release(h)
+        # The root of an emptied trie counts as deleted (geth's tracer does the same).
+        deleted = {p for p in self._touched if p not in nodes}
+        self._touched = set()
+        write_nodes(self.db, nodes.values())
+        self.last_commit = NodeSet(root, nodes, deleted, leaves)
+        if collect_leaves:
+            return root, leaves
+        return root
+
+    # -------------------------------------------------------------------------------------- iteration
+
+    def items(self, start=b""):
+        """(key, value) pairs in ascending key order, from the first key >= start."""
+        from mpt.iterator import iter_items
+        return iter_items(self, check_bytes(start, "start"), 0)
+
+    def keys(self, start=b""):
+        """Keys in ascending order, from the first key >= start."""
+        from mpt.iterator import iter_items
+        return iter_items(self, check_bytes(start, "start"), 1)
+
+    def values(self, start=b""):
+        """Values in ascending key order, from the first key >= start."""
+        from mpt.iterator import iter_items
+        return iter_items(self, check_bytes(start, "start"), 2)
+
+    def __iter__(self):
+        from mpt.iterator import iter_items
+        return iter_items(self, b"", 1)
+
+    def node_iter(self):
+        """(path, hash or None, blob) of every node in pre-order (geth's NodeIterator order).
+
+        path is hex nibbles; hash is None for nodes embedded in their parent. The trie is hashed first.
+        """
+        self.hash()
+        from mpt.iterator import iter_nodes
+        return iter_nodes(self)
+
+    # -------------------------------------------------------------------------------------- proofs
+
+    def prove(self, key):
+        """Merkle proof for key: node encodings from the root down (see mpt.proof.prove)."""
+        from mpt.proof import prove
+        return prove(self, key)
+
+    def prove_many(self, keys):
+        """One deduplicated proof covering every key in keys."""
+        from mpt.proof import prove_many
+        return prove_many(self, keys)
+
+    def resolve_node(self, HashNode n not None, bytes path=b""):
+        """Load and decode the node behind a HashNode from the database."""
+        return self._resolve(n, path, len(path))
+
     @property
     def root_node(self):
         """The root node (None when empty), for inspection."""
@@ -343,6 +437,7 @@ cdef class Trie:
         t.db = self.db
         t._root_hash = self._root_hash
         t.verify_reads = self.verify_reads
+        t._touched = set(self._touched)
         return t
 
     def __copy__(self):

@@ -1,0 +1,69 @@
+# cython: language_level=3
+"""Collect the dirty nodes of a hashed trie into a NodeSet.
+
+Children are committed before their parent and each stored node is encoded once (its children already carry
+their hashes). A node becomes clean as it is collected; a clean subtree is never visited again, which is why a
+second commit writes only what changed since the first.
+"""
+cimport cython
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.list cimport PyList_GET_ITEM
+
+from mpt.hasher cimport Hasher
+from mpt.node cimport FullNode, Node, ShortNode, ValueNode
+
+cdef bytes _NIBBLES = bytes(range(16))
+
+
+@cython.final
+cdef class NodeSet:
+    """What one commit wrote: ``nodes`` (path -> (hash, blob)), ``deleted`` paths, optional ``leaves``."""
+
+    def __cinit__(self, bytes root, dict nodes, set deleted, list leaves=None):
+        self.root = root
+        self.nodes = nodes
+        self.deleted = deleted
+        self.leaves = leaves
+
+    def __len__(self):
+        return len(self.nodes)
+
+    @property
+    def size(self):
+        """Bytes of node blobs written."""
+        return sum(len(blob) for _, blob in self.nodes.values())
+
+    def __repr__(self):
+        return "<NodeSet root=%s nodes=%d deleted=%d>" % (self.root.hex(), len(self.nodes), len(self.deleted))
+
+
+cdef inline bint _needs_commit(object c):
+    return c is not None and type(c) is not ValueNode and (<Node>c).dirty
+
+
+cdef int commit_node(Node n, bytes path, Hasher h, dict nodes, list leaves, bytes root_hash) except -1:
+    """Collect n and its dirty descendants; root_hash is given for the root only (it is stored whatever its size)."""
+    cdef Py_ssize_t i, start
+    cdef object c
+    cdef bytes node_hash, blob
+    if type(n) is FullNode:
+        for i in range(16):
+            c = <object>PyList_GET_ITEM((<FullNode>n).children, i)
+            if _needs_commit(c):
+                commit_node(<Node>c, path + _NIBBLES[i:i + 1], h, nodes, leaves, None)
+    elif type(n) is ShortNode:
+        c = (<ShortNode>n).val
+        if _needs_commit(c):
+            commit_node(<Node>c, path + (<ShortNode>n).key, h, nodes, leaves, None)
+    n.dirty = False
+    node_hash = n.hash if n.hash is not None else root_hash
+    if node_hash is None:
+        return 0                        # embedded in its parent: stored inside the parent's blob
+    start = h.buf._length
+    n.encode(h.buf)
+    blob = PyBytes_FromStringAndSize(<char *>h.buf._buf + start, h.buf._length - start)
+    h.buf._length = start
+    nodes[path] = (node_hash, blob)
+    if leaves is not None and type(n) is ShortNode and type((<ShortNode>n).val) is ValueNode:
+        leaves.append(((<ValueNode>(<ShortNode>n).val).value, node_hash))
+    return 0

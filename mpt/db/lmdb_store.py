@@ -1,0 +1,284 @@
+"""LMDBStore: the persistent node database, on LMDB (the ``lmdb`` package).
+
+One LMDB environment (a directory holding ``data.mdb`` and ``lock.mdb``) with one unnamed database: keys are the
+32-byte keccak256 hashes of the nodes, values their RLP encodings. LMDB gives what a node store needs: ACID write
+transactions (a commit is all or nothing, whatever kills the process), memory-mapped reads that copy nothing
+until we make the ``bytes``, one writer and any number of readers across threads and processes.
+
+Besides the nodes, the store keeps one small metadata record, the *head*: the root of the last trie committed
+through ``write_batch(head=root)`` or ``set_head(root)``. It lives under the 8-byte key ``b"mpt:head"``, which
+cannot collide with a 32-byte node hash. A trie reopens with ``Trie(store, root=store.head())``.
+
+The map size (LMDB's upper bound on the file, reserved as address space and not as disk) grows by itself: a write
+that fails with ``MapFullError`` is aborted, the map is doubled and the whole transaction is retried. To make the
+retry possible a batch keeps its puts in a list and writes them all in one transaction when the ``with`` block
+exits; nothing reaches LMDB before that, so a batch costs memory in proportion to what it writes.
+"""
+import os
+import threading
+from contextlib import contextmanager
+
+HEAD_KEY = b"mpt:head"          # 8 bytes: no node hash (32 bytes) can equal it
+HASH_LENGTH = 32
+DEFAULT_MAP_SIZE = 64 << 20     # 64 MiB; grows by doubling on demand
+
+_lmdb = None
+
+
+def _import_lmdb():
+    global _lmdb
+    if _lmdb is None:
+        try:
+            import lmdb
+        except ImportError as e:        # pragma: no cover - depends on the environment
+            raise ImportError(
+                "LMDBStore needs the 'lmdb' package (pip install lmdb); MemoryDB works without it"
+            ) from e
+        _lmdb = lmdb
+    return _lmdb
+
+
+def _check_root(root):
+    if not isinstance(root, (bytes, bytearray, memoryview)) or len(root) != HASH_LENGTH:
+        raise ValueError("a head root must be a 32-byte hash")
+    return bytes(root)
+
+
+class LMDBBatch:
+    """Collects the puts of one ``write_batch()`` block; they are written together when it exits cleanly."""
+
+    __slots__ = ("pending", "head")
+
+    def __init__(self, head=None):
+        self.pending = []
+        self.head = head
+
+    def put(self, key, value):
+        key = bytes(key)
+        if len(key) != HASH_LENGTH:
+            raise ValueError("node keys are 32-byte hashes, got %d bytes" % len(key))
+        self.pending.append((key, bytes(value)))
+
+    def set_head(self, root):
+        """Make root the store's head in the same transaction as the nodes."""
+        self.head = _check_root(root)
+
+    def __len__(self):
+        return len(self.pending)
+
+
+class LMDBStore:
+    """A node database in an LMDB environment at ``path`` (a directory, created unless ``readonly``).
+
+    ``map_size`` is the initial map size in bytes (it doubles whenever a write needs more). ``sync=False``
+    skips the fsync at each commit: a crash of the process still loses nothing committed, a crash of the
+    machine may lose the last commits (never consistency). ``readonly=True`` opens an existing store for
+    reading only.
+
+    Safe to share between threads: reads run in their own short read transactions; writes are serialised.
+    """
+
+    def __init__(self, path, map_size=DEFAULT_MAP_SIZE, *, sync=True, readonly=False):
+        lmdb = _import_lmdb()
+        self.path = os.fspath(path)
+        self.readonly = bool(readonly)
+        if map_size <= 0:
+            raise ValueError("map_size must be positive")
+        if self.readonly and not os.path.isdir(self.path):
+            raise FileNotFoundError("no LMDB store at %s" % self.path)
+        self._env = lmdb.open(
+            self.path,
+            map_size=int(map_size),
+            subdir=True,
+            readonly=self.readonly,
+            sync=bool(sync),
+            metasync=bool(sync),
+            max_dbs=0,
+            max_spare_txns=4,   # read transactions are recycled rather than allocated for every get
+        )
+        self._write_lock = threading.RLock()    # one writer at a time in this process (LMDB's rule)
+        self._map_lock = threading.Lock()       # held by readers and by a remap (set_mapsize invalidates txns)
+        self.resizes = 0                        # times the map was grown by this object
+        self.closed = False
+        if not self.readonly:
+            self._env.reader_check()            # free reader slots left behind by killed processes
+
+    # -------------------------------------------------------------------------------------- reading
+
+    def get(self, key, default=None):
+        """The blob stored under key (bytes), or default."""
+        try:
+            with self._map_lock:
+                with self._env.begin(buffers=False) as txn:
+                    value = txn.get(key)
+        except _lmdb.MapResizedError:
+            self._adopt_map_size()
+            value = self._read(lambda txn: txn.get(key))
+        return default if value is None else value
+
+    def __contains__(self, key):
+        return self.get(key) is not None
+
+    def __getitem__(self, key):
+        value = self.get(key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def head(self):
+        """The root recorded by the last ``set_head`` / ``write_batch(head=...)``, or None."""
+        return self.get(HEAD_KEY)
+
+    def __len__(self):
+        """Number of nodes stored (the head record is not counted)."""
+        entries, head = self._read(lambda txn: (self._env.stat()["entries"], txn.get(HEAD_KEY)))
+        return entries - (0 if head is None else 1)
+
+    def items(self, chunk=4096):
+        """(hash, blob) of every stored node in key order (the head record is skipped).
+
+        Reads in chunks, each in its own read transaction, so a long iteration neither pins old pages nor
+        blocks a map resize; nodes written meanwhile may or may not be seen.
+        """
+        last = None
+        while True:
+            def read_chunk(txn):
+                out = []
+                cur = txn.cursor()
+                if last is None:
+                    ok = cur.first()
+                else:
+                    ok = cur.set_range(last)
+                    if ok and cur.key() == last:
+                        ok = cur.next()
+                while ok and len(out) < chunk:
+                    out.append((cur.key(), cur.value()))
+                    ok = cur.next()
+                return out
+            block = self._read(read_chunk)
+            for k, v in block:
+                if k != HEAD_KEY:
+                    yield k, v
+            if len(block) < chunk:
+                return
+            last = block[-1][0]
+
+    def keys(self):
+        """Hashes of every stored node, in key order."""
+        for k, _ in self.items():
+            yield k
+
+    def __iter__(self):
+        return self.keys()
+
+    def stats(self):
+        """A dict: nodes, head (hex or None), map_size, used_bytes, page_size, depth, path, resizes."""
+        def read(txn):
+            return self._env.stat(), txn.get(HEAD_KEY)
+        stat, head = self._read(read)
+        info = self._env.info()
+        return {
+            "path": self.path,
+            "nodes": stat["entries"] - (1 if head is not None else 0),
+            "head": head.hex() if head is not None else None,
+            "map_size": info["map_size"],
+            "used_bytes": (info["last_pgno"] + 1) * stat["psize"],
+            "page_size": stat["psize"],
+            "depth": stat["depth"],
+            "resizes": self.resizes,
+        }
+
+    @property
+    def map_size(self):
+        """The current map size in bytes."""
+        return self._env.info()["map_size"]
+
+    def _read(self, fn):
+        lmdb = _lmdb
+        for _ in range(3):
+            try:
+                with self._map_lock:
+                    with self._env.begin(buffers=False) as txn:
+                        return fn(txn)
+            except lmdb.MapResizedError:
+                self._adopt_map_size()
+        raise lmdb.MapResizedError("the map kept growing under this reader")
+
+    # -------------------------------------------------------------------------------------- writing
+
+    def put(self, key, value):
+        """Store one node in its own write transaction."""
+        batch = LMDBBatch()
+        batch.put(key, value)
+        self._write(batch.pending, None)
+
+    def set_head(self, root):
+        """Record root as the store's head (its own write transaction)."""
+        self._write([], _check_root(root))
+
+    @contextmanager
+    def write_batch(self, head=None):
+        """A batch whose puts are committed in one ACID transaction when the block exits without an exception.
+
+        The puts are collected in memory and written at exit (so the transaction can be retried after the
+        map grows); an exception inside the block writes nothing. ``head=root`` (or ``batch.set_head(root)``)
+        records root as the head in the same transaction, so the head never names a root whose nodes are not
+        all there.
+        """
+        batch = LMDBBatch(None if head is None else _check_root(head))
+        yield batch
+        self._write(batch.pending, batch.head)
+
+    def _write(self, pending, head):
+        lmdb = _lmdb
+        if self.readonly:
+            raise lmdb.ReadonlyError("the store at %s is open read-only" % self.path)
+        if not pending and head is None:
+            return                  # nothing to write: do not even take the writer lock
+        with self._write_lock:
+            while True:
+                try:
+                    with self._env.begin(write=True) as txn:
+                        if pending:
+                            txn.cursor().putmulti(pending, dupdata=False, overwrite=True)
+                        if head is not None:
+                            txn.put(HEAD_KEY, head)
+                    return
+                except lmdb.MapFullError:
+                    # The transaction has been aborted by the context manager: grow the map and redo it all.
+                    self._grow()
+                except lmdb.MapResizedError:
+                    self._adopt_map_size()
+
+    def _grow(self):
+        with self._map_lock:
+            self._env.set_mapsize(self._env.info()["map_size"] * 2)
+            self.resizes += 1
+
+    def _adopt_map_size(self):
+        # Another process grew the map beyond ours: 0 means "take the size recorded in the file".
+        with self._map_lock:
+            self._env.set_mapsize(0)
+
+    # -------------------------------------------------------------------------------------- lifetime
+
+    def sync(self):
+        """Flush to disk (useful with sync=False)."""
+        self._env.sync(True)
+
+    def close(self):
+        """Close the environment; using the store afterwards raises lmdb.Error. Repeat calls do nothing."""
+        if not self.closed:
+            self.closed = True
+            self._env.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        if self.closed:
+            return "<LMDBStore %s (closed)>" % self.path
+        return "<LMDBStore %s%s>" % (self.path, " read-only" if self.readonly else "")

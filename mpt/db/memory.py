@@ -1,0 +1,91 @@
+"""The node-database protocol and the in-memory implementation."""
+from contextlib import contextmanager
+from typing import Iterator, Optional, Protocol, runtime_checkable
+
+
+@runtime_checkable
+class NodeDatabase(Protocol):
+    """What a trie needs from its storage."""
+
+    def get(self, key: bytes) -> Optional[bytes]: ...
+
+    def put(self, key: bytes, value: bytes) -> None: ...
+
+    def write_batch(self): ...
+
+    def close(self) -> None: ...
+
+
+class _DictBatch:
+    """Collects writes; MemoryDB applies them all at once when the batch ends cleanly."""
+
+    __slots__ = ("pending",)
+
+    def __init__(self):
+        self.pending = {}
+
+    def put(self, key, value):
+        self.pending[key] = value
+
+
+class MemoryDB:
+    """A dict-backed node database (the default for tries created without one)."""
+
+    def __init__(self, data=None):
+        self._data = {} if data is None else data
+
+    def get(self, key, default=None):
+        return self._data.get(key, default)
+
+    def put(self, key, value):
+        self._data[key] = value
+
+    @contextmanager
+    def write_batch(self) -> Iterator[_DictBatch]:
+        """Writes made through the batch land together, and not at all if the block raises."""
+        batch = _DictBatch()
+        yield batch
+        self._data.update(batch.pending)
+
+    def close(self):
+        """Nothing to release; kept for the protocol."""
+
+    def __len__(self):
+        return len(self._data)
+
+    def __contains__(self, key):
+        return key in self._data
+
+    def __getitem__(self, key):
+        return self._data[key]
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def items(self):
+        return self._data.items()
+
+    @property
+    def size(self):
+        """Total bytes of keys and values stored."""
+        return sum(len(k) + len(v) for k, v in self._data.items())
+
+    def __repr__(self):
+        return "<MemoryDB %d nodes>" % len(self._data)
+
+
+def write_nodes(db, nodes) -> int:
+    """Write (hash, blob) pairs into db in one batch (key by key for a plain mapping); returns the count."""
+    count = 0
+    batch_factory = getattr(db, "write_batch", None)
+    if batch_factory is not None:
+        with batch_factory() as batch:
+            for node_hash, blob in nodes:
+                batch.put(node_hash, blob)
+                count += 1
+    else:
+        for node_hash, blob in nodes:
+            db[node_hash] = blob
+            count += 1
+    return count
+

@@ -1,0 +1,364 @@
+"""Proofs: prove / verify_proof (presence and absence), tampering, multiproofs, and geth's range-proof families."""
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from mpt import ProofError, SecureTrie, Trie, keccak256, verify_proof, verify_range_proof
+from mpt.bench.workloads import random_trie_items
+from mpt.db import MemoryDB
+
+
+def trie_of(items):
+    t = Trie()
+    for k, v in items:
+        t[k] = v
+    return t
+
+
+@pytest.fixture(scope="module")
+def random_trie():
+    items = dict(random_trie_items(500, seed=7))
+    return trie_of(items.items()), items
+
+
+# -------------------------------------------------------------------------------------------- single keys
+
+def test_prove_every_key(random_trie):
+    t, items = random_trie
+    root = t.hash()
+    for k, v in items.items():
+        proof = t.prove(k)
+        assert proof[0] == t.root_node.encoding()
+        assert keccak256(proof[0]) == root
+        assert all(len(p) >= 32 for p in proof[1:])
+        assert verify_proof(root, k, proof) == v
+        assert verify_proof(root, k, list(reversed(proof))) == v  # order does not matter
+
+
+def test_absent_keys(random_trie):
+    t, items = random_trie
+    root = t.hash()
+    rng = random.Random(5)
+    for _ in range(200):
+        k = rng.randbytes(32)
+        assert verify_proof(root, k, t.prove(k)) is None
+    # A key that shares a long prefix with a present key but differs at the end.
+    k = sorted(items)[40]
+    other = k[:-1] + bytes([k[-1] ^ 1])
+    if other not in items:
+        assert verify_proof(root, other, t.prove(other)) is None
+
+
+def test_single_node_and_empty_tries():
+    t = trie_of([(b"k", b"v")])           # the root is a leaf of less than 32 bytes
+    proof = t.prove(b"k")
+    assert proof == [t.root_node.encoding()] and len(proof[0]) < 32
+    assert verify_proof(t.hash(), b"k", proof) == b"v"
+    assert verify_proof(t.hash(), b"x", t.prove(b"x")) is None
+    empty = Trie()
+    assert empty.prove(b"k") == []
+    with pytest.raises(ProofError, match="missing"):
+        verify_proof(empty.hash(), b"k", [])
+
+
+def test_embedded_nodes_travel_in_parents():
+    # 1-byte values make leaves shorter than 32 bytes: they are embedded and never sent separately.
+    items = {bytes(31) + bytes([i]): bytes([i]) for i in range(1, 40)}
+    t = trie_of(items.items())
+    for k, v in items.items():
+        proof = t.prove(k)
+        assert verify_proof(t.hash(), k, proof) == v
+        assert all(len(p) >= 32 or p is proof[0] for p in proof)
+
+
+def test_proof_from_a_reopened_trie():
+    db = MemoryDB()
+    t = trie_of(random_trie_items(100, seed=3))
+    root = t.commit() if t.database is None else None
+    t2 = Trie(db)
+    for k, v in random_trie_items(100, seed=3):
+        t2[k] = v
+    root = t2.commit()
+    reopened = Trie(db, root)
+    k, v = random_trie_items(100, seed=3)[-1]
+    assert verify_proof(root, k, reopened.prove(k)) == v
+
+
+def test_secure_trie_proves_hashed_keys():
+    s = SecureTrie()
+    for i in range(50):
+        s.update_account(bytes([i]) * 20, i, i * 1000)
+    key = bytes([7]) * 20
+    proof = s.prove(key)
+    assert verify_proof(s.hash(), keccak256(key), proof) == s.get(key)
+
+
+def test_prove_many(random_trie):
+    t, items = random_trie
+    keys = sorted(items)[:30] + [b"\xff" * 32]
+    proof = t.prove_many(keys)
+    assert len(proof) == len(set(proof))
+    assert len(proof) < sum(len(t.prove(k)) for k in keys)
+    for k in keys:
+        assert verify_proof(t.hash(), k, proof) == items.get(k)
+
+
+def test_proof_errors(random_trie):
+    t, items = random_trie
+    root = t.hash()
+    k = sorted(items)[100]
+    proof = t.prove(k)
+    with pytest.raises(ProofError, match="node 0"):
+        verify_proof(b"\x00" * 32, k, proof)
+    with pytest.raises(ProofError, match="missing"):
+        verify_proof(root, k, proof[:-1])
+    with pytest.raises(TypeError):
+        verify_proof(root, k, b"not a list")
+    with pytest.raises(TypeError):
+        verify_proof(root, "key", proof)
+    with pytest.raises(ValueError):
+        verify_proof(b"short", k, proof)
+
+
+def test_tampering_never_verifies_a_wrong_value(random_trie):
+    t, items = random_trie
+    root = t.hash()
+    rng = random.Random(11)
+    keys = sorted(items)
+    for trial in range(300):
+        k = rng.choice(keys) if trial % 3 else rng.randbytes(32)
+        proof = t.prove(k)
+        truth = items.get(k)
+        bad = [bytearray(p) for p in proof]
+        kind = trial % 3
+        if kind == 0:       # flip one byte
+            i = rng.randrange(len(bad))
+            bad[i][rng.randrange(len(bad[i]))] ^= 1 << rng.randrange(8)
+        elif kind == 1 and len(bad) > 1:  # drop a node
+            del bad[rng.randrange(len(bad))]
+        else:               # add junk
+            bad.append(bytearray(rng.randbytes(rng.randrange(1, 120))))
+        try:
+            got = verify_proof(root, k, [bytes(b) for b in bad])
+        except ProofError:
+            continue
+        assert got == truth
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.binary(min_size=1, max_size=5), st.binary(min_size=1, max_size=40), min_size=1, max_size=50),
+       st.binary(min_size=1, max_size=5))
+def test_round_trip_property(items, probe):
+    t = trie_of(items.items())
+    root = t.hash()
+    for k in list(items)[:10] + [probe]:
+        assert verify_proof(root, k, t.prove(k)) == items.get(k)
+
+
+# -------------------------------------------------------------------------------------------- ranges
+
+@pytest.fixture(scope="module")
+def range_trie():
+    items = dict(random_trie_items(4096, seed=2))
+    entries = sorted(items.items())
+    return trie_of(entries), entries
+
+
+def edge_proof(t, first, last):
+    return t.prove_many([first, last])
+
+
+def increase(key):
+    b = bytearray(key)
+    for i in range(len(b) - 1, -1, -1):
+        if b[i] < 255:
+            b[i] += 1
+            return bytes(b)
+        b[i] = 0
+    return bytes(b)
+
+
+def decrease(key):
+    b = bytearray(key)
+    for i in range(len(b) - 1, -1, -1):
+        if b[i] > 0:
+            b[i] -= 1
+            return bytes(b)
+        b[i] = 255
+    return bytes(b)
+
+
+def test_range_proof_every_subrange(range_trie):
+    t, entries = range_trie
+    root = t.hash()
+    rng = random.Random(1)
+    for _ in range(120):
+        start = rng.randrange(len(entries))
+        end = rng.randrange(start, len(entries)) + 1
+        keys = [k for k, _ in entries[start:end]]
+        values = [v for _, v in entries[start:end]]
+        more = verify_range_proof(root, keys[0], keys, values, edge_proof(t, keys[0], keys[-1]))
+        assert more == (end < len(entries))
+
+
+def test_range_proof_with_absent_first_edge(range_trie):
+    t, entries = range_trie
+    root = t.hash()
+    rng = random.Random(2)
+    for _ in range(60):
+        start = rng.randrange(1, len(entries))
+        end = rng.randrange(start, len(entries)) + 1
+        first = decrease(entries[start][0])
+        if first == entries[start - 1][0]:
+            continue
+        keys = [k for k, _ in entries[start:end]]
+        values = [v for _, v in entries[start:end]]
+        more = verify_range_proof(root, first, keys, values, edge_proof(t, first, keys[-1]))
+        assert more == (end < len(entries))
+
+
+def test_range_proof_with_gap_after_absent_first_edge(range_trie):
+    # geth TestRangeProofWithInvalidNonExistentProof: elements between the left edge and keys[0] are missing.
+    t, entries = range_trie
+    root = t.hash()
+    start, end = 100, 200
+    first = decrease(entries[start][0])
+    proof = edge_proof(t, first, entries[end - 1][0])
+    keys = [k for k, _ in entries[105:end]]
+    values = [v for _, v in entries[105:end]]
+    with pytest.raises(ProofError):
+        verify_range_proof(root, first, keys, values, proof)
+
+
+def test_one_element_ranges(range_trie):
+    t, entries = range_trie
+    root = t.hash()
+    k, v = entries[1000]
+    assert verify_range_proof(root, k, [k], [v], t.prove(k)) is True
+    first = decrease(k)
+    assert verify_range_proof(root, first, [k], [v], edge_proof(t, first, k)) is True
+    last_k, last_v = entries[-1]
+    assert verify_range_proof(root, last_k, [last_k], [last_v], t.prove(last_k)) is False
+    with pytest.raises(ProofError, match="invalid data"):
+        verify_range_proof(root, k, [k], [v + b"x"], t.prove(k))
+
+
+def test_one_element_trie():
+    t = trie_of([(b"\x01" * 32, b"v" * 40)])
+    root = t.hash()
+    k = b"\x01" * 32
+    assert verify_range_proof(root, k, [k], [b"v" * 40], t.prove(k)) is False
+    first = b"\x00" * 32
+    assert verify_range_proof(root, first, [k], [b"v" * 40], edge_proof(t, first, k)) is False
+
+
+def test_all_elements(range_trie):
+    t, entries = range_trie
+    root = t.hash()
+    keys = [k for k, _ in entries]
+    values = [v for _, v in entries]
+    assert verify_range_proof(root, b"", keys, values, None) is False
+    assert verify_range_proof(root, keys[0], keys, values, edge_proof(t, keys[0], keys[-1])) is False
+    first = b"\x00" * 32
+    assert verify_range_proof(root, first, keys, values, edge_proof(t, first, keys[-1])) is False
+    with pytest.raises(ProofError, match="invalid proof"):
+        verify_range_proof(root, b"", keys[:-1], values[:-1], None)
+
+
+def test_empty_range(range_trie):
+    t, entries = range_trie
+    root = t.hash()
+    past_end = increase(entries[-1][0])
+    assert verify_range_proof(root, past_end, [], [], t.prove(past_end)) is False
+    inside = increase(entries[10][0])
+    with pytest.raises(ProofError, match="more entries"):
+        verify_range_proof(root, inside, [], [], t.prove(inside))
+
+
+def test_bad_ranges(range_trie):
+    t, entries = range_trie
+    root = t.hash()
+    rng = random.Random(9)
+    for trial in range(150):
+        start = rng.randrange(len(entries) - 10)
+        end = rng.randrange(start + 3, min(start + 200, len(entries)))
+        keys = [k for k, _ in entries[start:end]]
+        values = [v for _, v in entries[start:end]]
+        proof = edge_proof(t, keys[0], keys[-1])
+        first = keys[0]
+        kind = trial % 6
+        i = rng.randrange(len(keys))
+        if kind == 0:       # modify a key
+            keys[i] = rng.randbytes(32)
+        elif kind == 1:     # modify a value
+            values[i] = rng.randbytes(20)
+        elif kind == 2:     # add an element
+            k = increase(keys[i])
+            if i + 1 < len(keys) and k >= keys[i + 1] or k in dict(entries):
+                continue
+            keys.insert(i + 1, k)
+            values.insert(i + 1, b"new")
+        elif kind == 3:     # drop an inner element (a gap)
+            i = rng.randrange(1, len(keys) - 1)
+            del keys[i], values[i]
+        elif kind == 4:     # swap two elements
+            j = (i + 1) % len(keys)
+            keys[i], keys[j] = keys[j], keys[i]
+        else:               # empty value
+            values[i] = b""
+        with pytest.raises(ProofError):
+            verify_range_proof(root, first, keys, values, proof)
+
+
+def test_same_side_edges(range_trie):
+    t, entries = range_trie
+    root = t.hash()
+    pos = 1000
+    first = decrease(entries[pos][0])
+    first = decrease(first)
+    last = decrease(entries[pos][0])
+    with pytest.raises(ProofError):
+        verify_range_proof(root, first, [last], [b"x"], edge_proof(t, first, last))
+
+
+def test_bloated_proof_still_verifies(range_trie):
+    t, entries = range_trie
+    root = t.hash()
+    keys = [k for k, _ in entries[100:300]]
+    values = [v for _, v in entries[100:300]]
+    bloated = t.prove_many([k for k, _ in entries[::50]] + [keys[0], keys[-1]])
+    assert verify_range_proof(root, keys[0], keys, values, bloated) is True
+
+
+def test_range_argument_checks(range_trie):
+    t, entries = range_trie
+    root = t.hash()
+    keys = [k for k, _ in entries[:5]]
+    with pytest.raises(ProofError, match="inconsistent proof data"):
+        verify_range_proof(root, keys[0], keys, [b"v"] * 4, None)
+    with pytest.raises(ProofError, match="monotonically"):
+        verify_range_proof(root, keys[0], keys[::-1], [b"v"] * 5, None)
+    with pytest.raises(ProofError, match="prefixes"):
+        verify_range_proof(root, b"\x01", [b"\x01", b"\x01\x02"], [b"v", b"v"], None)
+    with pytest.raises(ProofError, match="inconsistent edge keys"):
+        verify_range_proof(root, keys[0][:31], keys, [v for _, v in entries[:5]],
+                           edge_proof(t, keys[0], keys[-1]))
+    with pytest.raises(ProofError, match="invalid edge keys"):
+        verify_range_proof(root, keys[-1] + b"", keys[:2], [v for _, v in entries[:2]],
+                           edge_proof(t, keys[-1], keys[1]))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.binary(min_size=4, max_size=4), st.binary(min_size=1, max_size=40), min_size=2, max_size=80),
+       st.data())
+def test_range_property_small_tries(items, data):
+    entries = sorted(items.items())
+    t = trie_of(entries)
+    root = t.hash()
+    start = data.draw(st.integers(0, len(entries) - 1))
+    end = data.draw(st.integers(start + 1, len(entries)))
+    keys = [k for k, _ in entries[start:end]]
+    values = [v for _, v in entries[start:end]]
+    more = verify_range_proof(root, keys[0], keys, values, edge_proof(t, keys[0], keys[-1]))
+    assert more == (end < len(entries))
