@@ -14,4 +14,5 @@ cdef class NodeSet:
         readonly bytes root         # the committed root hash
 
 
-cdef int commit_node(Node n, bytes path, Hasher h, dict nodes, list leaves, bytes root_hash) except -1
+cdef int commit_node(Node n, bytes path, Hasher h, dict nodes, list leaves, bytes root_hash, list visited) except -1
+cdef int mark_clean(list visited) except -1

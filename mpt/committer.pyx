@@ -2,8 +2,9 @@
 """Collect the dirty nodes of a hashed trie into a NodeSet.
 
 Children are committed before their parent and each stored node is encoded once (its children already carry
-their hashes). A node becomes clean as it is collected; a clean subtree is never visited again, which is why a
-second commit writes only what changed since the first.
+their hashes). Collected nodes become clean only once the write has succeeded (mark_clean), so a failed write
+can simply be retried; a clean subtree is never visited again, which is why a second commit writes only what
+changed since the first.
 """
 cimport cython
 from cpython.bytes cimport PyBytes_FromStringAndSize
@@ -41,7 +42,7 @@ cdef inline bint _needs_commit(object c):
     return c is not None and type(c) is not ValueNode and (<Node>c).dirty
 
 
-cdef int commit_node(Node n, bytes path, Hasher h, dict nodes, list leaves, bytes root_hash) except -1:
+cdef int commit_node(Node n, bytes path, Hasher h, dict nodes, list leaves, bytes root_hash, list visited) except -1:
     """Collect n and its dirty descendants; root_hash is given for the root only (it is stored whatever its size)."""
     cdef Py_ssize_t i, start
     cdef object c
@@ -50,12 +51,12 @@ cdef int commit_node(Node n, bytes path, Hasher h, dict nodes, list leaves, byte
         for i in range(16):
             c = <object>PyList_GET_ITEM((<FullNode>n).children, i)
             if _needs_commit(c):
-                commit_node(<Node>c, path + _NIBBLES[i:i + 1], h, nodes, leaves, None)
+                commit_node(<Node>c, path + _NIBBLES[i:i + 1], h, nodes, leaves, None, visited)
     elif type(n) is ShortNode:
         c = (<ShortNode>n).val
         if _needs_commit(c):
-            commit_node(<Node>c, path + (<ShortNode>n).key, h, nodes, leaves, None)
-    n.dirty = False
+            commit_node(<Node>c, path + (<ShortNode>n).key, h, nodes, leaves, None, visited)
+    visited.append(n)
     node_hash = n.hash if n.hash is not None else root_hash
     if node_hash is None:
         return 0                        # embedded in its parent: stored inside the parent's blob
@@ -66,4 +67,12 @@ cdef int commit_node(Node n, bytes path, Hasher h, dict nodes, list leaves, byte
     nodes[path] = (node_hash, blob)
     if leaves is not None and type(n) is ShortNode and type((<ShortNode>n).val) is ValueNode:
         leaves.append(((<ValueNode>(<ShortNode>n).val).value, node_hash))
+    return 0
+
+
+cdef int mark_clean(list visited) except -1:
+    """After a successful write: the collected nodes are in the database now."""
+    cdef Node n
+    for n in visited:
+        n.dirty = False
     return 0

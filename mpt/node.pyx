@@ -23,8 +23,13 @@ cdef enum:
     BRANCH_WIDTH = 17
 
 
+@cython.no_gc
 cdef class Node:
-    """Base of the four node kinds. Not instantiated directly."""
+    """Base of the four node kinds. Not instantiated directly.
+
+    Nodes form trees (a node never reaches itself), so they opt out of the cycle collector: a large trie
+    would otherwise make every collection walk all of its nodes.
+    """
 
     cdef int encode(self, WriteBuffer w) except -1:
         raise NotImplementedError
@@ -53,6 +58,7 @@ cdef class Node:
 
 
 @cython.final
+@cython.no_gc
 cdef class FullNode(Node):
     """A branch: 16 children indexed by nibble plus a value slot."""
 
@@ -135,6 +141,7 @@ cdef class FullNode(Node):
 
 
 @cython.final
+@cython.no_gc
 cdef class ShortNode(Node):
     """An extension (key without terminator, child node) or a leaf (key ending in 16, ValueNode)."""
 
@@ -193,6 +200,7 @@ cdef class ShortNode(Node):
 
 
 @cython.final
+@cython.no_gc
 cdef class HashNode(Node):
     """A reference by hash to a node not loaded yet."""
 
@@ -218,6 +226,7 @@ cdef class HashNode(Node):
 
 
 @cython.final
+@cython.no_gc
 cdef class ValueNode(Node):
     """A stored value (a leaf's payload or a branch's value slot)."""
 

@@ -12,7 +12,7 @@ from libc.string cimport memcmp
 
 from mpt._keccak.keccak cimport mpt_keccak256
 from mpt.encoding cimport TERMINATOR, keybytes_to_hex_c, prefix_length
-from mpt.committer cimport NodeSet, commit_node
+from mpt.committer cimport NodeSet, commit_node, mark_clean
 from mpt.hasher cimport Hasher, HasherPool, default_pool
 from mpt.node cimport FullNode, HashNode, Node, ShortNode, ValueNode, decode_node_c
 
@@ -345,16 +345,19 @@ cdef class Trie:
         """Same as hash()."""
         return self.hash()
 
-    def commit(self, collect_leaves=False):
+    def commit(self, collect_leaves=False, *, bint set_head=False):
         """Hash, then write every node changed since the last commit to the database in one batch.
 
         Returns the root hash, or ``(root, leaves)`` with ``collect_leaves=True`` where leaves are
-        ``(value, leaf node hash)`` pairs (for callers that track storage tries). The trie stays usable;
-        ``last_commit`` holds the NodeSet that was written.
+        ``(value, leaf node hash)`` pairs (for callers that track storage tries). ``set_head=True`` records the
+        root as the database's head in the same batch (LMDBStore, MemoryDB). The trie stays usable;
+        ``last_commit`` holds the NodeSet that was written. If the write fails, nothing is marked committed
+        and the commit can be retried.
         """
         cdef bytes root = self.hash()
         cdef dict nodes = {}
         cdef list leaves = [] if collect_leaves else None
+        cdef list visited = []
         cdef HasherPool pool
         cdef Hasher h
         cdef set deleted
@@ -362,13 +365,17 @@ cdef class Trie:
             pool = default_pool()
             h = pool.acquire()
             try:
-                commit_node(self.root, b"", h, nodes, leaves, root)
+                commit_node(self.root, b"", h, nodes, leaves, root, visited)
             finally:
                 pool.release(h)
         # The root of an emptied trie counts as deleted (geth's tracer does the same).
         deleted = {p for p in self._touched if p not in nodes}
+        if set_head:
+            write_nodes(self.db, nodes.values(), head=root)
+        elif nodes:
+            write_nodes(self.db, nodes.values())
+        mark_clean(visited)
         self._touched = set()
-        write_nodes(self.db, nodes.values())
         self.last_commit = NodeSet(root, nodes, deleted, leaves)
         if collect_leaves:
             return root, leaves

@@ -56,39 +56,17 @@ from mpt import Trie
 from mpt.db import LMDBStore
 
 
-class HeadOnCommit:
-    """Routes the trie's commit batch through write_batch(head=...): nodes and head land in one transaction."""
-
-    def __init__(self, store):
-        self.store = store
-        self.head = None
-
-    def get(self, key, default=None):
-        return self.store.get(key, default)
-
-    def put(self, key, value):
-        self.store.put(key, value)
-
-    def write_batch(self):
-        return self.store.write_batch(head=self.head)
-
-    def close(self):
-        self.store.close()
-
-
 store = LMDBStore(sys.argv[1], map_size=int(sys.argv[2]))
-db = HeadOnCommit(store)
 head = store.head()
-t = Trie(db, root=head)
+t = Trie(store, root=head)
 i = 0 if head is None else int.from_bytes(t[b"\\x00counter"], "big")
 print("ready", i, flush=True)
 while True:
     i += 1
     for key, value in commit_ops(i):
         t.update(key, value)
-    db.head = t.hash()
     print("start", i, flush=True)
-    t.commit()
+    t.commit(set_head=True)     # nodes and head in one LMDB transaction
     print("done", i, flush=True)
 '''
 

@@ -65,6 +65,19 @@ def test_large_input_releases_gil_path():
     assert keccak256(memoryview(data)) == expected
 
 
+def test_threads_hash_large_inputs_concurrently():
+    # Large inputs run without the GIL; results must not interfere.
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = random.Random(99)
+    inputs = [random_bytes(rng, 70_000 + i) for i in range(8)]
+    expected = [oracle(d) for d in inputs]
+    work = [bytearray(d) if i % 2 else d for i, d in enumerate(inputs)] * 4
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(keccak256, work))
+    assert results == expected * 4
+
+
 def test_result_is_fresh_32_byte_bytes():
     out = keccak256(b"abc")
     assert type(out) is bytes and len(out) == 32

@@ -70,12 +70,15 @@ class LMDBBatch:
 class LMDBStore:
     """A node database in an LMDB environment at ``path`` (a directory, created unless ``readonly``).
 
-    ``map_size`` is the initial map size in bytes (it doubles whenever a write needs more). ``sync=False``
-    skips the fsync at each commit: a crash of the process still loses nothing committed, a crash of the
-    machine may lose the last commits (never consistency). ``readonly=True`` opens an existing store for
-    reading only.
+    ``map_size`` is the initial map size in bytes (it doubles whenever a write needs more; reopening with a
+    smaller value than the file needs is fine). ``sync=False`` skips the fsync at each commit: a crash of the
+    process still loses nothing committed, but a crash of the machine may lose the last commits or, as LMDB
+    warns, corrupt the store; keep the default for data you cannot rebuild. ``readonly=True`` opens an
+    existing store for reading only. Parent directories are created as needed.
 
-    Safe to share between threads: reads run in their own short read transactions; writes are serialised.
+    Safe to share between threads: each read runs in its own short read transaction; writes are serialised.
+    Several processes may open the same store (LMDB allows one writer at a time); a process that finds the map
+    grown by another adopts the new size by itself.
     """
 
     def __init__(self, path, map_size=DEFAULT_MAP_SIZE, *, sync=True, readonly=False):
@@ -84,8 +87,11 @@ class LMDBStore:
         self.readonly = bool(readonly)
         if map_size <= 0:
             raise ValueError("map_size must be positive")
-        if self.readonly and not os.path.isdir(self.path):
-            raise FileNotFoundError("no LMDB store at %s" % self.path)
+        if self.readonly:
+            if not os.path.isdir(self.path):
+                raise FileNotFoundError("no LMDB store at %s" % self.path)
+        else:
+            os.makedirs(self.path, exist_ok=True)
         self._env = lmdb.open(
             self.path,
             map_size=int(map_size),

@@ -33,6 +33,7 @@ class MemoryDB:
 
     def __init__(self, data=None):
         self._data = {} if data is None else data
+        self._head = None
 
     def get(self, key, default=None):
         return self._data.get(key, default)
@@ -41,11 +42,23 @@ class MemoryDB:
         self._data[key] = value
 
     @contextmanager
-    def write_batch(self) -> Iterator[_DictBatch]:
-        """Writes made through the batch land together, and not at all if the block raises."""
+    def write_batch(self, head=None) -> Iterator[_DictBatch]:
+        """Writes made through the batch land together, and not at all if the block raises.
+
+        head, when given, becomes the head root together with the batch's nodes.
+        """
         batch = _DictBatch()
         yield batch
         self._data.update(batch.pending)
+        if head is not None:
+            self._head = head
+
+    def head(self):
+        """The root recorded by the last commit with set_head=True (None before one)."""
+        return self._head
+
+    def set_head(self, root):
+        self._head = root
 
     def close(self):
         """Nothing to release; kept for the protocol."""
@@ -74,18 +87,23 @@ class MemoryDB:
         return "<MemoryDB %d nodes>" % len(self._data)
 
 
-def write_nodes(db, nodes) -> int:
-    """Write (hash, blob) pairs into db in one batch (key by key for a plain mapping); returns the count."""
+def write_nodes(db, nodes, head=None) -> int:
+    """Write (hash, blob) pairs into db in one batch (key by key for a plain mapping); returns the count.
+
+    head, when given, is recorded as the database's head root in the same batch; a database without a
+    head (a plain mapping) raises TypeError.
+    """
     count = 0
     batch_factory = getattr(db, "write_batch", None)
     if batch_factory is not None:
-        with batch_factory() as batch:
+        with (batch_factory() if head is None else batch_factory(head=head)) as batch:
             for node_hash, blob in nodes:
                 batch.put(node_hash, blob)
                 count += 1
     else:
+        if head is not None:
+            raise TypeError("%s has no head to set; use MemoryDB or LMDBStore" % type(db).__name__)
         for node_hash, blob in nodes:
             db[node_hash] = blob
             count += 1
     return count
-
