@@ -6,26 +6,28 @@ import os
 
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 DEBUG = os.environ.get("MPT_DEBUG") == "1"
 
 KECCAK_SOURCES = ["mpt/_keccak/keccak.c"]
 KECCAK_INCLUDE = ["mpt/_keccak"]
 
-# Modules that hash need our C Keccak linked in; the rest are plain Cython.
+# Modules that call our C Keccak link the static library built once from keccak.c; the rest are plain Cython.
 MODULES = {
-    "mpt._keccak.keccak": True,
+    "mpt._keccak.binding": True,
     "mpt.rlp": False,
     "mpt.encoding": False,
-    "mpt.node": True,
+    "mpt.node": False,
     "mpt.hasher": True,
-    "mpt.committer": True,
+    "mpt.committer": False,
     "mpt.trie": True,
-    "mpt.iterator": True,
+    "mpt.iterator": False,
     "mpt.secure": True,
-    "mpt.stacktrie": True,
+    "mpt.stacktrie": False,
     "mpt.derive": True,
     "mpt.proof": True,
+    "mpt.bench._alloc": True,
 }
 
 extra_compile_args = ["-O3", "-fno-strict-aliasing"]
@@ -37,13 +39,32 @@ if DEBUG:
 extensions = [
     Extension(
         name,
-        sources=[name.replace(".", "/") + ".pyx"] + (KECCAK_SOURCES if needs_keccak else []),
+        sources=[name.replace(".", "/") + ".pyx"],
         include_dirs=KECCAK_INCLUDE,
+        libraries=["mpt_keccak"] if needs_keccak else [],
         extra_compile_args=extra_compile_args,
         define_macros=define_macros,
     )
     for name, needs_keccak in MODULES.items()
 ]
+
+# keccak.c is compiled once (build_clib) instead of once per extension.
+keccak_library = ("mpt_keccak", {"sources": KECCAK_SOURCES, "include_dirs": KECCAK_INCLUDE,
+                                 "cflags": extra_compile_args + ["-fPIC"]})
+
+
+class ParallelBuildExt(build_ext):
+    """Compile the extensions on every core: a fresh install compiles a dozen large generated C files."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        if not self.parallel:
+            self.parallel = os.cpu_count() or 1
+
+    def run(self):
+        # `build_ext --inplace` and editable installs skip the `build` command that would run build_clib.
+        self.run_command("build_clib")
+        super().run()
 
 directives = {
     "language_level": "3",
@@ -55,4 +76,8 @@ directives = {
     "linetrace": DEBUG,
 }
 
-setup(ext_modules=cythonize(extensions, compiler_directives=directives, annotate=False))
+setup(
+    libraries=[keccak_library],
+    ext_modules=cythonize(extensions, compiler_directives=directives, annotate=False),
+    cmdclass={"build_ext": ParallelBuildExt},
+)

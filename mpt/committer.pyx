@@ -8,7 +8,6 @@ changed since the first.
 """
 cimport cython
 from cpython.bytes cimport PyBytes_FromStringAndSize
-from cpython.list cimport PyList_GET_ITEM
 
 from mpt.hasher cimport Hasher
 from mpt.node cimport FullNode, Node, ShortNode, ValueNode
@@ -49,7 +48,7 @@ cdef int commit_node(Node n, bytes path, Hasher h, dict nodes, list leaves, byte
     cdef bytes node_hash, blob
     if type(n) is FullNode:
         for i in range(16):
-            c = <object>PyList_GET_ITEM((<FullNode>n).children, i)
+            c = (<FullNode>n).child(i)
             if _needs_commit(c):
                 commit_node(<Node>c, path + _NIBBLES[i:i + 1], h, nodes, leaves, None, visited)
     elif type(n) is ShortNode:

@@ -7,7 +7,6 @@ and the buffer is rewound; the root is always hashed.
 """
 cimport cython
 from cpython.bytes cimport PyBytes_FromStringAndSize
-from cpython.list cimport PyList_GET_ITEM
 from libc.stdint cimport uint8_t
 
 from mpt._keccak.keccak cimport mpt_keccak256
@@ -37,7 +36,7 @@ cdef class Hasher:
         cdef Node child
         if type(n) is FullNode:
             for i in range(16):
-                c = <object>PyList_GET_ITEM((<FullNode>n).children, i)
+                c = (<FullNode>n).child(i)
                 if c is not None and (<Node>c).hash is None:
                     self.hash_node(<Node>c, False)
         elif type(n) is ShortNode:

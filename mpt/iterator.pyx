@@ -5,7 +5,6 @@ Both walk an explicit stack (no recursion, whatever the depth) and load hash nod
 they reach them, without caching them in the trie: iterating a large trie does not pull it into memory.
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.list cimport PyList_GET_ITEM
 from libc.stdint cimport uint8_t
 
 from mpt.encoding cimport TERMINATOR, keybytes_to_hex_c
@@ -77,7 +76,7 @@ def iter_items(Trie t, bytes start, int mode):
         elif type(n) is FullNode:
             # Push in reverse so that the value slot (the shortest key) comes out first, then 0..15.
             for i in range(15, -1, -1):
-                c = <object>PyList_GET_ITEM((<FullNode>n).children, i)
+                c = (<FullNode>n).child(i)
                 if c is None:
                     continue
                 child_path = path + _NIBBLES[i:i + 1]
@@ -88,7 +87,7 @@ def iter_items(Trie t, bytes start, int mode):
                         continue
                     child_bounded = cmp == 0
                 stack.append((c, child_path, child_bounded))
-            c = <object>PyList_GET_ITEM((<FullNode>n).children, 16)
+            c = (<FullNode>n).child(16)
             if c is not None:
                 stack.append((c, path, bounded))
 
@@ -118,7 +117,7 @@ def iter_nodes(Trie t):
             yield path, node_hash, blob
             if type(n) is FullNode:
                 for i in range(15, -1, -1):
-                    c = <object>PyList_GET_ITEM((<FullNode>n).children, i)
+                    c = (<FullNode>n).child(i)
                     if c is not None:
                         stack.append((c, path + _NIBBLES[i:i + 1]))
             else:

@@ -7,8 +7,7 @@ encoding is 32 bytes or more carries its hash (the hasher sees to that, bottom-u
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.list cimport PyList_GET_ITEM, PyList_New, PyList_SET_ITEM
-from cpython.ref cimport Py_INCREF
+from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
 from libc.stdint cimport uint8_t
 from libc.string cimport memcpy
 
@@ -73,38 +72,52 @@ cdef class FullNode(Node):
                 raise TypeError("FullNode slot %d holds %s, not a node" % (i, type(c).__name__))
             if c is not None and (i == 16) != isinstance(c, ValueNode):
                 raise TypeError("ValueNode belongs in slot 16 only (slot %d holds %s)" % (i, type(c).__name__))
-        self.children = children
+        for i, c in enumerate(children):
+            self.set_child(i, c)
         self.dirty = True
 
+    def __dealloc__(self):
+        cdef int i
+        for i in range(BRANCH_WIDTH):
+            Py_XDECREF(self.slots[i])
+            self.slots[i] = NULL
+
     @staticmethod
-    cdef FullNode new(list children):
+    cdef FullNode new():
+        # __cinit__-free construction: tp_alloc zeroes the object, so every slot starts NULL.
         cdef FullNode n = FullNode.__new__(FullNode)
-        n.children = children
         n.dirty = True
         return n
 
     cdef FullNode copy(self):
         # A fresh node: no cached hash, dirty. Children are shared (they are never mutated in place).
         cdef FullNode n = FullNode.__new__(FullNode)
-        n.children = self.children[:]
+        cdef int i
+        for i in range(BRANCH_WIDTH):
+            if self.slots[i] != NULL:
+                Py_INCREF(<object>self.slots[i])
+                n.slots[i] = self.slots[i]
         n.dirty = True
         return n
 
     cdef Py_ssize_t payload_size(self) except -1:
         cdef Py_ssize_t i, size = 0
-        cdef object c
+        cdef PyObject *c
+        cdef bytes v
         for i in range(16):
-            c = <object>PyList_GET_ITEM(self.children, i)
-            if c is None:
+            c = self.slots[i]
+            if c == NULL:
                 size += 1
+            elif (<Node>c).hash is not None:
+                size += 1 + HASH_LENGTH
             else:
-                size += (<Node>c).ref_size()
-        c = <object>PyList_GET_ITEM(self.children, 16)
-        if c is None:
+                size += (<Node>c).encoded_size()
+        c = self.slots[16]
+        if c == NULL:
             size += 1
         else:
-            size += string_size(<const uint8_t *>PyBytes_AS_STRING((<ValueNode>c).value),
-                                PyBytes_GET_SIZE((<ValueNode>c).value))
+            v = (<ValueNode>c).value
+            size += string_size(<const uint8_t *>PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))
         return size
 
     cdef Py_ssize_t encoded_size(self) except -1:
@@ -113,19 +126,26 @@ cdef class FullNode(Node):
 
     cdef int encode(self, WriteBuffer w) except -1:
         cdef Py_ssize_t i, payload = self.payload_size()
-        cdef object c
+        cdef PyObject *c
         cdef bytes v
+        cdef uint8_t *out
         w.ensure(MAX_HEADER_SIZE + payload)
         w._length += put_header(w._buf + w._length, 0xc0, payload)
         for i in range(16):
-            c = <object>PyList_GET_ITEM(self.children, i)
-            if c is None:
+            c = self.slots[i]
+            if c == NULL:
                 w._buf[w._length] = 0x80
                 w._length += 1
+            elif (<Node>c).hash is not None:
+                # Hashed child: 0xa0 + 32 bytes; the space was reserved by ensure() above.
+                out = w._buf + w._length
+                out[0] = 0x80 + HASH_LENGTH
+                memcpy(out + 1, PyBytes_AS_STRING((<Node>c).hash), HASH_LENGTH)
+                w._length += 1 + HASH_LENGTH
             else:
-                (<Node>c).write_ref(w)
-        c = <object>PyList_GET_ITEM(self.children, 16)
-        if c is None:
+                (<Node>c).encode(w)
+        c = self.slots[16]
+        if c == NULL:
             w._buf[w._length] = 0x80
             w._length += 1
         else:
@@ -133,10 +153,15 @@ cdef class FullNode(Node):
             w.write_string(<const uint8_t *>PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))
         return 0
 
+    @property
+    def children(self):
+        """The 17 slots as a tuple (None where empty)."""
+        return tuple([self.child(i) for i in range(BRANCH_WIDTH)])
+
     def __repr__(self):
-        parts = ["%x: %r" % (i, c) for i, c in enumerate(self.children[:16]) if c is not None]
-        if self.children[16] is not None:
-            parts.append("value: %r" % (self.children[16],))
+        parts = ["%x: %r" % (i, self.child(i)) for i in range(16) if self.slots[i] != NULL]
+        if self.slots[16] != NULL:
+            parts.append("value: %r" % (self.child(16),))
         return "FullNode(%s)" % ", ".join(parts)
 
 
@@ -279,7 +304,7 @@ cdef Node _decode_at(bytes node_hash, const uint8_t *data, Py_ssize_t start, Py_
     cdef RLPItem outer, item
     cdef Py_ssize_t pos, count, i
     cdef bytes hexkey
-    cdef list children
+    cdef FullNode fn
     cdef Node child, n
     read_item(data, start, end, &outer)
     if not outer.is_list:
@@ -310,24 +335,18 @@ cdef Node _decode_at(bytes node_hash, const uint8_t *data, Py_ssize_t start, Py_
                 raise NodeDecodeError("extension without a child at offset %d" % pos)
         n = ShortNode.new(hexkey, child)
     elif count == BRANCH_WIDTH:
-        children = PyList_New(BRANCH_WIDTH)
+        fn = FullNode.new()
         for i in range(16):
             read_item(data, pos, outer.end, &item)
-            child = _decode_ref(data, &item, pos)
-            Py_INCREF(child)
-            PyList_SET_ITEM(children, i, child)
+            fn.set_child(i, _decode_ref(data, &item, pos))
             pos = item.end
         read_item(data, pos, outer.end, &item)
         if item.is_list:
             raise NodeDecodeError("branch value slot at offset %d is a list" % pos)
         if item.payload_length:
-            child = ValueNode.new(PyBytes_FromStringAndSize(<const char *>data + item.payload_offset,
-                                                            item.payload_length))
-        else:
-            child = None
-        Py_INCREF(child)
-        PyList_SET_ITEM(children, 16, child)
-        n = FullNode.new(children)
+            fn.set_child(16, ValueNode.new(PyBytes_FromStringAndSize(<const char *>data + item.payload_offset,
+                                                                      item.payload_length)))
+        n = fn
     else:
         raise NodeDecodeError("invalid number of list elements: %d (want 2 or 17)" % count)
     n.dirty = False

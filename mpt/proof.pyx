@@ -6,7 +6,6 @@ order of a proof does not matter and a caller cannot make a node stand in for an
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.list cimport PyList_GET_ITEM
 from libc.stdint cimport uint8_t
 from libc.string cimport memcmp
 
@@ -59,7 +58,7 @@ cdef list _path_nodes(Trie t, bytes hexkey):
                 n = None
         elif type(n) is FullNode:
             nodes.append(n)
-            n = <Node><object>PyList_GET_ITEM((<FullNode>n).children, (<const uint8_t *>PyBytes_AS_STRING(hexkey))[pos])
+            n = (<FullNode>n).child((<const uint8_t *>PyBytes_AS_STRING(hexkey))[pos])
             pos += 1
         elif type(n) is HashNode:
             n = t._resolve(<HashNode>n, hexkey, pos)
@@ -180,7 +179,7 @@ cdef object _get_child(Node n, bytes hexkey, Py_ssize_t *pos, bint skip_resolved
         elif type(n) is FullNode:
             if pos[0] >= PyBytes_GET_SIZE(hexkey):
                 raise ProofError("proof path runs past the end of the key")
-            n = <Node><object>PyList_GET_ITEM((<FullNode>n).children, (<const uint8_t *>PyBytes_AS_STRING(hexkey))[pos[0]])
+            n = (<FullNode>n).child((<const uint8_t *>PyBytes_AS_STRING(hexkey))[pos[0]])
             pos[0] += 1
         else:
             return n                                    # HashNode or ValueNode
@@ -242,7 +241,7 @@ cdef Node _proof_to_path(bytes root_hash, Node root, bytes key, _ProofNodes node
         if type(parent) is ShortNode:
             (<ShortNode>parent).val = child
         else:
-            (<FullNode>parent).children[(<const uint8_t *>PyBytes_AS_STRING(hexkey))[before]] = child
+            (<FullNode>parent).set_child((<const uint8_t *>PyBytes_AS_STRING(hexkey))[before], child)
         if type(child) is ValueNode:
             return root
         parent = child
@@ -286,13 +285,13 @@ cdef int _unset(Node parent, Node child, bytes key, Py_ssize_t pos, bint remove_
             nib = _nibble(key, pos)
             if remove_left:
                 for i in range(nib):
-                    fn.children[i] = None
+                    fn.set_child(i, None)
             else:
                 for i in range(nib + 1, 16):
-                    fn.children[i] = None
+                    fn.set_child(i, None)
             _touch(fn)
             parent = child
-            child = <Node><object>PyList_GET_ITEM(fn.children, nib)
+            child = fn.child(nib)
             pos += 1
         elif type(child) is ShortNode:
             sn = <ShortNode>child
@@ -303,12 +302,12 @@ cdef int _unset(Node parent, Node child, bytes key, Py_ssize_t pos, bint remove_
                 if (remove_left and i < 0) or (not remove_left and i > 0):
                     if type(parent) is not FullNode:
                         raise ProofError("invalid edge proof: short node under a short node")
-                    (<FullNode>parent).children[_nibble(key, pos - 1)] = None
+                    (<FullNode>parent).set_child(_nibble(key, pos - 1), None)
                 return 0
             if type(sn.val) is ValueNode:
                 if type(parent) is not FullNode:
                     raise ProofError("invalid edge proof: leaf under a short node")
-                (<FullNode>parent).children[_nibble(key, pos - 1)] = None
+                (<FullNode>parent).set_child(_nibble(key, pos - 1), None)
                 return 0
             _touch(sn)
             parent = child
@@ -342,8 +341,8 @@ cdef int _unset_internal(Node n, bytes left_key, bytes right_key) except -1:
         elif type(n) is FullNode:
             fn = <FullNode>n
             _touch(fn)
-            ln = <object>PyList_GET_ITEM(fn.children, _nibble(left, pos))
-            rn = <object>PyList_GET_ITEM(fn.children, _nibble(right, pos))
+            ln = fn.child(_nibble(left, pos))
+            rn = fn.child(_nibble(right, pos))
             if ln is None or rn is None or ln is not rn:
                 break
             parent = n
@@ -358,13 +357,13 @@ cdef int _unset_internal(Node n, bytes left_key, bytes right_key) except -1:
         if fork_left != 0 and fork_right != 0:
             if parent is None:
                 return 1
-            (<FullNode>parent).children[_nibble(left, pos - 1)] = None
+            (<FullNode>parent).set_child(_nibble(left, pos - 1), None)
             return 0
         if fork_right != 0:
             if type(sn.val) is ValueNode:
                 if parent is None:
                     return 1
-                (<FullNode>parent).children[_nibble(left, pos - 1)] = None
+                (<FullNode>parent).set_child(_nibble(left, pos - 1), None)
                 return 0
             _unset(sn, sn.val, left, pos + PyBytes_GET_SIZE(sn.key), False)
             return 0
@@ -372,16 +371,16 @@ cdef int _unset_internal(Node n, bytes left_key, bytes right_key) except -1:
             if type(sn.val) is ValueNode:
                 if parent is None:
                     return 1
-                (<FullNode>parent).children[_nibble(right, pos - 1)] = None
+                (<FullNode>parent).set_child(_nibble(right, pos - 1), None)
                 return 0
             _unset(sn, sn.val, right, pos + PyBytes_GET_SIZE(sn.key), True)
             return 0
         return 0
     fn = <FullNode>n
     for i in range(_nibble(left, pos) + 1, _nibble(right, pos)):
-        fn.children[i] = None
-    _unset(fn, <Node><object>PyList_GET_ITEM(fn.children, _nibble(left, pos)), left, pos + 1, False)
-    _unset(fn, <Node><object>PyList_GET_ITEM(fn.children, _nibble(right, pos)), right, pos + 1, True)
+        fn.set_child(i, None)
+    _unset(fn, fn.child(_nibble(left, pos)), left, pos + 1, False)
+    _unset(fn, fn.child(_nibble(right, pos)), right, pos + 1, True)
     return 0
 
 
@@ -395,9 +394,9 @@ cdef bint _has_right_element(Node n, bytes key) except -1:
         if type(n) is FullNode:
             nib = _nibble(hexkey, pos)
             for i in range(nib + 1, 16):
-                if <object>PyList_GET_ITEM((<FullNode>n).children, i) is not None:
+                if (<FullNode>n).child(i) is not None:
                     return True
-            n = <Node><object>PyList_GET_ITEM((<FullNode>n).children, nib)
+            n = (<FullNode>n).child(nib)
             pos += 1
         elif type(n) is ShortNode:
             sn = <ShortNode>n

@@ -8,7 +8,6 @@ streamed out, which is how a StackTrie writes a trie into a database without hol
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.list cimport PyList_GET_ITEM
 from libc.stdint cimport uint8_t
 
 from mpt.encoding cimport TERMINATOR, keybytes_to_hex_c, prefix_length
@@ -94,14 +93,14 @@ cdef class StackTrie:
             idx = k[pos]
             # The nearest elder sibling is complete now: hash it and keep only its reference.
             for i in range(idx - 1, -1, -1):
-                child = <Node><object>PyList_GET_ITEM(fn.children, i)
+                child = fn.child(i)
                 if child is not None:
                     if type(child) is not HashNode:
                         if self.on_node is not None:
                             path = hexkey[:pos] + _NIBBLES[i:i + 1]
-                        fn.children[i] = self._finalize(child, path, False)
+                        fn.set_child(i, self._finalize(child, path, False))
                     break
-            fn.children[idx] = self._insert(<Node><object>PyList_GET_ITEM(fn.children, idx), hexkey, pos + 1, value)
+            fn.set_child(idx, self._insert(fn.child(idx), hexkey, pos + 1, value))
             return fn
         if type(n) is ShortNode:
             sn = <ShortNode>n
@@ -118,15 +117,15 @@ cdef class StackTrie:
             if k[pos + matchlen] == TERMINATOR:
                 raise ValueError("key %s is a prefix of an earlier key" % _keyhex(hexkey))
             # The keys part inside this node. Everything on the old side is complete (later keys are larger).
-            branch = FullNode.new([None] * BRANCH_WIDTH)
+            branch = FullNode.new()
             if matchlen + 1 == nk:
                 orig = sn.val                       # an extension whose last nibble is where they part
             else:
                 orig = ShortNode.new(sn.key[matchlen + 1:], sn.val)
             if self.on_node is not None:
                 path = hexkey[:pos + matchlen] + _NIBBLES[sk[matchlen]:sk[matchlen] + 1]
-            branch.children[sk[matchlen]] = self._finalize(orig, path, False)
-            branch.children[k[pos + matchlen]] = ShortNode.new(hexkey[pos + matchlen + 1:], ValueNode.new(value))
+            branch.set_child(sk[matchlen], self._finalize(orig, path, False))
+            branch.set_child(k[pos + matchlen], ShortNode.new(hexkey[pos + matchlen + 1:], ValueNode.new(value)))
             if matchlen == 0:
                 return branch
             return ShortNode.new(hexkey[pos:pos + matchlen], branch)
@@ -148,11 +147,11 @@ cdef class StackTrie:
         if type(n) is FullNode:
             fn = <FullNode>n
             for i in range(16):
-                child = <Node><object>PyList_GET_ITEM(fn.children, i)
+                child = fn.child(i)
                 if child is not None and type(child) is not HashNode:
                     if path is not None:
                         child_path = path + _NIBBLES[i:i + 1]
-                    fn.children[i] = self._finalize(child, child_path, False)
+                    fn.set_child(i, self._finalize(child, child_path, False))
         else:
             sn = <ShortNode>n
             if type(sn.val) is not ValueNode:

@@ -6,7 +6,6 @@ unchanged subtree keeps its cached hash and `copy()` costs O(1).
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from cpython.list cimport PyList_GET_ITEM
 from libc.stdint cimport uint8_t
 from libc.string cimport memcmp
 
@@ -39,7 +38,7 @@ cdef bytes check_bytes(object value, str what):
 
 
 cdef inline FullNode _empty_branch():
-    return FullNode.new([None] * BRANCH_WIDTH)
+    return FullNode.new()
 
 
 cdef inline FullNode _copy_keep_flags(FullNode n):
@@ -136,11 +135,11 @@ cdef class Trie:
         if type(n) is FullNode:
             fn = <FullNode>n
             idx = k[pos]
-            child = <Node><object>PyList_GET_ITEM(fn.children, idx)
+            child = fn.child(idx)
             nn = self._get(child, hexkey, pos + 1)
             if nn is not child:
                 fc = _copy_keep_flags(fn)
-                fc.children[idx] = nn
+                fc.set_child(idx, nn)
                 return fc
             return n
         if type(n) is HashNode:
@@ -195,21 +194,21 @@ cdef class Trie:
             # The keys diverge inside this node: a branch at the divergence point, behind an extension
             # for the common part if there is one.
             branch = _empty_branch()
-            branch.children[sk[matchlen]] = self._insert(None, sn.key, matchlen + 1, sn.val)
-            branch.children[k[pos + matchlen]] = self._insert(None, hexkey, pos + matchlen + 1, value)
+            branch.set_child(sk[matchlen], self._insert(None, sn.key, matchlen + 1, sn.val))
+            branch.set_child(k[pos + matchlen], self._insert(None, hexkey, pos + matchlen + 1, value))
             if matchlen == 0:
                 return branch
             return ShortNode.new(hexkey[pos:pos + matchlen], branch)
         if type(n) is FullNode:
             fn = <FullNode>n
             idx = k[pos]
-            child = <Node><object>PyList_GET_ITEM(fn.children, idx)
+            child = fn.child(idx)
             nn = self._insert(child, hexkey, pos + 1, value)
             if nn is child:
                 return n
             self._track(n, hexkey, pos)
             fn = fn.copy()
-            fn.children[idx] = nn
+            fn.set_child(idx, nn)
             return fn
         if type(n) is HashNode:
             child = self._resolve(<HashNode>n, hexkey, pos)
@@ -256,25 +255,25 @@ cdef class Trie:
         if type(n) is FullNode:
             fn = <FullNode>n
             idx = k[pos]
-            child = <Node><object>PyList_GET_ITEM(fn.children, idx)
+            child = fn.child(idx)
             nn = self._delete(child, hexkey, pos + 1)
             if nn is child:
                 return n
             self._track(n, hexkey, pos)
             fn = fn.copy()
-            fn.children[idx] = nn
+            fn.set_child(idx, nn)
             if nn is not None:
                 return fn                       # still at least two entries
             only = -1
             for i in range(BRANCH_WIDTH):
-                if <object>PyList_GET_ITEM(fn.children, i) is not None:
+                if fn.child(i) is not None:
                     if only == -1:
                         only = i
                     else:
                         return fn               # two or more entries left: stays a branch
             if only < 0:
                 raise AssertionError("a branch lost its last two entries in one delete")
-            remaining = <Node><object>PyList_GET_ITEM(fn.children, only)
+            remaining = fn.child(only)
             if only == 16:
                 # Only the value is left: a leaf with an empty path.
                 return ShortNode.new(b"\x10", remaining)
@@ -285,7 +284,7 @@ cdef class Trie:
                 # It moves up one level: its old path no longer holds a node.
                 self._track(remaining, hexkey[:pos] + bytes((only,)), pos + 1)
                 return ShortNode.new(bytes((only,)) + (<ShortNode>remaining).key, (<ShortNode>remaining).val)
-            return ShortNode.new(bytes((only,)), <Node><object>PyList_GET_ITEM(fn.children, only))
+            return ShortNode.new(bytes((only,)), fn.child(only))
         if type(n) is HashNode:
             child = self._resolve(<HashNode>n, hexkey, pos)
             nn = self._delete(child, hexkey, pos)

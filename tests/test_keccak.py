@@ -118,7 +118,7 @@ def test_type_error_names_type(value, type_name):
 
 
 def test_permutation_helper_runs():
-    from mpt._keccak.keccak import _permutations
+    from mpt._keccak.binding import _permutations
 
     assert _permutations(0) is None
     assert _permutations(10) is None

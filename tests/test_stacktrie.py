@@ -126,3 +126,6 @@ def test_equals_trie_and_streams_the_committed_nodes(items):
     assert all(keccak256(blob) == h for _, h, blob in streamed)
     if items:
         assert streamed[-1][0] == b"" and streamed[-1][1] == root
+        # ...and the same (path, hash, blob) triples that Trie.commit() writes.
+        t.commit()
+        assert {(p, h, b) for p, (h, b) in t.last_commit.nodes.items()} == set(streamed)

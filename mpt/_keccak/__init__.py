@@ -1,4 +1,4 @@
 """Keccak-256 as used by Ethereum, implemented in C (keccak.c)."""
-from .keccak import keccak256
+from .binding import keccak256
 
 __all__ = ["keccak256"]

@@ -1,41 +1,695 @@
-"""`python -m mpt.bench`: a first, minimal runner (HashFixedSize on a small default).
+"""``python -m mpt.bench``: go-ethereum's trie benchmarks on the same data, reported like ``go test -bench``.
 
-The full runner (case registry, go/json formats, --compare, peers) replaces this as the benchmark issue lands.
+Run ``python -m mpt.bench --help`` for the options. The cases live in :mod:`mpt.bench.cases` and the workloads in
+:mod:`mpt.bench.workloads`; BENCHMARKS.md describes both and geth's numbers on this kind of machine.
+
+How a case is measured:
+
+1. ``check``: the case runs once on a fresh state and its result must be right (the reference root, ...).
+2. calibration: one more op gives its rough cost; a sample then makes enough op calls to last ``--min-time``.
+3. ``--count`` samples: stateful cases (hash, commit) build one fresh state per op call before the clock starts;
+   the others reuse one state. A full garbage collection precedes each sample; the collector stays on while the
+   clock runs (Python users pay for it too). time/op = sample time / (calls * ops_per_sample).
+4. B/op and allocs/op: one op under the allocator hook of :mod:`mpt.bench._alloc` (PyMem + PyObject domains),
+   divided by ops_per_sample. Like Go's ``-benchmem``: allocations and bytes requested, frees not counted.
+5. HashFixedSize also reports ``keccak_ratio``: hash() time / time of our C keccak alone over the same node
+   encodings, in a C loop (samples interleaved with the hash samples).
 """
-import statistics
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import json
+import math
+import os
+import platform
+import re
 import sys
 import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, TextIO
 
-from mpt import Trie
-from mpt.bench.workloads import account_keys, make_accounts
+from mpt.bench import cases as bench_cases
+from mpt.bench.stats import SIGNIFICANCE_LEVEL, SPREAD_METHOD, geomean, mann_whitney_u, median, spread_pct
 
-SIZES = {"10": 20, "100": 100, "1K": 1000, "10K": 10000}
+try:
+    from mpt.bench import _alloc
+except ImportError:  # the extension is not built: report time only
+    _alloc = None
 
-
-def hash_fixed_size(n, count):
-    addresses, values = make_accounts(n)
-    keys = account_keys(addresses)
-    samples = []
-    for _ in range(count):
-        t = Trie()
-        for k, v in zip(keys, values):
-            t.update(k, v)
-        start = time.perf_counter_ns()
-        t.hash()
-        samples.append(time.perf_counter_ns() - start)
-    return samples
+DEFAULT_COUNT = 10
+DEFAULT_MIN_TIME = 0.1
+MAX_CALLS_PER_SAMPLE = 1_000_000
+MAX_STATES_PER_SAMPLE = 20_000   # stateful cases hold this many fresh states in memory at most
 
 
-def main(argv=None):
-    count = 10
-    print("%-24s %14s %10s" % ("case", "time/op", "± spread"))
-    for label, n in SIZES.items():
-        samples = hash_fixed_size(n, count)
-        median = statistics.median(samples)
-        spread = (max(samples) - min(samples)) / 2 / median * 100
-        print("%-24s %11.1f us %9.1f%%" % ("HashFixedSize/" + label, median / 1000, spread))
-    return 0
+# ---------------------------------------------------------------------------------------------------------------
+# Measuring
+# ---------------------------------------------------------------------------------------------------------------
+
+@dataclass
+class Result:
+    """What one case measured: per-op times in ns, one per sample."""
+
+    name: str
+    samples: List[float]
+    iterations: List[int]
+    bytes_per_op: Optional[float] = None
+    allocs_per_op: Optional[float] = None
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def median(self) -> float:
+        return median(self.samples)
+
+    @property
+    def spread(self) -> float:
+        return spread_pct(self.samples)
+
+    def to_json(self) -> Dict[str, Any]:
+        return {
+            "name": self.name,
+            "unit": "ns",
+            "samples": self.samples,
+            "iterations": self.iterations,
+            "median": self.median,
+            "spread_pct": self.spread,
+            "bytes_per_op": self.bytes_per_op,
+            "allocs_per_op": self.allocs_per_op,
+            "extra": self.extra,
+        }
+
+
+class _NoProgress:
+    """Stands in for tqdm when it is missing or the bar is off."""
+
+    def update(self, n=1):
+        pass
+
+    def set_description_str(self, s, refresh=True):
+        pass
+
+    def write(self, s):
+        print(s, file=sys.stderr)
+
+    def close(self):
+        pass
+
+
+def _progress(total: int, enabled: bool):
+    if not enabled:
+        return _NoProgress()
+    try:
+        import tqdm as tqdm_module
+    except ImportError:
+        return _NoProgress()
+    # No monitor thread: it would allocate (and run) while we count allocations and time.
+    tqdm_module.tqdm.monitor_interval = 0
+    return tqdm_module.tqdm(total=total, file=sys.stderr, unit="sample", dynamic_ncols=True, leave=False,
+                            disable=None)
+
+
+class Runner:
+    def __init__(self, count: int, min_time: float, bar):
+        self.count = count
+        self.min_time_ns = min_time * 1e9
+        self.bar = bar
+
+    def _calls(self, case, state) -> int:
+        """Op calls per sample so that a sample lasts at least min_time (at least 1)."""
+        s = case.setup() if case.stateful else state
+        gc.collect()
+        t0 = time.perf_counter_ns()
+        case.op(s)
+        elapsed = max(time.perf_counter_ns() - t0, 1)
+        cap = MAX_STATES_PER_SAMPLE if case.stateful else MAX_CALLS_PER_SAMPLE
+        return max(1, min(cap, math.ceil(self.min_time_ns / elapsed)))
+
+    @staticmethod
+    def _time_calls(case, state, calls: int) -> int:
+        op = case.op
+        if case.stateful:
+            states = [case.setup() for _ in range(calls)]
+            gc.collect()
+            t0 = time.perf_counter_ns()
+            for s in states:
+                op(s)
+            elapsed = time.perf_counter_ns() - t0
+            del states
+            return elapsed
+        gc.collect()
+        t0 = time.perf_counter_ns()
+        for _ in range(calls):
+            op(state)
+        return time.perf_counter_ns() - t0
+
+    @staticmethod
+    def _allocs(case, state):
+        if _alloc is None:
+            return None, None
+        s = case.setup() if case.stateful else state
+        gc.collect()
+        _, nbytes, nallocs = _alloc.measure(case.op, s)
+        return nbytes / case.ops_per_sample, nallocs / case.ops_per_sample
+
+    def run_case(self, case) -> Result:
+        self.bar.set_description_str("%s (check)" % case.name)
+        case.check(case.setup())
+        state = None if case.stateful else case.setup()
+        calls = self._calls(case, state)
+        blobs = None
+        floor_samples: List[float] = []
+        if case.keccak_blobs is not None and _alloc is not None:
+            blobs = case.keccak_blobs(case.setup())
+        self.bar.set_description_str(case.name)
+        samples, iterations = [], []
+        for _ in range(self.count):
+            elapsed = self._time_calls(case, state, calls)
+            samples.append(elapsed / (calls * case.ops_per_sample))
+            iterations.append(calls * case.ops_per_sample)
+            if blobs is not None:
+                t0 = time.perf_counter_ns()
+                _alloc.keccak_floor(blobs, calls)
+                floor_samples.append((time.perf_counter_ns() - t0) / (calls * case.ops_per_sample))
+            self.bar.update(1)
+        bytes_per_op, allocs_per_op = self._allocs(case, state)
+        result = Result(case.name, samples, iterations, bytes_per_op, allocs_per_op)
+        if blobs is not None:
+            floor = median(floor_samples)
+            result.extra.update(
+                keccak_ratio=result.median / floor if floor > 0 else None,
+                keccak_floor_ns=floor,
+                keccak_calls=len(blobs),
+                keccak_bytes=sum(len(b) for b in blobs),
+            )
+        return result
+
+    def run_peers(self, labels: Sequence[str], notes: List[str]) -> Dict[str, Dict[str, Result]]:
+        """Insert-all-plus-root at each size for mpt and each importable peer, samples alternating."""
+        available = []
+        for peer in bench_cases.peers():
+            if peer.build is None:
+                notes.append("peer %s skipped: %s" % (peer.name, peer.missing))
+            else:
+                available.append(peer)
+        out: Dict[str, Dict[str, Result]] = {}
+        for label in labels:
+            runnable = []
+            for peer in available:
+                case = bench_cases.peer_case(peer, label)
+                self.bar.set_description_str("peers: %s %s (check)" % (peer.name, case.name))
+                try:
+                    case.check(case.setup())
+                except Exception as e:  # noqa: BLE001 - a broken peer is a note, never an error
+                    notes.append("peer %s skipped at %s: %s: %s" % (peer.name, case.name, type(e).__name__, e))
+                    self.bar.update(self.count)
+                    continue
+                state = case.setup()
+                runnable.append((peer, case, state, self._calls(case, state)))
+            results = {peer.name: Result(case.name, [], [], extra={"impl": peer.name, "detail": peer.detail})
+                       for peer, case, _, _ in runnable}
+            for _ in range(self.count):
+                for peer, case, state, calls in runnable:
+                    self.bar.set_description_str("peers: %s %s" % (peer.name, case.name))
+                    elapsed = self._time_calls(case, state, calls)
+                    results[peer.name].samples.append(elapsed / calls)
+                    results[peer.name].iterations.append(calls)
+                    self.bar.update(1)
+            ours = results.get("mpt")
+            for name, r in results.items():
+                if ours is not None and name != "mpt":
+                    r.extra["ratio_vs_mpt"] = r.median / ours.median
+            out[label] = results
+        return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Machine description
+# ---------------------------------------------------------------------------------------------------------------
+
+_GOARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64", "i386": "386",
+           "i686": "386", "armv7l": "arm", "ppc64le": "ppc64le", "s390x": "s390x", "riscv64": "riscv64"}
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def machine_info() -> Dict[str, Any]:
+    goos = "darwin" if sys.platform == "darwin" else "windows" if sys.platform.startswith("win") else (
+        sys.platform.rstrip("0123456789") or sys.platform)
+    info = {
+        "goos": goos,
+        "goarch": _GOARCH.get(platform.machine().lower(), platform.machine().lower()),
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+    }
+    try:
+        import Cython
+
+        info["cython"] = Cython.__version__
+    except ImportError:
+        pass
+    return info
+
+
+def _mpt_version() -> str:
+    import mpt
+
+    return getattr(mpt, "__version__", "unknown")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Formatting
+# ---------------------------------------------------------------------------------------------------------------
+
+def _sig(x: float) -> str:
+    """About 4 significant digits."""
+    ax = abs(x)
+    if ax >= 1000:
+        return "%.0f" % x
+    if ax >= 100:
+        return "%.1f" % x
+    if ax >= 10:
+        return "%.2f" % x
+    return "%.3f" % x
+
+
+def fmt_time(ns: float) -> str:
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if abs(ns) >= scale:
+            return _sig(ns / scale) + unit
+    return _sig(ns) + "ns"
+
+
+def fmt_bytes(b: float) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(b) >= scale:
+            return _sig(b / scale) + unit
+    return "%.0fB" % b
+
+
+def fmt_count(n: float) -> str:
+    if abs(n) >= 1e6:
+        return _sig(n / 1e6) + "M"
+    if abs(n) >= 1e4:
+        return _sig(n / 1e3) + "k"
+    return "%.0f" % n if n == int(n) or abs(n) >= 100 else "%.1f" % n
+
+
+def fmt_spread(pct: float) -> "str":
+    return "± %.0f%%" % pct if pct >= 1 else "± %.1f%%" % pct
+
+
+def _delta(old: float, new: float) -> str:
+    if old == new:
+        return "~"
+    if old == 0:
+        return "+inf%"
+    return "%+.2f%%" % ((new / old - 1) * 100)
+
+
+def _render(header: List[List[str]], rows: List[List[str]], group_edges: Sequence[int] = (),
+            bars: bool = True) -> List[str]:
+    """A benchstat-like table: names left-aligned, cells right-aligned (headers centred); with bars, header rows
+    get a "│" before each column in group_edges and at the end."""
+    ncol = max(len(r) for r in header + rows)
+    grid = [r + [""] * (ncol - len(r)) for r in header + rows]
+    widths = [max(len(r[i]) for r in grid) for i in range(ncol)]
+    lines = []
+    for ri, r in enumerate(grid):
+        is_header = ri < len(header)
+        parts = [r[0].ljust(widths[0])]
+        for i in range(1, ncol):
+            sep = " │ " if (bars and is_header and i in group_edges) else "   "
+            parts.append(sep + (r[i].center(widths[i]) if is_header else r[i].rjust(widths[i])))
+        line = "".join(parts)
+        lines.append(line + " │" if bars and is_header else line.rstrip())
+    return lines
+
+
+def _with_spread(values: List[Optional[str]], spreads: List[Optional[str]]) -> List[str]:
+    """Cells "value ± spread" with the values right-aligned and the spreads left-aligned among themselves."""
+    wv = max((len(v) for v in values if v is not None), default=0)
+    ws = max((len(s) for s in spreads if s is not None), default=0)
+    cells = []
+    for v, s in zip(values, spreads):
+        if v is None:
+            cells.append("")
+        else:
+            cells.append(v.rjust(wv) + (" " + (s or "").ljust(ws) if ws else ""))
+    return cells
+
+
+def _p_cell(old_samples: Sequence[float], new_samples: Sequence[float], old_med: float, new_med: float) -> str:
+    _, p = mann_whitney_u(old_samples, new_samples)
+    n = ("n=%d" % len(new_samples) if len(old_samples) == len(new_samples)
+         else "n=%d+%d" % (len(old_samples), len(new_samples)))
+    if p > SIGNIFICANCE_LEVEL:
+        return "~ (p=%.3f %s)" % (p, n)
+    return "%s (p=%.3f %s)" % (_delta(old_med, new_med), p, n)
+
+
+def format_text(results: List[Result], info: Dict[str, Any], settings: Dict[str, Any],
+                base: Optional[Dict[str, Dict[str, Any]]] = None, base_label: str = "base",
+                peers: Optional[Dict[str, Dict[str, Result]]] = None, notes: Sequence[str] = ()) -> str:
+    out: List[str] = []
+    out.append("goos: %s  goarch: %s  cpu: %s (%s cores)" % (info["goos"], info["goarch"], info["cpu"],
+                                                             info["cores"]))
+    out.append("mpt %s  %s %s  %d samples per case, >= %gs each" % (
+        settings["mpt_version"], info["implementation"], info["python"], settings["count"], settings["min_time"]))
+    out.append("")
+
+    units = [
+        ("time/op", lambda r: r.median, fmt_time, True),
+        ("B/op", lambda r: r.bytes_per_op, fmt_bytes, False),
+        ("allocs/op", lambda r: r.allocs_per_op, fmt_count, False),
+    ]
+    base_keys = {"time/op": "median", "B/op": "bytes_per_op", "allocs/op": "allocs_per_op"}
+    for unit, getter, fmt, with_spread in units:
+        if not with_spread and all(getter(r) is None for r in results):
+            continue
+        names: List[str] = []
+        new_v: List[Optional[str]] = []      # formatted values and spreads, one per row (geomean last)
+        new_s: List[Optional[str]] = []
+        old_v: List[Optional[str]] = []
+        old_s: List[Optional[str]] = []
+        vs: List[str] = []
+        olds, news = [], []
+        for r in results:
+            v = getter(r)
+            names.append(r.name)
+            new_v.append("n/a" if v is None else fmt(v))
+            new_s.append(fmt_spread(r.spread) if with_spread and v is not None else None)
+            if base is None:
+                if v is not None:
+                    news.append(v)
+                continue
+            old = base.get(r.name)
+            ov = None if old is None else old.get(base_keys[unit])
+            if ov is None:
+                old_v.append(None)
+                old_s.append(None)
+                vs.append("(new)" if old is None else "")
+                continue
+            old_samples = old.get("samples") if with_spread else None
+            old_v.append(fmt(ov))
+            old_s.append(fmt_spread(spread_pct(old_samples)) if old_samples else None)
+            if v is None:
+                vs.append("")
+            elif old_samples:
+                vs.append(_p_cell(old_samples, r.samples, ov, v))
+            else:
+                vs.append(_delta(ov, v))
+            if v is not None and ov > 0 and v > 0:
+                olds.append(ov)
+                news.append(v)
+        g_new = geomean(news)
+        g_old = geomean(olds) if base is not None else None
+        if g_new is not None and (base is None or g_old is not None):
+            names.append("geomean")
+            new_v.append(fmt(g_new))
+            new_s.append(None)
+            if base is not None:
+                old_v.append(fmt(g_old))
+                old_s.append(None)
+                vs.append(_delta(g_old, g_new))
+        new_cells = _with_spread(new_v, new_s)
+        if base is None:
+            out += _render([["", unit]], [[n, c] for n, c in zip(names, new_cells)], [1])
+        else:
+            old_cells = _with_spread(old_v, old_s)
+            header = [["", base_label, "new", ""], ["", unit, unit, "vs base"]]
+            out += _render(header, [list(row) for row in zip(names, old_cells, new_cells, vs)], [1, 2])
+        out.append("")
+    out.append(SPREAD_METHOD + ".")
+    if base is not None:
+        out.append("vs base: Mann-Whitney U test, two-sided; ~ = no significant difference (p > %.2f)."
+                   % SIGNIFICANCE_LEVEL)
+    if _alloc is None:
+        out.append("B/op, allocs/op and keccak ratios need the compiled mpt.bench._alloc (not built).")
+    else:
+        out.append("B/op, allocs/op: bytes requested and calls through the PyMem and PyObject allocators per op.")
+
+    ratio_rows = [[r.name, "%.2f×" % r.extra["keccak_ratio"], fmt_time(r.extra["keccak_floor_ns"]),
+                   str(r.extra["keccak_calls"]), fmt_bytes(r.extra["keccak_bytes"])]
+                  for r in results if r.extra.get("keccak_ratio")]
+    if ratio_rows:
+        out.append("")
+        out += _render([["", "keccak ratio", "keccak alone", "keccak calls", "hashed"]], ratio_rows, bars=False)
+        out.append("keccak ratio = hash() time / time of our C keccak alone on the same node encodings "
+                   "(1.0 = nothing but Keccak left).")
+
+    if peers:
+        names = []
+        for per_size in peers.values():
+            for name in per_size:
+                if name not in names:
+                    names.append(name)
+        header = [["", *names]]
+        rows = []
+        for label, per_size in peers.items():
+            row = ["Insert/%s" % label]
+            for name in names:
+                r = per_size.get(name)
+                if r is None:
+                    row.append("skipped")
+                elif name == "mpt":
+                    row.append(fmt_time(r.median) + " " + fmt_spread(r.spread))
+                else:
+                    row.append("%s (%.1f×)" % (fmt_time(r.median), r.extra["ratio_vs_mpt"]))
+            rows.append(row)
+        out.append("")
+        out += _render(header, rows, bars=False)
+        out.append("peers: insert all accounts, then the root; median time, (×) = peer time / mpt time, "
+                   "samples alternating between implementations.")
+        details = ["%s = %s" % (r.extra["impl"], r.extra["detail"])
+                   for r in next(iter(peers.values())).values()]
+        if details:
+            out.append("  " + "; ".join(details))
+    for note in notes:
+        out.append("note: " + note)
+    return "\n".join(out) + "\n"
+
+
+def _go_ns(x: float) -> str:
+    """Go's testing package number format for ns/op."""
+    y = abs(x)
+    if y == 0 or y >= 999.95:
+        return "%.0f" % x
+    if y >= 99.995:
+        return "%.1f" % x
+    if y >= 9.9995:
+        return "%.2f" % x
+    if y >= 0.99995:
+        return "%.3f" % x
+    return "%.4f" % x
+
+
+def _go_line(name: str, iterations: int, ns: float, bytes_per_op, allocs_per_op) -> str:
+    line = "Benchmark%s-1\t%10d\t%12s ns/op" % (name, iterations, _go_ns(ns))
+    if bytes_per_op is not None:
+        line += "\t%10d B/op\t%8d allocs/op" % (round(bytes_per_op), round(allocs_per_op))
+    return line
+
+
+def format_go(results: List[Result], info: Dict[str, Any], settings: Dict[str, Any],
+              peers: Optional[Dict[str, Dict[str, Result]]] = None) -> str:
+    out = ["goos: %s" % info["goos"], "goarch: %s" % info["goarch"], "pkg: mpt", "cpu: %s" % info["cpu"]]
+    # benchstat keeps "key: value" lines as configuration of the results that follow.
+    out.append("mpt-version: %s" % settings["mpt_version"])
+    out.append("python: %s %s" % (info["implementation"], info["python"]))
+    for r in results:
+        for ns, iters in zip(r.samples, r.iterations):
+            out.append(_go_line(r.name, iters, ns, r.bytes_per_op, r.allocs_per_op))
+    for per_size in (peers or {}).values():
+        for name, r in per_size.items():
+            for ns, iters in zip(r.samples, r.iterations):
+                out.append(_go_line("%s/impl=%s" % (r.name, name), iters, ns, None, None))
+    out.append("PASS")
+    return "\n".join(out) + "\n"
+
+
+def format_json(results: List[Result], info: Dict[str, Any], settings: Dict[str, Any],
+                peers: Optional[Dict[str, Dict[str, Result]]] = None, notes: Sequence[str] = ()) -> str:
+    doc = {
+        "machine": info,
+        "mpt_version": settings["mpt_version"],
+        "date": settings["date"],
+        "settings": {"count": settings["count"], "min_time": settings["min_time"],
+                     "spread": SPREAD_METHOD, "allocs": _alloc is not None},
+        "benchmarks": [r.to_json() for r in results],
+        "peers": [r.to_json() for per_size in (peers or {}).values() for r in per_size.values()],
+        "notes": list(notes),
+    }
+    return json.dumps(doc, indent=1) + "\n"
+
+
+def load_base(path: str) -> Dict[str, Dict[str, Any]]:
+    """Benchmarks of a JSON report by name (for --compare)."""
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
+        raise ValueError("%s is not a JSON report of python -m mpt.bench --format json" % path)
+    return {b["name"]: b for b in doc["benchmarks"] if isinstance(b, dict) and "name" in b}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------------------------------------------
+
+EPILOG = """\
+cases:
+  The default run takes the small sizes (about a minute on 2 cores); -b REGEX or --all adds the 100K ones.
+  --list shows every case. Names follow go-ethereum's benchmarks, so tables line up with geth's.
+
+metrics:
+  time/op    median of --count samples ± spread (benchstat v1 rule: distance from the median to min/max,
+             outliers beyond 1.5 IQR dropped)
+  B/op       bytes requested from Python's PyMem/PyObject allocators per op (like go test -benchmem)
+  allocs/op  allocator calls per op
+  keccak_ratio (HashFixedSize)  hash() time / time our keccak alone needs for the same node encodings
+
+examples:
+  python -m mpt.bench                                   # default run, text table
+  python -m mpt.bench -b 'HashFixedSize' --count 20     # every HashFixedSize size, 100K included
+  python -m mpt.bench --format json -o old.json         # save a run ...
+  python -m mpt.bench --compare old.json                # ... and compare with it (Mann-Whitney U p-values)
+  python -m mpt.bench --format go -o new.txt && benchstat geth.txt new.txt
+  python -m mpt.bench --peers -b '^Insert/'             # py-trie and execution-specs on the same workload
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m mpt.bench",
+        description="Run mpt's benchmarks: go-ethereum's trie benchmarks on the same data, with the\n"
+                    "reference root of every workload checked before timing.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("-b", "--bench", metavar="REGEX",
+                   help="run the cases whose name matches REGEX (re.search; any size, 100K included)")
+    p.add_argument("--all", action="store_true", help="run every case, 100K sizes included")
+    p.add_argument("--count", type=int, default=DEFAULT_COUNT, metavar="N",
+                   help="samples per case (default %d; medians want at least 10)" % DEFAULT_COUNT)
+    p.add_argument("--min-time", type=float, default=DEFAULT_MIN_TIME, metavar="S",
+                   help="minimum seconds per sample; cheap ops repeat until a sample lasts this long "
+                        "(default %g)" % DEFAULT_MIN_TIME)
+    p.add_argument("--format", choices=("text", "go", "json"), default="text",
+                   help="text: benchstat-style tables; go: `go test -bench` lines for benchstat; json: every "
+                        "sample and the machine (input of --compare)")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write the report to FILE instead of stdout (with --format go/json the text table "
+                        "still goes to stdout)")
+    p.add_argument("--compare", metavar="OLD.json",
+                   help="add a 'vs base' column against a saved --format json report: change of the median "
+                        "and the Mann-Whitney U p-value, '~' when not significant (p > 0.05)")
+    p.add_argument("--peers", action="store_true",
+                   help="also time insert-all + root through py-trie and the execution-specs trie at the "
+                        "HashFixedSize/Insert sizes selected, alternating with mpt, and print the ratios "
+                        "(missing peers are skipped; pip install 'mpt-engine[peers]')")
+    p.add_argument("--list", action="store_true", help="list the cases (and whether the default run has them)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    return p
+
+
+def _list_cases(out: TextIO) -> None:
+    width = max(len(name) for name in bench_cases.CASES)
+    for case in bench_cases.CASES.values():
+        out.write("%s  %-8s  %s\n" % (case.name.ljust(width), "default" if case.small else "-b/--all", case.doc))
+
+
+def _peer_labels(selected) -> List[str]:
+    by_size = {n: label for label, n in bench_cases.ACCOUNT_SIZES.items()}
+    sizes = sorted({c.size for c in selected if c.group in ("HashFixedSize", "Insert") and c.size in by_size})
+    return [by_size[n] for n in sizes]
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.list:
+        _list_cases(sys.stdout)
+        return 0
+    if args.count < 1:
+        parser.error("--count must be at least 1")
+    if args.min_time < 0:
+        parser.error("--min-time must not be negative")
+    try:
+        selected = bench_cases.select(args.bench, everything=args.all)
+    except re.error as e:
+        parser.error("bad -b regular expression: %s" % e)
+    if not selected:
+        print("no case matches %r (see --list)" % args.bench, file=sys.stderr)
+        return 1
+    base = None
+    if args.compare:
+        try:
+            base = load_base(args.compare)
+        except (OSError, ValueError) as e:
+            print("--compare: %s" % e, file=sys.stderr)
+            return 1
+
+    info = machine_info()
+    settings = {"count": args.count, "min_time": args.min_time, "mpt_version": _mpt_version(),
+                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    notes: List[str] = []
+    peer_labels = _peer_labels(selected) if args.peers else []
+    if args.peers and not peer_labels:
+        notes.append("--peers compares the HashFixedSize/Insert sizes; none was selected")
+    total = args.count * (len(selected) + len(bench_cases.PEER_NAMES + ("mpt",)) * len(peer_labels))
+    bar = _progress(total, not args.no_progress)
+    runner = Runner(args.count, args.min_time, bar)
+    results: List[Result] = []
+    failed = 0
+    try:
+        for case in selected:
+            try:
+                results.append(runner.run_case(case))
+            except Exception as e:  # noqa: BLE001 - a failing case is reported; the others still run
+                failed += 1
+                what = "%s" % e if isinstance(e, bench_cases.CheckFailed) else "%s: %s" % (type(e).__name__, e)
+                bar.write("FAIL %s: %s" % (case.name, what))
+                notes.append("FAIL %s: %s" % (case.name, what))
+                bar.update(args.count)
+        peers = runner.run_peers(peer_labels, notes) if peer_labels else None
+    except KeyboardInterrupt:
+        bar.close()
+        print("interrupted", file=sys.stderr)
+        return 130
+    finally:
+        bar.close()
+
+    text = format_text(results, info, settings, base, os.path.basename(args.compare or "base"), peers, notes)
+    if args.format == "text":
+        report = text
+    elif args.format == "go":
+        report = format_go(results, info, settings, peers)
+    else:
+        report = format_json(results, info, settings, peers, notes)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(report)
+        if args.format != "text":
+            sys.stdout.write(text)
+    else:
+        sys.stdout.write(report)
+    sys.stdout.flush()
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

@@ -6,8 +6,9 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport uint8_t, uint64_t
 from libc.string cimport memset
 
-# keccak.pxd (same module name) is included automatically: mpt_keccak256 and
-# mpt_keccak_f1600 are declared there.
+# The C functions are declared in keccak.pxd. This module is not named keccak because Cython would then
+# write its generated C over our hand-written keccak.c.
+from mpt._keccak.keccak cimport mpt_keccak256, mpt_keccak_f1600
 
 # Below this size hashing takes well under a microsecond, less than what
 # dropping and re-taking the GIL costs under contention.

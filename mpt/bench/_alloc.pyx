@@ -1,0 +1,238 @@
+# cython: language_level=3
+"""Allocation counting (the analogue of Go's ``-benchmem``) and the Keccak floor of the benchmarks.
+
+**Allocation counter.** :func:`start` wraps the allocators of Python's ``PyMem`` and ``PyObject`` domains
+(``PyMem_GetAllocator`` / ``PyMem_SetAllocator``); every ``malloc``, ``calloc`` and ``realloc`` through them is
+counted, with the bytes requested, until :func:`stop` puts the previous allocators back. Go's B/op and allocs/op
+count allocations only, so frees are not counted; a ``realloc`` counts as one allocation of its new size (Go
+grows a slice by allocating a new one). The wrappers only count and delegate: a block allocated before
+:func:`start` may be freed while counting and the other way round, since the same underlying allocator serves
+both. Both domains may only be used with the GIL held, so the counters need no atomics; they include every
+Python thread's allocations while counting is on. The ``PyMem_Raw`` domain (usable without the GIL) is left
+alone.
+
+Use the context manager, which restores the allocators even when the block raises::
+
+    with count_allocs() as c:
+        trie.hash()
+    print(c.bytes, c.allocs)
+
+**Keccak floor.** :func:`keccak_floor` hashes a list of byte strings with our C Keccak in a C loop without the
+GIL, the cost Keccak alone sets for a workload (``python -m mpt.bench`` reports ``hash() time / floor``).
+"""
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
+from libc.stdint cimport uint8_t
+
+from mpt._keccak.keccak cimport mpt_keccak256
+
+__all__ = ["start", "stop", "current", "active", "count_allocs", "measure", "keccak_floor"]
+
+
+cdef extern from "Python.h":
+    ctypedef enum PyMemAllocatorDomain:
+        PYMEM_DOMAIN_RAW
+        PYMEM_DOMAIN_MEM
+        PYMEM_DOMAIN_OBJ
+
+    ctypedef struct PyMemAllocatorEx:
+        void *ctx
+        void *(*malloc)(void *ctx, size_t size) noexcept nogil
+        void *(*calloc)(void *ctx, size_t nelem, size_t elsize) noexcept nogil
+        void *(*realloc)(void *ctx, void *ptr, size_t new_size) noexcept nogil
+        void (*free)(void *ctx, void *ptr) noexcept nogil
+
+    void PyMem_GetAllocator(PyMemAllocatorDomain domain, PyMemAllocatorEx *allocator)
+    void PyMem_SetAllocator(PyMemAllocatorDomain domain, PyMemAllocatorEx *allocator)
+
+
+# The allocators we replaced: each wrapper gets a pointer to its domain's original as its ctx. They stay valid
+# for the life of the process (an extension module is never unloaded), so a wrapper that somebody else saved
+# and calls later still reaches a working allocator.
+cdef PyMemAllocatorEx _orig_mem
+cdef PyMemAllocatorEx _orig_obj
+cdef PyMemAllocatorEx _hook_mem
+cdef PyMemAllocatorEx _hook_obj
+
+cdef unsigned long long _bytes = 0      # bytes requested since start()
+cdef unsigned long long _allocs = 0     # malloc + calloc + realloc calls since start()
+cdef bint _active = False
+cdef bint _stranded = False             # stop() found a foreign hook over ours and left ours beneath it
+
+
+cdef void *_malloc(void *ctx, size_t size) noexcept nogil:
+    global _bytes, _allocs
+    cdef PyMemAllocatorEx *orig = <PyMemAllocatorEx *>ctx
+    _allocs += 1
+    _bytes += size
+    return orig.malloc(orig.ctx, size)
+
+
+cdef void *_calloc(void *ctx, size_t nelem, size_t elsize) noexcept nogil:
+    global _bytes, _allocs
+    cdef PyMemAllocatorEx *orig = <PyMemAllocatorEx *>ctx
+    _allocs += 1
+    _bytes += nelem * elsize
+    return orig.calloc(orig.ctx, nelem, elsize)
+
+
+cdef void *_realloc(void *ctx, void *ptr, size_t new_size) noexcept nogil:
+    global _bytes, _allocs
+    cdef PyMemAllocatorEx *orig = <PyMemAllocatorEx *>ctx
+    _allocs += 1
+    _bytes += new_size
+    return orig.realloc(orig.ctx, ptr, new_size)
+
+
+cdef void _free(void *ctx, void *ptr) noexcept nogil:
+    cdef PyMemAllocatorEx *orig = <PyMemAllocatorEx *>ctx
+    orig.free(orig.ctx, ptr)
+
+
+cdef inline void _make_hook(PyMemAllocatorEx *hook, PyMemAllocatorEx *orig) noexcept:
+    hook.ctx = <void *>orig
+    hook.malloc = _malloc
+    hook.calloc = _calloc
+    hook.realloc = _realloc
+    hook.free = _free
+
+
+cdef bint _is_ours(PyMemAllocatorDomain domain) noexcept:
+    """Whether the domain's allocator right now is our counting wrapper."""
+    cdef PyMemAllocatorEx cur
+    PyMem_GetAllocator(domain, &cur)
+    return cur.malloc == _malloc
+
+
+def start():
+    """Install the counting allocators and zero the counters. Raises RuntimeError if already counting."""
+    global _bytes, _allocs, _active, _stranded
+    cdef bint mem_ours, obj_ours
+    if _active:
+        raise RuntimeError("allocation counting is already on (nested start())")
+    mem_ours = _is_ours(PYMEM_DOMAIN_MEM)
+    obj_ours = _is_ours(PYMEM_DOMAIN_OBJ)
+    if _stranded and not (mem_ours and obj_ours):
+        # Our wrappers sit beneath a foreign hook that still delegates to them: saving that hook as "the
+        # original" would make the chain call itself forever.
+        raise RuntimeError("the allocator hook installed over the counter is still in place")
+    _stranded = False
+    # A domain whose allocator is already our wrapper (left by a stop() that found a foreign hook, since
+    # removed) keeps the originals saved back then; reading it again would save the wrapper as its own original.
+    if not mem_ours:
+        PyMem_GetAllocator(PYMEM_DOMAIN_MEM, &_orig_mem)
+        _make_hook(&_hook_mem, &_orig_mem)
+    if not obj_ours:
+        PyMem_GetAllocator(PYMEM_DOMAIN_OBJ, &_orig_obj)
+        _make_hook(&_hook_obj, &_orig_obj)
+    # Nothing below can raise, and the GIL is held throughout: no allocation sneaks in half-installed.
+    _bytes = 0
+    _allocs = 0
+    if not mem_ours:
+        PyMem_SetAllocator(PYMEM_DOMAIN_MEM, &_hook_mem)
+    if not obj_ours:
+        PyMem_SetAllocator(PYMEM_DOMAIN_OBJ, &_hook_obj)
+    _active = True
+
+
+def stop():
+    """Put the previous allocators back; returns ``(bytes, allocs)`` counted since :func:`start`.
+
+    If something else (tracemalloc, say) installed its own allocator over ours meanwhile, ours is left in place
+    underneath it (it only counts and delegates, so that is harmless) and RuntimeError is raised: restoring
+    would cut the other hook out. start() then refuses until that hook is gone again.
+    """
+    global _active, _stranded
+    cdef unsigned long long nbytes = _bytes, nallocs = _allocs
+    if not _active:
+        raise RuntimeError("allocation counting is not on (stop() without start())")
+    _active = False
+    if not (_is_ours(PYMEM_DOMAIN_MEM) and _is_ours(PYMEM_DOMAIN_OBJ)):
+        _stranded = True
+        raise RuntimeError("another allocator hook was installed over the counter; left it in place")
+    PyMem_SetAllocator(PYMEM_DOMAIN_OBJ, &_orig_obj)
+    PyMem_SetAllocator(PYMEM_DOMAIN_MEM, &_orig_mem)
+    return int(nbytes), int(nallocs)
+
+
+def current():
+    """``(bytes, allocs)`` counted so far (while counting; the totals of the last run after stop())."""
+    return int(_bytes), int(_allocs)
+
+
+def active():
+    """Whether the counting allocators are installed."""
+    return bool(_active)
+
+
+class count_allocs:
+    """Context manager: counts allocations inside the block into ``.bytes`` and ``.allocs``.
+
+    The allocators are restored however the block ends. Not reentrant (nesting raises RuntimeError).
+    """
+
+    __slots__ = ("bytes", "allocs")
+
+    def __init__(self):
+        self.bytes = 0
+        self.allocs = 0
+
+    def __enter__(self):
+        start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.bytes, self.allocs = stop()
+        return False
+
+
+def measure(func, *args, **kwargs):
+    """Call ``func(*args, **kwargs)`` while counting; returns ``(result, bytes, allocs)``."""
+    start()
+    try:
+        result = func(*args, **kwargs)
+    finally:
+        nbytes, nallocs = stop()
+    return result, nbytes, nallocs
+
+
+def keccak_floor(blobs, Py_ssize_t repeat=1):
+    """Keccak-256 of every bytes object in ``blobs``, ``repeat`` times over, in a C loop without the GIL.
+
+    Time this call to get what Keccak alone costs for those inputs: no Python call per blob, no result
+    objects. Returns the digest of the last blob (b"" for no blobs), so the work is observable.
+    """
+    cdef tuple items = tuple(blobs)     # our own references: the loop below runs without the GIL
+    cdef Py_ssize_t n = len(items), i, r
+    cdef const uint8_t **ptrs
+    cdef size_t *lens
+    cdef uint8_t out[32]
+    cdef object blob
+    if repeat < 0:
+        raise ValueError("repeat must be >= 0")
+    for blob in items:
+        if type(blob) is not bytes:
+            raise TypeError("keccak_floor takes bytes objects, not %s" % type(blob).__name__)
+    if n == 0:
+        return b""
+    # Raw domain: allocating these may run without counting and never touches the GIL-protected domains.
+    ptrs = <const uint8_t **>PyMem_RawMalloc(n * sizeof(uint8_t *))
+    lens = <size_t *>PyMem_RawMalloc(n * sizeof(size_t))
+    if ptrs == NULL or lens == NULL:
+        PyMem_RawFree(ptrs)
+        PyMem_RawFree(lens)
+        raise MemoryError()
+    for i in range(n):
+        ptrs[i] = <const uint8_t *>PyBytes_AS_STRING(items[i])
+        lens[i] = <size_t>PyBytes_GET_SIZE(items[i])
+    try:
+        with nogil:
+            for r in range(repeat):
+                for i in range(n):
+                    mpt_keccak256(ptrs[i], lens[i], out)
+    finally:
+        PyMem_RawFree(ptrs)
+        PyMem_RawFree(lens)
+    if repeat == 0:
+        return b""
+    return PyBytes_FromStringAndSize(<char *>out, 32)

@@ -1,0 +1,497 @@
+"""The benchmark cases, shared by ``python -m mpt.bench`` and the asv suite.
+
+Names follow go-ethereum's benchmarks (BENCHMARKS.md's table), so our numbers line up with geth's; ``Insert/N``
+adds what a Python user pays to build a trie (N ``update`` calls, then ``hash``). Workloads come from
+:mod:`mpt.bench.workloads` only; this module turns them into timed operations.
+
+A :class:`Case` is run like this (see ``mpt/bench/__main__.py``)::
+
+    case.check(case.setup())           # once: the result is right (root equals the reference root)
+    state = case.setup()                # not timed; stateful cases get a fresh one per op
+    case.op(state)                      # timed; performs case.ops_per_sample benchmark operations
+
+``ops_per_sample`` is how many benchmark operations one ``op`` call performs, so time/op = time / ops_per_sample.
+Cheap operations (Prove, VerifyProof) run a batch per call, cycling over the keys like geth's ``b.N`` loop.
+``stateful`` cases change their state (``hash()`` caches hashes in the nodes, ``commit()`` cleans them), so every
+``op`` call needs a state of its own from ``setup()``.
+
+:func:`peer_case` builds the same "insert all + root" workload for the Python peers (py-trie, execution-specs).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from mpt.bench.workloads import (
+    ACCOUNT_ROOTS,
+    GENTXS200_ROOT,
+    INSERT_100K_ROOT,
+    account_keys,
+    gentxs200,
+    insert_100k_items,
+    make_accounts,
+    random_trie_items,
+)
+
+__all__ = [
+    "Case",
+    "CheckFailed",
+    "CASES",
+    "get",
+    "select",
+    "Peer",
+    "PEER_NAMES",
+    "peers",
+    "peer_case",
+    "ACCOUNT_SIZES",
+]
+
+
+class CheckFailed(AssertionError):
+    """A case computed a wrong result (a wrong root, a proof that does not verify, ...)."""
+
+
+def _expect(what: str, got: Any, want: Any) -> None:
+    if got != want:
+        show = lambda v: v.hex() if isinstance(v, (bytes, bytearray)) else repr(v)  # noqa: E731
+        raise CheckFailed("%s: got %s, want %s" % (what, show(got), show(want)))
+
+
+@dataclass(frozen=True)
+class Case:
+    """One benchmark: ``op(setup())`` is timed, ``check(setup())`` proves the result right."""
+
+    name: str                                   # geth-style name, e.g. "HashFixedSize/10K"
+    setup: Callable[[], Any]                    # builds the state (not timed)
+    op: Callable[[Any], Any]                    # the timed operation(s)
+    check: Callable[[Any], None]                # runs op on a fresh state and verifies the result
+    group: str                                  # the name without the size, e.g. "HashFixedSize"
+    size: int = 0                               # workload size in entries (for ordering and "smallest")
+    stateful: bool = False                      # op changes the state: one setup() per op call
+    ops_per_sample: int = 1                     # benchmark operations one op call performs
+    small: bool = True                          # part of the default run (else only with -b or --all)
+    keccak_blobs: Optional[Callable[[Any], List[bytes]]] = None  # the encodings op keccaks (given a fresh state)
+    doc: str = ""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Workload data, built once per process (make_accounts(100000) alone takes seconds)
+# ---------------------------------------------------------------------------------------------------------------
+
+ACCOUNT_SIZES: Dict[str, int] = {"10": 20, "100": 100, "1K": 1000, "10K": 10000, "100K": 100000}
+"""HashFixedSize labels and the number of accounts each really uses (geth's "/10" uses 20)."""
+
+
+@lru_cache(maxsize=None)
+def _accounts(n: int) -> Tuple[Tuple[bytes, ...], Tuple[bytes, ...]]:
+    addresses, values = make_accounts(n)
+    return tuple(account_keys(addresses)), tuple(values)
+
+
+@lru_cache(maxsize=None)
+def _random_entries(n: int) -> Tuple[Tuple[bytes, bytes], ...]:
+    """random_trie_items(n), sorted by key (the proof benchmarks' ``entries``)."""
+    return tuple(sorted(random_trie_items(n)))
+
+
+@lru_cache(maxsize=None)
+def _gentxs() -> Tuple[bytes, ...]:
+    return tuple(gentxs200())
+
+
+@lru_cache(maxsize=None)
+def _insert_100k() -> Tuple[Tuple[bytes, bytes], ...]:
+    return tuple(insert_100k_items())
+
+
+def _filled_trie(keys: Sequence[bytes], values: Sequence[bytes]):
+    from mpt import Trie
+
+    t = Trie()
+    for k, v in zip(keys, values):
+        t.update(k, v)
+    return t
+
+
+@lru_cache(maxsize=None)
+def _random_trie(n: int):
+    """The hashed Trie over random_trie_items(n) and its sorted entries. Shared: proofs never change it."""
+    entries = _random_entries(n)
+    t = _filled_trie([k for k, _ in entries], [v for _, v in entries])
+    t.hash()
+    return t, entries
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Cases
+# ---------------------------------------------------------------------------------------------------------------
+
+def _hashed_blobs(t) -> List[bytes]:
+    """The node encodings hash() keccaks for t: every node with a hash (the root included), via a copy."""
+    return [blob for _path, node_hash, blob in t.copy().node_iter() if node_hash is not None]
+
+
+def _hash_fixed_size(label: str, n: int) -> Case:
+    def setup():
+        ks, vs = _accounts(n)
+        return _filled_trie(ks, vs)
+
+    def op(t):
+        return t.hash()
+
+    def check(t):
+        _expect("HashFixedSize/%s root" % label, op(t), ACCOUNT_ROOTS[n])
+
+    return Case(
+        name="HashFixedSize/" + label, group="HashFixedSize", size=n, setup=setup, op=op, check=check,
+        stateful=True, small=n < 100000, keccak_blobs=_hashed_blobs,
+        doc="hash() of a fresh trie holding make_accounts(%d)" % n,
+    )
+
+
+def _commit_after_hash(label: str, n: int) -> Case:
+    def setup():
+        ks, vs = _accounts(n)
+        t = _filled_trie(ks, vs)
+        t.hash()
+        return t
+
+    def op(t):
+        return t.commit()
+
+    def check(t):
+        root = op(t)
+        _expect("CommitAfterHashFixedSize/%s root" % label, root, ACCOUNT_ROOTS[n])
+        if t.database.get(root) is None:
+            raise CheckFailed("commit() did not write the root node to the database")
+
+    return Case(
+        name="CommitAfterHashFixedSize/" + label, group="CommitAfterHashFixedSize", size=n, setup=setup, op=op,
+        check=check, stateful=True, small=n < 100000,
+        doc="commit() into a MemoryDB of a hashed trie holding make_accounts(%d)" % n,
+    )
+
+
+def _derive_sha(variant: str) -> Case:
+    def setup():
+        from mpt import StackTrie
+
+        return list(_gentxs()), (StackTrie() if variant == "stack_trie" else None)
+
+    if variant == "std_trie":
+        def op(state):
+            from mpt import derive_sha_trie
+
+            return derive_sha_trie(state[0])
+    else:
+        def op(state):
+            from mpt import derive_sha
+
+            return derive_sha(state[0], "orig", stack_trie=state[1])
+
+    def check(state):
+        _expect("DeriveSha200/%s root" % variant, op(state), GENTXS200_ROOT)
+
+    return Case(
+        name="DeriveSha200/" + variant, group="DeriveSha200/" + variant, size=200, setup=setup, op=op,
+        check=check, doc="derive_sha over gentxs(200) with a %s" % ("plain Trie" if variant == "std_trie"
+                                                                    else "reused StackTrie"),
+    )
+
+
+def _insert_100k_case() -> Case:
+    def setup():
+        return _insert_100k()
+
+    def op(items):
+        from mpt import StackTrie
+
+        st = StackTrie()                        # geth makes a new StackTrie per iteration
+        for k, v in items:
+            st.update(k, v)
+        return st.hash()
+
+    def check(items):
+        _expect("Insert100K root", op(items), INSERT_100K_ROOT)
+
+    return Case(
+        name="Insert100K", group="Insert100K", size=100000, setup=setup, op=op, check=check, small=False,
+        doc="StackTrie: 100,000 ordered updates (key j*1024, 20 zero bytes) and the root",
+    )
+
+
+def _insert(label: str, n: int) -> Case:
+    def setup():
+        return _accounts(n)
+
+    def op(state):
+        from mpt import Trie
+
+        keys, values = state
+        t = Trie()
+        for k, v in zip(keys, values):
+            t.update(k, v)
+        return t.hash()
+
+    def check(state):
+        _expect("Insert/%s root" % label, op(state), ACCOUNT_ROOTS[n])
+
+    return Case(
+        name="Insert/" + label, group="Insert", size=n, setup=setup, op=op, check=check, small=n < 100000,
+        doc="Trie(), update() of make_accounts(%d), hash(): what a Python user pays" % n,
+    )
+
+
+_PROOF_BATCH = 256  # proofs per op call, cycling over random_trie(100)'s 210 keys
+
+
+def _cycled(seq: Sequence[Any], count: int) -> List[Any]:
+    return [seq[i % len(seq)] for i in range(count)]
+
+
+def _prove() -> Case:
+    def setup():
+        t, entries = _random_trie(100)
+        return t, _cycled([k for k, _ in entries], _PROOF_BATCH), dict(entries)
+
+    def op(state):
+        t, keys, _ = state
+        out = None
+        for k in keys:
+            out = t.prove(k)
+        return out
+
+    def check(state):
+        from mpt import verify_proof
+
+        t, keys, values = state
+        root = t.hash()
+        for k in keys:
+            _expect("Prove: value proven for %s" % k.hex(), verify_proof(root, k, t.prove(k)), values[k])
+
+    return Case(
+        name="Prove", group="Prove", size=100, setup=setup, op=op, check=check, ops_per_sample=_PROOF_BATCH,
+        doc="prove(key) on random_trie(100), cycling over its keys",
+    )
+
+
+def _verify_proof() -> Case:
+    def setup():
+        t, entries = _random_trie(100)
+        pairs = [(k, t.prove(k)) for k, _ in entries]
+        return t.hash(), _cycled(pairs, _PROOF_BATCH), dict(entries)
+
+    def op(state):
+        from mpt import verify_proof
+
+        root, pairs, _ = state
+        out = None
+        for k, proof in pairs:
+            out = verify_proof(root, k, proof)
+        return out
+
+    def check(state):
+        from mpt import verify_proof
+
+        root, pairs, values = state
+        for k, proof in pairs:
+            _expect("VerifyProof: value for %s" % k.hex(), verify_proof(root, k, proof), values[k])
+
+    return Case(
+        name="VerifyProof", group="VerifyProof", size=100, setup=setup, op=op, check=check,
+        ops_per_sample=_PROOF_BATCH, doc="verify_proof(root, key, proof) on random_trie(100), cycling over keys",
+    )
+
+
+_RANGE_TRIE_SIZE = 8192
+_RANGE_START = 2
+
+
+def _verify_range_proof(size: int) -> Case:
+    def setup():
+        t, entries = _random_trie(_RANGE_TRIE_SIZE)
+        chosen = entries[_RANGE_START:_RANGE_START + size]
+        keys = [k for k, _ in chosen]
+        values = [v for _, v in chosen]
+        proof = t.prove_many([keys[0], keys[-1]])
+        return t.hash(), keys, values, proof
+
+    def op(state):
+        from mpt import verify_range_proof
+
+        root, keys, values, proof = state
+        return verify_range_proof(root, keys[0], keys, values, proof)
+
+    def check(state):
+        _expect("VerifyRangeProof%d has-more" % size, op(state), True)
+
+    return Case(
+        name="VerifyRangeProof%d" % size, group="VerifyRangeProof", size=size, setup=setup, op=op, check=check,
+        doc="verify_range_proof of %d entries from index 2 of random_trie(8192), with both edge proofs" % size,
+    )
+
+
+def _verify_range_no_proof(label: int, n: int) -> Case:
+    def setup():
+        t, entries = _random_trie(n)
+        return t.hash(), [k for k, _ in entries], [v for _, v in entries]
+
+    def op(state):
+        from mpt import verify_range_proof
+
+        root, keys, values = state
+        return verify_range_proof(root, keys[0], keys, values, None)
+
+    def check(state):
+        _expect("VerifyRangeNoProof%d has-more" % label, op(state), False)
+
+    return Case(
+        name="VerifyRangeNoProof%d" % label, group="VerifyRangeNoProof", size=n, setup=setup, op=op, check=check,
+        doc="verify_range_proof of all of random_trie(%d), no proof" % n,
+    )
+
+
+def _build_cases() -> Dict[str, Case]:
+    cases: List[Case] = []
+    cases += [_hash_fixed_size(label, n) for label, n in ACCOUNT_SIZES.items()]
+    cases += [_commit_after_hash(label, n) for label, n in ACCOUNT_SIZES.items()]
+    cases += [_derive_sha("std_trie"), _derive_sha("stack_trie")]
+    cases.append(_insert_100k_case())
+    cases += [_insert(label, ACCOUNT_SIZES[label]) for label in ("1K", "10K", "100K")]
+    cases += [_prove(), _verify_proof()]
+    cases += [_verify_range_proof(size) for size in (10, 100, 1000, 5000)]
+    cases += [_verify_range_no_proof(label, n) for label, n in ((10, 100), (500, 500), (1000, 1000))]
+    return {c.name: c for c in cases}
+
+
+CASES: Dict[str, Case] = _build_cases()
+"""Every case by name, in BENCHMARKS.md's order (plus Insert/N after Insert100K)."""
+
+
+def get(name: str) -> Case:
+    """The case called name (KeyError if there is none)."""
+    return CASES[name]
+
+
+def select(pattern: Optional[str] = None, everything: bool = False) -> List[Case]:
+    """Cases to run: those whose name matches the regular expression pattern (``re.search``, like Go's
+    ``-bench``; any size), else every case with ``everything``, else the default small set."""
+    if pattern is not None:
+        rx = re.compile(pattern)
+        return [c for c in CASES.values() if rx.search(c.name)]
+    if everything:
+        return list(CASES.values())
+    return [c for c in CASES.values() if c.small]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Peers: the same "insert all + root" workload through other Python tries
+# ---------------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Peer:
+    """A Python MPT implementation to compare with: ``build(keys, values)`` returns the root."""
+
+    name: str
+    build: Optional[Callable[[Sequence[bytes], Sequence[bytes]], bytes]]
+    missing: Optional[str] = None               # why it cannot run (not installed, ...), else None
+    detail: str = ""                            # module and version used
+
+
+def _mpt_peer() -> Peer:
+    import mpt
+
+    def build(keys, values):
+        t = mpt.Trie()
+        for k, v in zip(keys, values):
+            t.update(k, v)
+        return t.hash()
+
+    return Peer("mpt", build, detail="mpt %s" % getattr(mpt, "__version__", "?"))
+
+
+def _version(dist: str) -> str:
+    try:
+        from importlib.metadata import version
+
+        return version(dist)
+    except Exception:  # noqa: BLE001 - metadata is only decoration here
+        return "?"
+
+
+def _py_trie_peer() -> Peer:
+    try:
+        from trie import HexaryTrie
+    except Exception as e:  # noqa: BLE001 - any import failure means "skip this peer"
+        return Peer("py-trie", None, "not importable (%s: %s); pip install trie" % (type(e).__name__, e))
+
+    def build(keys, values):
+        t = HexaryTrie({})
+        for k, v in zip(keys, values):
+            t.set(k, v)
+        return t.root_hash
+
+    return Peer("py-trie", build, detail="trie %s, HexaryTrie over a dict" % _version("trie"))
+
+
+# The execution-specs packages moved the forks under ethereum.forks in 2.x; 1.x had them at the top level.
+_SPECS_TRIE_MODULES = ("ethereum.forks.cancun.trie", "ethereum.forks.prague.trie", "ethereum.cancun.trie",
+                       "ethereum.shanghai.trie")
+
+
+def _specs_peer() -> Peer:
+    for module_name in _SPECS_TRIE_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+            specs_trie, trie_set, root = module.Trie, module.trie_set, module.root
+        except Exception:  # noqa: BLE001 - try the next layout
+            continue
+
+        def build(keys, values, specs_trie=specs_trie, trie_set=trie_set, root=root):
+            t = specs_trie(secured=False, default=b"")
+            for k, v in zip(keys, values):
+                trie_set(t, k, v)
+            return bytes(root(t))
+
+        return Peer("execution-specs", build,
+                    detail="ethereum-execution %s, %s" % (_version("ethereum-execution"), module_name))
+    if importlib.util.find_spec("ethereum") is None:
+        why = "not installed; pip install ethereum-execution (needs Python >= 3.11)"
+    else:  # e.g. the unrelated old pyethereum, which also installs a package called "ethereum"
+        why = "the installed 'ethereum' package has none of %s" % ", ".join(_SPECS_TRIE_MODULES)
+    return Peer("execution-specs", None, why)
+
+
+PEER_NAMES = ("py-trie", "execution-specs")
+
+
+def peers() -> List[Peer]:
+    """mpt itself first, then each peer (with ``missing`` set when it cannot be imported)."""
+    return [_mpt_peer(), _py_trie_peer(), _specs_peer()]
+
+
+def peer_case(peer: Peer, label: str) -> Case:
+    """The Insert workload for ``ACCOUNT_SIZES[label]`` accounts through peer: insert all, then the root."""
+    if peer.build is None:
+        raise ValueError("peer %s is not available: %s" % (peer.name, peer.missing))
+    n = ACCOUNT_SIZES[label]
+    build = peer.build
+
+    def setup():
+        return _accounts(n)
+
+    def op(state):
+        return build(*state)
+
+    def check(state):
+        _expect("%s Insert/%s root" % (peer.name, label), bytes(op(state)), ACCOUNT_ROOTS[n])
+
+    return Case(
+        name="Insert/%s" % label, group="Insert", size=n, setup=setup, op=op, check=check, small=n < 100000,
+        doc="%s: insert make_accounts(%d), then the root" % (peer.name, n),
+    )

@@ -1,0 +1,36 @@
+"""Hashing nodes, with pooled hashers whose buffers stay grown."""
+from typing import final
+
+from typing_extensions import Self
+
+from mpt.node import Node
+
+@final
+class Hasher:
+    """Owns a WriteBuffer and scratch space; get one from a HasherPool."""
+
+    def __init__(self) -> None: ...
+    def hash(self, node: Node) -> bytes:
+        """Hash node as a root (always hashed); caches hashes in the subtree."""
+    @property
+    def buffer_capacity(self) -> int:
+        """Current capacity of the hasher's buffer (it never shrinks while pooled)."""
+
+@final
+class HasherPool:
+    """Hands out Hashers and takes them back with their grown buffers intact."""
+
+    def __new__(cls, max_idle: int = 16) -> Self: ...
+    def get(self) -> Hasher:
+        """Take a hasher (reused when one is idle)."""
+    def put(self, h: Hasher) -> None:
+        """Give a hasher back."""
+    @property
+    def idle(self) -> int:
+        """Number of hashers waiting for reuse."""
+
+def get_default_pool() -> HasherPool:
+    """The process-wide pool that Trie, StackTrie and friends draw their hashers from."""
+
+def encode_node(node: Node) -> bytes:
+    """The RLP encoding of node, hashing its large children first."""
