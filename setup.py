@@ -24,7 +24,7 @@ MODULES = {
     "mpt.trie": True,
     "mpt.iterator": False,
     "mpt.secure": True,
-    "mpt.stacktrie": False,
+    "mpt.stacktrie": True,
     "mpt.derive": True,
     "mpt.proof": True,
     "mpt.bench._alloc": True,

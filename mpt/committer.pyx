@@ -56,7 +56,7 @@ cdef int commit_node(Node n, bytes path, Hasher h, dict nodes, list leaves, byte
         if _needs_commit(c):
             commit_node(<Node>c, path + (<ShortNode>n).key, h, nodes, leaves, None, visited)
     visited.append(n)
-    node_hash = n.hash if n.hash is not None else root_hash
+    node_hash = n.hash_bytes() if n.has_hash else root_hash
     if node_hash is None:
         return 0                        # embedded in its parent: stored inside the parent's blob
     start = h.buf._length

@@ -15,7 +15,8 @@ cdef class Hasher:
     @staticmethod
     cdef Hasher new()
     cdef int hash_children(self, Node n) except -1
-    cdef bytes hash_node(self, Node n, bint force)
+    cdef bint hash_node(self, Node n, bint force) except -1
+    cdef bytes root_hash(self, Node root)
     cdef bytes keccak_buffer(self, Py_ssize_t start)
 
 

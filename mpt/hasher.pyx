@@ -8,6 +8,7 @@ and the buffer is rewound; the root is always hashed.
 cimport cython
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport uint8_t
+from libc.string cimport memcpy
 
 from mpt._keccak.keccak cimport mpt_keccak256
 from mpt.node cimport FullNode, Node, ShortNode, ValueNode
@@ -37,11 +38,11 @@ cdef class Hasher:
         if type(n) is FullNode:
             for i in range(16):
                 c = (<FullNode>n).child(i)
-                if c is not None and (<Node>c).hash is None:
+                if c is not None and not (<Node>c).has_hash:
                     self.hash_node(<Node>c, False)
         elif type(n) is ShortNode:
             child = (<ShortNode>n).val
-            if type(child) is not ValueNode and child.hash is None:
+            if type(child) is not ValueNode and not child.has_hash:
                 self.hash_node(child, False)
         return 0
 
@@ -50,31 +51,38 @@ cdef class Hasher:
         mpt_keccak256(self.buf._buf + start, <size_t>(self.buf._length - start), self.digest)
         return PyBytes_FromStringAndSize(<char *>self.digest, HASH_LENGTH)
 
-    cdef bytes hash_node(self, Node n, bint force):
-        """The node's hash (cached in it when its encoding is 32 bytes or more).
+    cdef bint hash_node(self, Node n, bint force) except -1:
+        """Hash n (caching the hash in it when its encoding is 32 bytes or more).
 
-        Returns None for a small node unless force is set (the root is hashed whatever its size).
+        Returns whether a hash was computed; it is then also in self.digest. A small node is left unhashed
+        (it will be embedded in its parent) unless force is set: the root is hashed whatever its size.
         """
         cdef Py_ssize_t start, length
-        cdef bytes h
-        if n.hash is not None:
-            return n.hash
+        if n.has_hash:
+            memcpy(self.digest, n.hash_value, HASH_LENGTH)
+            return True
         self.hash_children(n)
         start = self.buf._length
         n.encode(self.buf)
         length = self.buf._length - start
-        h = None
-        if length >= HASH_LENGTH or force:
-            h = self.keccak_buffer(start)
-            if length >= HASH_LENGTH:
-                n.hash = h
+        if length < HASH_LENGTH and not force:
+            self.buf._length = start
+            return False
+        mpt_keccak256(self.buf._buf + start, <size_t>length, self.digest)
+        if length >= HASH_LENGTH:
+            n.set_hash(self.digest)
         self.buf._length = start
-        return h
+        return True
+
+    cdef bytes root_hash(self, Node root):
+        """The root hash of the tree under root, as bytes."""
+        self.hash_node(root, True)
+        return PyBytes_FromStringAndSize(<char *>self.digest, HASH_LENGTH)
 
     def hash(self, Node node not None):
         """Hash node as a root (always hashed); caches hashes in the subtree."""
         self.buf.reset()
-        return self.hash_node(node, True)
+        return self.root_hash(node)
 
     @property
     def buffer_capacity(self):

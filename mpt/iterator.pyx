@@ -111,7 +111,7 @@ def iter_nodes(Trie t):
             h.buf.reset()
             n.encode(h.buf)
             blob = h.buf.to_bytes()
-            node_hash = n.hash
+            node_hash = n.hash_bytes()
             if node_hash is None and PyBytes_GET_SIZE(path) == 0:
                 node_hash = t.hash()            # the root is hashed whatever its size
             yield path, node_hash, blob

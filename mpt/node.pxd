@@ -2,14 +2,35 @@
 """Trie nodes (geth trie/node.go). Nodes are immutable once linked into a trie except for their cached hash and
 dirty flag: updates copy the path they touch, which is what makes Trie.copy() O(1)."""
 cimport cython
+from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
+from libc.stdint cimport uint8_t
+from libc.string cimport memcpy
 from mpt.rlp cimport WriteBuffer
 
 
 cdef class Node:
     cdef:
-        readonly bytes hash      # keccak256 of the encoding once hashed; stays None for nodes embedded in their parent
+        # keccak256 of the encoding, kept inline (no bytes object per node, no pointer to chase when a parent
+        # copies it); valid only while has_hash. Nodes embedded in their parent (< 32 bytes) never get one.
+        uint8_t hash_value[32]
+        bint has_hash
         readonly bint dirty      # created since the last commit (a node read from a database is clean)
+
+    cdef inline bytes hash_bytes(self):
+        """The cached hash as bytes, or None."""
+        if not self.has_hash:
+            return None
+        return PyBytes_FromStringAndSize(<char *>self.hash_value, 32)
+
+    cdef inline void set_hash(self, const uint8_t *digest) noexcept:
+        memcpy(self.hash_value, digest, 32)
+        self.has_hash = True
+
+    cdef inline void copy_hash_from(self, Node other) noexcept:
+        if other.has_hash:
+            memcpy(self.hash_value, other.hash_value, 32)
+        self.has_hash = other.has_hash
 
     cdef int encode(self, WriteBuffer w) except -1
     cdef Py_ssize_t encoded_size(self) except -1
@@ -58,9 +79,11 @@ cdef class ShortNode(Node):
 
 @cython.final
 cdef class HashNode(Node):
-    # The reference is the inherited `hash` field: a node not loaded from the database yet.
+    # The reference is the inherited hash: a node not loaded from the database yet.
     @staticmethod
     cdef HashNode new(bytes hash)
+    @staticmethod
+    cdef HashNode from_digest(const uint8_t *digest)
 
 
 @cython.final

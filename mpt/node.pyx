@@ -37,18 +37,23 @@ cdef class Node:
         raise NotImplementedError
 
     cdef Py_ssize_t ref_size(self) except -1:
-        if self.hash is not None:
+        if self.has_hash:
             return 1 + HASH_LENGTH
         return self.encoded_size()
 
     cdef int write_ref(self, WriteBuffer w) except -1:
-        if self.hash is not None:
+        if self.has_hash:
             w.ensure(1 + HASH_LENGTH)
             w._buf[w._length] = 0x80 + HASH_LENGTH
-            memcpy(w._buf + w._length + 1, PyBytes_AS_STRING(self.hash), HASH_LENGTH)
+            memcpy(w._buf + w._length + 1, self.hash_value, HASH_LENGTH)
             w._length += 1 + HASH_LENGTH
             return 0
         return self.encode(w)
+
+    @property
+    def hash(self):
+        """The cached keccak256 of the encoding (bytes), or None: not hashed yet, or embedded in its parent."""
+        return self.hash_bytes()
 
     def encoding(self):
         """The node's RLP encoding (children of 32 bytes or more are hashed first)."""
@@ -108,7 +113,7 @@ cdef class FullNode(Node):
             c = self.slots[i]
             if c == NULL:
                 size += 1
-            elif (<Node>c).hash is not None:
+            elif (<Node>c).has_hash:
                 size += 1 + HASH_LENGTH
             else:
                 size += (<Node>c).encoded_size()
@@ -136,11 +141,11 @@ cdef class FullNode(Node):
             if c == NULL:
                 w._buf[w._length] = 0x80
                 w._length += 1
-            elif (<Node>c).hash is not None:
+            elif (<Node>c).has_hash:
                 # Hashed child: 0xa0 + 32 bytes; the space was reserved by ensure() above.
                 out = w._buf + w._length
                 out[0] = 0x80 + HASH_LENGTH
-                memcpy(out + 1, PyBytes_AS_STRING((<Node>c).hash), HASH_LENGTH)
+                memcpy(out + 1, (<Node>c).hash_value, HASH_LENGTH)
                 w._length += 1 + HASH_LENGTH
             else:
                 (<Node>c).encode(w)
@@ -232,12 +237,18 @@ cdef class HashNode(Node):
     def __init__(self, bytes hash):
         if len(hash) != HASH_LENGTH:
             raise ValueError("a HashNode holds a 32-byte hash, got %d bytes" % len(hash))
-        self.hash = hash
+        self.set_hash(<const uint8_t *>PyBytes_AS_STRING(hash))
 
     @staticmethod
     cdef HashNode new(bytes hash):
         cdef HashNode n = HashNode.__new__(HashNode)
-        n.hash = hash
+        n.set_hash(<const uint8_t *>PyBytes_AS_STRING(hash))
+        return n
+
+    @staticmethod
+    cdef HashNode from_digest(const uint8_t *digest):
+        cdef HashNode n = HashNode.__new__(HashNode)
+        n.set_hash(digest)
         return n
 
     cdef Py_ssize_t encoded_size(self) except -1:
@@ -247,7 +258,7 @@ cdef class HashNode(Node):
         return self.write_ref(w)
 
     def __repr__(self):
-        return "HashNode(%s)" % self.hash.hex()
+        return "HashNode(%s)" % self.hash_bytes().hex()
 
 
 @cython.final
@@ -295,7 +306,7 @@ cdef Node _decode_ref(const uint8_t *data, RLPItem *item, Py_ssize_t offset):
     if item.payload_length == 0:
         return None
     if item.payload_length == HASH_LENGTH:
-        return HashNode.new(PyBytes_FromStringAndSize(<const char *>data + item.payload_offset, HASH_LENGTH))
+        return HashNode.from_digest(data + item.payload_offset)
     raise NodeDecodeError("invalid RLP string size %d (want 0 or %d) at offset %d"
                           % (item.payload_length, HASH_LENGTH, offset))
 
@@ -350,7 +361,8 @@ cdef Node _decode_at(bytes node_hash, const uint8_t *data, Py_ssize_t start, Py_
     else:
         raise NodeDecodeError("invalid number of list elements: %d (want 2 or 17)" % count)
     n.dirty = False
-    n.hash = node_hash
+    if node_hash is not None:
+        n.set_hash(<const uint8_t *>PyBytes_AS_STRING(node_hash))
     return n
 
 

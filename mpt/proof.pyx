@@ -73,9 +73,9 @@ cdef int _append_proof(list nodes, Hasher h, list out, set seen, bytes root_hash
     cdef bytes blob, node_hash
     for i in range(len(nodes)):
         n = <Node>nodes[i]
-        if n.hash is None and i != 0:
+        if not n.has_hash and i != 0:
             continue                                # embedded: it travels inside its parent
-        node_hash = n.hash if n.hash is not None else root_hash
+        node_hash = n.hash_bytes() if n.has_hash else root_hash
         if node_hash in seen:
             continue
         seen.add(node_hash)
@@ -206,7 +206,7 @@ def verify_proof(root, key, proof):
             return None
         if type(child) is ValueNode:
             return (<ValueNode>child).value
-        wanted = (<HashNode>child).hash
+        wanted = (<HashNode>child).hash_bytes()
         index += 1
 
 
@@ -234,7 +234,7 @@ cdef Node _proof_to_path(bytes root_hash, Node root, bytes key, _ProofNodes node
             parent = child
             continue
         if type(child) is HashNode:
-            child = nodes.resolve((<HashNode>child).hash, 1)
+            child = nodes.resolve((<HashNode>child).hash_bytes(), 1)
         elif type(child) is ValueNode:
             value_out.append((<ValueNode>child).value)
         # Link the parent and the resolved child (the parent's own encoding, and hash, do not change).
@@ -249,7 +249,7 @@ cdef Node _proof_to_path(bytes root_hash, Node root, bytes key, _ProofNodes node
 
 cdef inline void _touch(Node n) noexcept:
     # Its content is about to change: forget the cached hash.
-    n.hash = None
+    n.has_hash = False
     n.dirty = True
 
 

@@ -10,6 +10,7 @@ cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport uint8_t
 
+from mpt._keccak.keccak cimport mpt_keccak256
 from mpt.encoding cimport TERMINATOR, keybytes_to_hex_c, prefix_length
 from mpt.hasher cimport Hasher, HasherPool, default_pool
 from mpt.node cimport FullNode, HashNode, Node, ShortNode, ValueNode
@@ -141,7 +142,8 @@ cdef class StackTrie:
         cdef Node child
         cdef Py_ssize_t i, start, length
         cdef Hasher h = self.hasher
-        cdef bytes node_hash, child_path = None
+        cdef bytes blob, child_path = None
+        cdef HashNode done
         if type(n) is HashNode or type(n) is ValueNode:
             return n
         if type(n) is FullNode:
@@ -164,11 +166,14 @@ cdef class StackTrie:
         if length < HASH_LENGTH and not is_root:
             h.buf._length = start
             return n
-        node_hash = h.keccak_buffer(start)
+        mpt_keccak256(h.buf._buf + start, <size_t>length, h.digest)
+        done = HashNode.from_digest(h.digest)
         if self.on_node is not None:
-            self.on_node(path, node_hash, PyBytes_FromStringAndSize(<char *>h.buf._buf + start, length))
+            blob = PyBytes_FromStringAndSize(<char *>h.buf._buf + start, length)
+            h.buf._length = start
+            self.on_node(path, done.hash_bytes(), blob)
         h.buf._length = start
-        return HashNode.new(node_hash)
+        return done
 
     cpdef bytes hash(self):
         """The root hash. Finalises the trie: further updates need reset() first."""
@@ -178,7 +183,7 @@ cdef class StackTrie:
         if self.root is None:
             return _EMPTY_ROOT
         done = <HashNode>self._finalize(self.root, b"" if self.on_node is not None else None, True)
-        self.root_hash = done.hash
+        self.root_hash = done.hash_bytes()
         self.root = done
         return self.root_hash
 

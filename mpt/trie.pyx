@@ -44,7 +44,7 @@ cdef inline FullNode _empty_branch():
 cdef inline FullNode _copy_keep_flags(FullNode n):
     # For replacing a resolved hash node inside a parent: the encoding (and so the hash) does not change.
     cdef FullNode c = n.copy()
-    c.hash = n.hash
+    c.copy_hash_from(n)
     c.dirty = n.dirty
     return c
 
@@ -87,16 +87,17 @@ cdef class Trie:
     cdef Node _resolve(self, HashNode n, bytes hexkey, Py_ssize_t pos):
         cdef bytes blob
         cdef uint8_t digest[HASH_LENGTH]
-        blob = self.db.get(n.hash)
+        cdef bytes node_hash = n.hash_bytes()
+        blob = self.db.get(node_hash)
         if blob is None:
-            raise MissingNodeError(n.hash, hexkey[:pos])
+            raise MissingNodeError(node_hash, hexkey[:pos])
         if type(blob) is not bytes:
             blob = bytes(blob)
         if self.verify_reads:
             mpt_keccak256(<const uint8_t *>PyBytes_AS_STRING(blob), PyBytes_GET_SIZE(blob), digest)
-            if memcmp(digest, PyBytes_AS_STRING(n.hash), HASH_LENGTH) != 0:
-                raise NodeDecodeError("node %s read from the database does not hash to its key" % n.hash.hex())
-        return decode_node_c(n.hash, <const unsigned char *>PyBytes_AS_STRING(blob), PyBytes_GET_SIZE(blob))
+            if memcmp(digest, n.hash_value, HASH_LENGTH) != 0:
+                raise NodeDecodeError("node %s read from the database does not hash to its key" % node_hash.hex())
+        return decode_node_c(node_hash, <const unsigned char *>PyBytes_AS_STRING(blob), PyBytes_GET_SIZE(blob))
 
     # -------------------------------------------------------------------------------------- get
 
@@ -128,7 +129,7 @@ cdef class Trie:
             nn = self._get(sn.val, hexkey, pos + nk)
             if nn is not sn.val:
                 sn = ShortNode.new(sn.key, nn)
-                sn.hash = (<ShortNode>n).hash
+                sn.copy_hash_from(n)
                 sn.dirty = (<ShortNode>n).dirty
                 return sn
             return n
@@ -298,7 +299,7 @@ cdef class Trie:
     cdef int _track(self, Node n, bytes hexkey, Py_ssize_t pos) except -1:
         """Note that the stored node at hexkey[:pos] is being replaced (for the NodeSet's deleted paths)."""
         # Stored nodes are those with a hash, and the root whatever its size.
-        if not n.dirty and (n.hash is not None or pos == 0):
+        if not n.dirty and (n.has_hash or pos == 0):
             self._touched.add(hexkey[:pos])
         return 0
 
@@ -327,14 +328,12 @@ cdef class Trie:
         cdef Hasher h
         if self.root is None:
             return _EMPTY_ROOT
-        if self.root.hash is not None:
-            return self.root.hash
         if self._root_hash is not None:
             return self._root_hash
         pool = default_pool()
         h = pool.acquire()
         try:
-            self._root_hash = h.hash_node(self.root, True)
+            self._root_hash = h.root_hash(self.root)
         finally:
             pool.release(h)
         return self._root_hash
