@@ -432,7 +432,7 @@ cdef class Trie:
 
     @property
     def database(self):
-        """The node database this trie reads from, or None."""
+        """The node database this trie reads from and commits to."""
         return self.db
 
     def copy(self):

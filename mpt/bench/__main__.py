@@ -186,14 +186,8 @@ class Runner:
             )
         return result
 
-    def run_peers(self, labels: Sequence[str], notes: List[str]) -> Dict[str, Dict[str, Result]]:
-        """Insert-all-plus-root at each size for mpt and each importable peer, samples alternating."""
-        available = []
-        for peer in bench_cases.peers():
-            if peer.build is None:
-                notes.append("peer %s skipped: %s" % (peer.name, peer.missing))
-            else:
-                available.append(peer)
+    def run_peers(self, labels: Sequence[str], available, notes: List[str]) -> Dict[str, Dict[str, Result]]:
+        """Insert-all-plus-root at each size for each available peer (mpt first), samples alternating."""
         out: Dict[str, Dict[str, Result]] = {}
         for label in labels:
             runnable = []
@@ -468,6 +462,8 @@ def format_text(results: List[Result], info: Dict[str, Any], settings: Dict[str,
                     row.append("skipped")
                 elif name == "mpt":
                     row.append(fmt_time(r.median) + " " + fmt_spread(r.spread))
+                elif r.extra.get("ratio_vs_mpt") is None:
+                    row.append(fmt_time(r.median))
                 else:
                     row.append("%s (%.1f×)" % (fmt_time(r.median), r.extra["ratio_vs_mpt"]))
             rows.append(row)
@@ -650,7 +646,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     peer_labels = _peer_labels(selected) if args.peers else []
     if args.peers and not peer_labels:
         notes.append("--peers compares the HashFixedSize/Insert sizes; none was selected")
-    total = args.count * (len(selected) + len(bench_cases.PEER_NAMES + ("mpt",)) * len(peer_labels))
+    available_peers = []
+    for peer in bench_cases.peers() if peer_labels else ():
+        if peer.build is None:
+            notes.append("peer %s skipped: %s" % (peer.name, peer.missing))
+        else:
+            available_peers.append(peer)
+    total = args.count * (len(selected) + len(available_peers) * len(peer_labels))
     bar = _progress(total, not args.no_progress)
     runner = Runner(args.count, args.min_time, bar)
     results: List[Result] = []
@@ -665,7 +667,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 bar.write("FAIL %s: %s" % (case.name, what))
                 notes.append("FAIL %s: %s" % (case.name, what))
                 bar.update(args.count)
-        peers = runner.run_peers(peer_labels, notes) if peer_labels else None
+        peers = runner.run_peers(peer_labels, available_peers, notes) if available_peers else None
     except KeyboardInterrupt:
         bar.close()
         print("interrupted", file=sys.stderr)

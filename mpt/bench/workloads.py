@@ -1,8 +1,10 @@
 """Benchmark workloads, bit-identical to the data go-ethereum's trie benchmarks and tests use.
 
 Each workload comes with the root geth computes over it, so a wrong byte anywhere shows up as a wrong root
-(BENCHMARKS.md lists them). Everything here is pure Python: values are RLP-encoded with the reference encoder
-(:func:`mpt._reference.rlp_encode`), so the workloads never depend on the compiled engine they measure.
+(BENCHMARKS.md lists them). The data is generated in Python; account values are RLP-encoded and keys hashed
+with mpt's own RLP and Keccak, so ``python -m mpt.bench`` runs on a plain install (the reference
+implementation needs pycryptodome, a test dependency). The known roots guard the data either way:
+tests/test_workloads.py checks them with the pure-Python reference trie.
 
 * :class:`GoRand` -- an exact port of Go's ``math/rand`` (``rand.New(rand.NewSource(seed))``).
 * :func:`make_accounts` / :func:`account_keys` -- geth's ``makeAccounts``; :data:`ACCOUNT_ROOTS`, :data:`TINY_TRIE_CASES`.
@@ -19,7 +21,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
-from mpt._reference import EMPTY_CODE_HASH, EMPTY_ROOT, keccak256, rlp_encode
+from mpt import EMPTY_CODE_HASH, EMPTY_ROOT, keccak256
+from mpt.rlp import encode as rlp_encode
 
 __all__ = [
     "GoRand",
