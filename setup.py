@@ -36,13 +36,17 @@ if DEBUG:
     extra_compile_args = ["-O0", "-g"]
     define_macros = [("CYTHON_TRACE", "1"), ("CYTHON_TRACE_NOGIL", "1")]
 
+# The hasher spreads a level's keccaks over threads with OpenMP (cython.parallel.prange).
+OPENMP_MODULES = {"mpt.hasher"}
+
 extensions = [
     Extension(
         name,
         sources=[name.replace(".", "/") + ".pyx"],
         include_dirs=KECCAK_INCLUDE,
         libraries=["mpt_keccak"] if needs_keccak else [],
-        extra_compile_args=extra_compile_args,
+        extra_compile_args=extra_compile_args + (["-fopenmp"] if name in OPENMP_MODULES else []),
+        extra_link_args=["-fopenmp"] if name in OPENMP_MODULES else [],
         define_macros=define_macros,
     )
     for name, needs_keccak in MODULES.items()

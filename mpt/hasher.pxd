@@ -16,6 +16,7 @@ cdef class Hasher:
     cdef Hasher new()
     cdef int hash_children(self, Node n) except -1
     cdef bint hash_node(self, Node n, bint force) except -1
+    cdef int hash_levels(self, Node root, int threads) except -1
     cdef bytes root_hash(self, Node root)
     cdef bytes keccak_buffer(self, Py_ssize_t start)
 
@@ -31,3 +32,4 @@ cdef class HasherPool:
 
 
 cdef HasherPool default_pool()
+cdef int hash_threads() noexcept

@@ -54,3 +54,37 @@ def test_hasher_hash_matches_trie():
     assert Hasher().hash(root) == expected
     assert t.hash() == expected
     assert isinstance(root, FullNode)
+
+
+def test_level_parallel_path_matches_recursive_hashing():
+    import random
+
+    from mpt.hasher import set_hash_threads
+
+    rng = random.Random(4)
+    big = None
+    for size, key_len, value_lens in [(3000, 32, (1, 40, 100)), (800, 3, (1, 2, 33)), (5, 32, (50,))]:
+        model = {rng.randbytes(key_len): rng.randbytes(rng.choice(value_lens)) for _ in range(size)}
+        expected = trie_root(model)
+        big = big or (model, expected)
+        for threads in (1, 2, 3):
+            t = Trie()
+            for k, v in model.items():
+                t[k] = v
+            assert Hasher().hash_by_levels(t.root_node, threads) == expected
+            # Every node got the same cached hash as the recursive path gives.
+            t2 = Trie()
+            for k, v in model.items():
+                t2[k] = v
+            t2.hash()
+            assert [h for _, h, _ in t.node_iter()] == [h for _, h, _ in t2.node_iter()]
+    # Through Trie.hash(): a trie this large takes the parallel path once threads are allowed.
+    model, expected = big
+    old = set_hash_threads(2)
+    try:
+        t = Trie()
+        for k, v in model.items():
+            t[k] = v
+        assert t.hash() == expected
+    finally:
+        set_hash_threads(old)

@@ -1,0 +1,21 @@
+# Documentation targets. The API pages import the compiled package: pip install -e ".[docs]" first.
+PYTHON ?= python
+SPHINXBUILD ?= sphinx-build
+# The benchmark report the figures are drawn from; made by a benchmark run when missing (takes minutes).
+BENCH_JSON ?= docs/_static/bench.json
+
+.PHONY: docs docs-plots docs-clean
+
+# Warnings are errors: a broken reference or docstring fails the build.
+docs:
+	$(SPHINXBUILD) -W -b html docs docs/_build/html
+
+# Figures of docs/benchmarks.rst: run the benchmarks once (with the Python peers) unless BENCH_JSON exists,
+# then plot. Delete BENCH_JSON (or pass BENCH_JSON=other.json) to plot another run.
+docs-plots:
+	@mkdir -p $(dir $(BENCH_JSON))
+	@test -f $(BENCH_JSON) || $(PYTHON) -m mpt.bench --peers --format json -o $(BENCH_JSON)
+	$(PYTHON) docs/plot_bench.py $(BENCH_JSON) --out docs/_static
+
+docs-clean:
+	rm -rf docs/_build

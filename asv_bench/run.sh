@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Benchmark the last K commits with asv and publish an offline dashboard.
+#
+#   bash asv_bench/run.sh                      # K=3: HEAD and the two commits before it (first-parent)
+#   K=10 bash asv_bench/run.sh                 # more history
+#   COMMITS="abc123 def456" bash asv_bench/run.sh
+#   bash asv_bench/run.sh -b 'HashFixedSize\.' # anything after the options goes to `asv run` (-b regex, --quick)
+#
+# How it works (offline: nothing is fetched but the dashboard's JS/CSS, from the npm registry, in step 4):
+#   asv's own per-commit builds (a virtualenv per commit, Cython from PyPI) are not used. With
+#   `asv run --python=same` asv benchmarks whatever `mpt` the benchmark processes import, and
+#   `--set-commit-hash <sha>` files the results under that commit. So for each commit this script
+#     1. exports the commit (`git archive`: read-only, no worktree, no checkout) to
+#        asv_bench/.asv/builds/<python>/<sha> and builds its extensions in place
+#        (`python setup.py build_ext --inplace`); the tree stays as a cache, so a later run only builds new commits;
+#     2. replaces that tree's mpt/bench (the measuring harness: case registry, workloads, allocator hook) with
+#        the current checkout's, whose allocator hook is compiled once on its own: every commit is timed on the
+#        same workloads by the same code, and only the engine differs;
+#     3. runs `asv run --python=same --set-commit-hash <sha>` with ASV_PYTHONPATH=<that tree> (asv drops
+#        PYTHONPATH from the benchmark processes' environment and puts ASV_PYTHONPATH there instead). The
+#        benchmark module refuses to run unless mpt really comes from that tree (MPT_ASV_EXPECT_DIR).
+#   4. `asv publish` writes the HTML; asv_bench/offline_assets.py then replaces the CDN <script>/<link> tags of
+#      the published pages by local copies taken from npm packages, so the dashboard needs no internet.
+#   View it with `python -m asv preview --config asv_bench/asv.conf.json` or any static server on asv_bench/html
+#   (not as a file:// URL: the page loads its data with XHR).
+#
+# Environment: K (default 3), COMMITS (explicit list, oldest first; overrides K), PYTHON (default python3; needs
+# asv, Cython and setuptools: pip install -e '.[bench]'), ASV_CONFIG (default asv_bench/asv.conf.json),
+# MPT_ASV_BUILD_ROOT (default asv_bench/.asv/builds; one subdirectory per interpreter), JOBS (compile jobs,
+# default nproc), MPT_ASV_ASSETS_CACHE (npm tarballs, default asv_bench/.asv/offline-assets).
+# Exit status: non-zero when a step fails or HEAD's benchmarks fail; an older commit that does not build or whose
+# benchmarks fail only gets a warning (its points are missing from the graphs).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+K="${K:-3}"
+PYTHON="${PYTHON:-python3}"
+CONF_IN="${ASV_CONFIG:-$ROOT/asv_bench/asv.conf.json}"
+CONF="$(cd "$(dirname "$CONF_IN")" && pwd)/$(basename "$CONF_IN")"
+JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
+ASSETS_CACHE="${MPT_ASV_ASSETS_CACHE:-$ROOT/asv_bench/.asv/offline-assets}"
+
+say() { printf '\n=== %s\n' "$*" >&2; }
+warn() { printf 'run.sh: warning: %s\n' "$*" >&2; }
+asv() { "$PYTHON" -m asv "$@"; }
+
+if ! "$PYTHON" -c 'import asv, Cython, setuptools' 2>/dev/null; then
+    echo "run.sh: $PYTHON lacks asv, Cython or setuptools; install them with: $PYTHON -m pip install -e '.[bench]'" >&2
+    exit 2
+fi
+cd "$ROOT"
+# Compiled modules load only into the interpreter they were built for: one build cache per interpreter.
+PYTAG="$("$PYTHON" -c 'import sys; print(sys.implementation.cache_tag)')"
+BUILD_ROOT="${MPT_ASV_BUILD_ROOT:-$ROOT/asv_bench/.asv/builds}/$PYTAG"
+mkdir -p "$BUILD_ROOT"
+
+if [[ -n "${COMMITS:-}" ]]; then
+    read -r -a SHAS <<<"$(for c in $COMMITS; do git rev-parse --verify "$c^{commit}"; done | tr '\n' ' ')"
+else
+    read -r -a SHAS <<<"$(git rev-list --first-parent -n "$K" HEAD | tac | tr '\n' ' ')"
+fi
+HEAD_SHA="$(git rev-parse HEAD)"
+
+say "asv machine --yes"
+asv machine --yes --config "$CONF" >&2
+
+# --- the harness: the current checkout's mpt/bench, its allocator hook compiled on its own --------------------------
+HARNESS_FILES=(mpt/bench/*.py mpt/bench/*.json mpt/bench/_alloc.pyx mpt/_keccak/keccak.c mpt/_keccak/keccak.h
+               mpt/_keccak/keccak.pxd)
+HARNESS="$BUILD_ROOT/harness-$(cat "${HARNESS_FILES[@]}" | sha256sum | cut -c1-16)"
+if [[ ! -f "$HARNESS/.built" ]]; then
+    say "building the harness's allocator hook ($HARNESS)"
+    rm -rf "$HARNESS" && mkdir -p "$HARNESS/mpt/bench" "$HARNESS/mpt/_keccak"
+    cp mpt/bench/*.py mpt/bench/*.json mpt/bench/_alloc.pyx "$HARNESS/mpt/bench/"
+    cp mpt/_keccak/keccak.c mpt/_keccak/keccak.h mpt/_keccak/keccak.pxd "$HARNESS/mpt/_keccak/"
+    touch "$HARNESS/mpt/__init__.py" "$HARNESS/mpt/_keccak/__init__.py"
+    # setup.py's flags; keccak.c is linked into the module, so the .so works in any commit's tree.
+    cat >"$HARNESS/build_alloc.py" <<'PY'
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+ext = Extension("mpt.bench._alloc", ["mpt/bench/_alloc.pyx", "mpt/_keccak/keccak.c"], include_dirs=["mpt/_keccak"],
+                extra_compile_args=["-O3", "-fno-strict-aliasing"])
+setup(name="mpt-bench-harness", ext_modules=cythonize([ext], compiler_directives={"language_level": "3"}))
+PY
+    if ! (cd "$HARNESS" && "$PYTHON" build_alloc.py build_ext --inplace >"$HARNESS.log" 2>&1); then
+        tail -n 30 "$HARNESS.log" >&2
+        echo "run.sh: the allocator hook does not build (log: $HARNESS.log)" >&2
+        exit 1
+    fi
+    rm -rf "$HARNESS/build" "$HARNESS/mpt/bench/_alloc.c"
+    touch "$HARNESS/.built"
+fi
+
+# --- one asv run per commit, oldest first ---------------------------------------------------------------------------
+status=0
+for sha in "${SHAS[@]}"; do
+    tree="$BUILD_ROOT/$sha"
+    subject="$(git log -1 --format='%h %s' "$sha" | cut -c1-70)"
+    if [[ ! -f "$tree/.built" ]]; then
+        say "building $subject"
+        rm -rf "$tree" && mkdir -p "$tree"
+        git archive "$sha" | tar -x -C "$tree"
+        if ! (cd "$tree" && "$PYTHON" setup.py build_ext --inplace -j "$JOBS" >"$tree.log" 2>&1); then
+            tail -n 30 "$tree.log" >&2
+            if [[ "$sha" == "$HEAD_SHA" ]]; then echo "run.sh: HEAD does not build (log: $tree.log)" >&2; exit 1; fi
+            warn "$subject does not build (log: $tree.log); skipped"
+            rm -rf "$tree"
+            continue
+        fi
+        rm -rf "$tree/build"
+        touch "$tree/.built"
+    fi
+    # The current checkout's measuring harness over the commit's own mpt/bench.
+    rm -rf "$tree/mpt/bench"
+    cp -r "$HARNESS/mpt/bench" "$tree/mpt/bench"
+
+    say "asv run $subject"
+    rc=0
+    ASV_PYTHONPATH="$tree" MPT_ASV_EXPECT_DIR="$tree/mpt" \
+        asv run --python=same --set-commit-hash "$sha" --config "$CONF" --show-stderr "$@" >&2 || rc=$?
+    if [[ $rc -ne 0 ]]; then
+        if [[ "$sha" == "$HEAD_SHA" ]]; then
+            warn "asv run failed for HEAD ($subject, exit $rc)"
+            status=1
+        else
+            warn "asv run failed for $subject (exit $rc)"
+        fi
+    fi
+done
+
+say "asv publish"
+asv publish --config "$CONF" >&2
+HTML_DIR="$("$PYTHON" -c 'import os, sys
+from asv.config import Config
+print(os.path.join(os.path.dirname(sys.argv[1]), Config.load(sys.argv[1]).html_dir))' "$CONF")"
+
+say "offline dashboard"
+"$PYTHON" "$ROOT/asv_bench/offline_assets.py" "$HTML_DIR" --cache-dir "$ASSETS_CACHE" >&2
+
+echo "dashboard: $HTML_DIR/index.html (view: $PYTHON -m asv preview --config $CONF)" >&2
+exit $status

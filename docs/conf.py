@@ -1,0 +1,193 @@
+"""Sphinx configuration of mpt's documentation.
+
+Build with ``make docs`` (``sphinx-build -W -b html docs docs/_build/html``: warnings are errors). The API pages
+import the *compiled* package, so install it first: ``pip install -e ".[docs]"``. The signatures of compiled
+functions come from the docstrings Cython writes (``embedsignature``).
+"""
+import ast
+import os
+import re
+
+try:
+    import mpt
+    import mpt.trie  # noqa: F401  - a compiled module: fails early and clearly when the build is missing
+except ImportError as e:  # pragma: no cover - depends on the environment
+    raise RuntimeError(
+        "the documentation imports the compiled mpt package; build it first: pip install -e '.[docs]' (%s)" % e
+    ) from e
+
+project = "mpt"
+author = "mpt developers"
+copyright = "mpt developers"
+version = release = mpt.__version__
+
+extensions = ["sphinx.ext.autodoc"]
+
+# Plain reStructuredText docstrings (no Google/NumPy sections), so no napoleon.
+autodoc_default_options = {
+    "members": True,
+    "undoc-members": True,
+    "show-inheritance": True,
+    "member-order": "bysource",
+}
+autodoc_docstring_signature = True      # Cython puts the signature on the first docstring line
+autodoc_typehints = "signature"
+autoclass_content = "class"
+add_module_names = False
+
+exclude_patterns = ["_build", "_static/*.json"]
+templates_path = []
+html_theme = "alabaster"
+html_theme_options = {
+    "description": "A compiled Ethereum Merkle Patricia Trie for Python",
+    "fixed_sidebar": True,
+    "page_width": "1100px",
+    "sidebar_width": "230px",
+}
+html_sidebars = {"**": ["about.html", "navigation.html", "searchbox.html"]}
+html_title = "mpt %s" % release
+pygments_style = "sphinx"
+nitpicky = False
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+STUB_ROOT = os.path.dirname(os.path.abspath(mpt.__file__))
+
+# ------------------------------------------------------------------------------------------------ signatures
+# Cython's embedded signatures read like C: ``(self, bool set_head=False)``. This hook shows them the Python
+# way, ``(set_head: bool = False)``, and takes from the shipped .pyi stubs what the compiled objects cannot
+# say: where ``*`` goes (Cython 3 prints a class's keyword-only parameters before a trailing ``*``) and the
+# signature of classes built through ``__cinit__`` (StackTrie, NodeSet), which embed none.
+
+_C_TYPES = {"bint": "bool", "Py_ssize_t": "int", "size_t": "int", "double": "float", "object": None}
+_C_PARAM = re.compile(r"^([A-Za-z_][\w.]*)\s+(\**[A-Za-z_]\w*)\s*(=.*)?$")
+
+
+def _split_params(inner):
+    params, depth, quote, cur = [], 0, None, ""
+    for ch in inner:
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            params.append(cur.strip())
+            cur = ""
+            continue
+        cur += ch
+    if cur.strip():
+        params.append(cur.strip())
+    return params
+
+
+def _stub_functions():
+    """{qualified name: ast.FunctionDef} of the stubs' functions, methods, and class constructors."""
+    found = {}
+    for dirpath, _, files in os.walk(STUB_ROOT):
+        for fname in files:
+            if not fname.endswith(".pyi"):
+                continue
+            path = os.path.join(dirpath, fname)
+            rel = os.path.relpath(path, os.path.dirname(STUB_ROOT))[: -len(".pyi")]
+            modname = rel.replace(os.sep, ".")
+            with open(path, encoding="utf-8") as f:
+                tree = ast.parse(f.read(), path)
+            for node in tree.body:
+                if isinstance(node, ast.FunctionDef):
+                    found.setdefault("%s.%s" % (modname, node.name), node)
+                elif isinstance(node, ast.ClassDef):
+                    for item in node.body:
+                        if isinstance(item, ast.FunctionDef):
+                            key = "%s.%s.%s" % (modname, node.name, item.name)
+                            found.setdefault(key, item)
+                            if item.name in ("__init__", "__new__"):
+                                found.setdefault("%s.%s" % (modname, node.name), item)
+    return found
+
+
+_STUBS = _stub_functions()
+
+
+def _stub_signature(fn):
+    """"(name=default, *, kw=default)" from a stub FunctionDef, without annotations."""
+    args = fn.args
+    positional = args.posonlyargs + args.args
+    if positional and positional[0].arg in ("self", "cls"):
+        positional = positional[1:]
+    defaults = [None] * (len(args.posonlyargs + args.args) - len(args.defaults)) + list(args.defaults)
+    defaults = defaults[len(defaults) - len(positional):]
+    out = [a.arg + ("=" + ast.unparse(d) if d is not None else "") for a, d in zip(positional, defaults)]
+    if args.kwonlyargs:
+        out.append("*")
+        out += [a.arg + ("=" + ast.unparse(d) if d is not None else "")
+                for a, d in zip(args.kwonlyargs, args.kw_defaults)]
+    return "(%s)" % ", ".join(out)
+
+
+def _python_signature(name, signature):
+    params = _split_params(signature.strip()[1:-1])
+    if params and params[0] in ("self", "cls"):
+        params = params[1:]
+    out = []
+    for p in params:
+        m = _C_PARAM.match(p)
+        if m and m.group(1) not in ("*", "/"):
+            ctype, pname, default = m.group(1), m.group(2), m.group(3)
+            pytype = _C_TYPES.get(ctype, ctype)
+            if pytype is None:
+                p = pname + (default or "")
+            elif default:
+                p = "%s: %s = %s" % (pname, pytype, default[1:].strip())
+            else:
+                p = "%s: %s" % (pname, pytype)
+        out.append(p)
+    if out and out[-1] == "*":
+        out.pop()
+        stub = _STUBS.get(name)
+        kwonly = {a.arg for a in stub.args.kwonlyargs} if stub is not None else set()
+        first = next((i for i, p in enumerate(out) if re.split(r"[:=]", p)[0].strip() in kwonly), None)
+        if first is not None:
+            out.insert(first, "*")
+    return "(%s)" % ", ".join(out)
+
+
+def _process_signature(app, what, name, obj, options, signature, return_annotation):
+    if signature is None:
+        stub = _STUBS.get(name) if what == "class" else None
+        if stub is not None and (stub.args.args[1:] or stub.args.kwonlyargs):
+            return _stub_signature(stub), return_annotation
+        return None
+    return _python_signature(name, signature), return_annotation
+
+
+def setup(app):
+    app.connect("autodoc-process-signature", _process_signature)
+    from docutils import nodes
+    from docutils.parsers.rst import directives
+    from docutils.parsers.rst.directives.images import Figure
+
+    class BenchFigure(Figure):
+        """``.. bench-figure:: _static/bench_x.png``: a figure when the PNG exists, else a note saying how to
+        make it (the PNGs come from ``make docs-plots`` and need a benchmark run, so a fresh checkout has none).
+        """
+
+        option_spec = dict(Figure.option_spec, missing=directives.unchanged)
+
+        def run(self):
+            path = os.path.join(HERE, self.arguments[0])
+            if os.path.isfile(path):
+                self.options.pop("missing", None)
+                return super().run()
+            text = self.options.get("missing") or "Figure not generated yet."
+            note = nodes.note()
+            note += nodes.paragraph(
+                text="%s %s does not exist yet: run make docs-plots (it runs python -m mpt.bench --peers "
+                     "--format json once, then docs/plot_bench.py) and rebuild the docs."
+                     % (text, self.arguments[0]))
+            return [note]
+
+    app.add_directive("bench-figure", BenchFigure)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
