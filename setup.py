@@ -77,6 +77,7 @@ directives = {
     "initializedcheck": DEBUG,
     "cdivision": True,
     "embedsignature": True,
+    "embedsignature.format": "python",
     "linetrace": DEBUG,
 }
 

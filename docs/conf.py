@@ -36,7 +36,6 @@ autoclass_content = "class"
 add_module_names = False
 
 exclude_patterns = ["_build", "_static/*.json"]
-templates_path = []
 html_theme = "alabaster"
 html_theme_options = {
     "description": "A compiled Ethereum Merkle Patricia Trie for Python",
@@ -55,8 +54,7 @@ STUB_ROOT = os.path.dirname(os.path.abspath(mpt.__file__))
 # ------------------------------------------------------------------------------------------------ signatures
 # Cython's embedded signatures read like C: ``(self, bool set_head=False)``. This hook shows them the Python
 # way, ``(set_head: bool = False)``, and takes from the shipped .pyi stubs what the compiled objects cannot
-# say: where ``*`` goes (Cython 3 prints a class's keyword-only parameters before a trailing ``*``) and the
-# signature of classes built through ``__cinit__`` (StackTrie, NodeSet), which embed none.
+# say: where ``*`` goes (Cython 3 prints a class's keyword-only parameters before a trailing ``*``).
 
 _C_TYPES = {"bint": "bool", "Py_ssize_t": "int", "size_t": "int", "double": "float", "object": None}
 _C_PARAM = re.compile(r"^([A-Za-z_][\w.]*)\s+(\**[A-Za-z_]\w*)\s*(=.*)?$")
@@ -84,7 +82,7 @@ def _split_params(inner):
 
 
 def _stub_functions():
-    """{qualified name: ast.FunctionDef} of the stubs' functions, methods, and class constructors."""
+    """{qualified name: ast.FunctionDef} of the stubs' functions, methods and class constructors."""
     found = {}
     for dirpath, _, files in os.walk(STUB_ROOT):
         for fname in files:
@@ -109,22 +107,6 @@ def _stub_functions():
 
 
 _STUBS = _stub_functions()
-
-
-def _stub_signature(fn):
-    """"(name=default, *, kw=default)" from a stub FunctionDef, without annotations."""
-    args = fn.args
-    positional = args.posonlyargs + args.args
-    if positional and positional[0].arg in ("self", "cls"):
-        positional = positional[1:]
-    defaults = [None] * (len(args.posonlyargs + args.args) - len(args.defaults)) + list(args.defaults)
-    defaults = defaults[len(defaults) - len(positional):]
-    out = [a.arg + ("=" + ast.unparse(d) if d is not None else "") for a, d in zip(positional, defaults)]
-    if args.kwonlyargs:
-        out.append("*")
-        out += [a.arg + ("=" + ast.unparse(d) if d is not None else "")
-                for a, d in zip(args.kwonlyargs, args.kw_defaults)]
-    return "(%s)" % ", ".join(out)
 
 
 def _python_signature(name, signature):
@@ -155,10 +137,8 @@ def _python_signature(name, signature):
 
 
 def _process_signature(app, what, name, obj, options, signature, return_annotation):
-    if signature is None:
-        stub = _STUBS.get(name) if what == "class" else None
-        if stub is not None and (stub.args.args[1:] or stub.args.kwonlyargs):
-            return _stub_signature(stub), return_annotation
+    # No signature: modules, data, and classes built through __cinit__ (api.rst gives theirs explicitly).
+    if not signature or not signature.startswith("(") or what in ("module", "data", "attribute", "property"):
         return None
     return _python_signature(name, signature), return_annotation
 
@@ -178,15 +158,23 @@ def setup(app):
 
         def run(self):
             path = os.path.join(HERE, self.arguments[0])
+            # Rebuild the page when the figure appears or changes (a missing dependency always rebuilds it).
+            self.state.document.settings.env.note_dependency(path)
             if os.path.isfile(path):
                 self.options.pop("missing", None)
                 return super().run()
-            text = self.options.get("missing") or "Figure not generated yet."
+            para = nodes.paragraph()
+            para += nodes.Text("%s " % (self.options.get("missing") or "Figure not generated yet."))
+            para += nodes.literal(text="docs/" + self.arguments[0])
+            para += nodes.Text(" does not exist yet: run ")
+            para += nodes.literal(text="make docs-plots")
+            para += nodes.Text(" (it runs ")
+            para += nodes.literal(text="python -m mpt.bench --peers --format json")
+            para += nodes.Text(" once, then ")
+            para += nodes.literal(text="docs/plot_bench.py")
+            para += nodes.Text(") and build the docs again.")
             note = nodes.note()
-            note += nodes.paragraph(
-                text="%s %s does not exist yet: run make docs-plots (it runs python -m mpt.bench --peers "
-                     "--format json once, then docs/plot_bench.py) and rebuild the docs."
-                     % (text, self.arguments[0]))
+            note += para
             return [note]
 
     app.add_directive("bench-figure", BenchFigure)

@@ -118,11 +118,15 @@ def _number(x: Any) -> Optional[float]:
     return float(x) if math.isfinite(x) else None
 
 
+def _dict(x: Any) -> Dict[str, Any]:
+    return x if isinstance(x, dict) else {}
+
+
 def measure_from_entry(entry: Any, impl: str, case: str, unit: str = "ns") -> Optional[Measure]:
     """A Measure from a benchmark-shaped entry, or from a bare number (a median in ``unit``)."""
-    if _number(entry) is not None:
-        scale = UNIT_NS.get(unit, 1.0)
-        value = _number(entry) * scale
+    number = _number(entry)
+    if number is not None:
+        value = number * UNIT_NS.get(unit, 1.0)
         return Measure(impl, case, value, value, value)
     if not isinstance(entry, dict):
         warn("skipping %s/%s: not a benchmark entry (%r)" % (impl, case, type(entry).__name__))
@@ -132,17 +136,17 @@ def measure_from_entry(entry: Any, impl: str, case: str, unit: str = "ns") -> Op
         warn("skipping %s/%s: unknown unit %r" % (impl, case, entry.get("unit")))
         return None
     samples = [s * scale for s in (entry.get("samples") or []) if _number(s) is not None]
-    median = _number(entry.get("median"))
-    if median is not None:
-        median *= scale
+    given = _number(entry.get("median"))
+    if given is not None:
+        median = given * scale
     elif samples:
         median = statistics.median(samples)
     else:
         warn("skipping %s/%s: neither a median nor samples" % (impl, case))
         return None
-    extra = entry.get("extra") if isinstance(entry.get("extra"), dict) else {}
     return Measure(impl, case, median, min(samples, default=median), max(samples, default=median),
-                   _number(entry.get("bytes_per_op")), _number(entry.get("allocs_per_op")), extra)
+                   _number(entry.get("bytes_per_op")), _number(entry.get("allocs_per_op")),
+                   _dict(entry.get("extra")))
 
 
 def split_peer_name(name: str) -> Tuple[Optional[str], str]:
@@ -177,8 +181,7 @@ def _peer_entries(obj: Any, case: str, unit: str) -> Iterable[Measure]:
 def _impl_of(entry: Any) -> Optional[str]:
     if not isinstance(entry, dict):
         return None
-    extra = entry.get("extra") if isinstance(entry.get("extra"), dict) else {}
-    impl = entry.get("impl", extra.get("impl"))
+    impl = entry.get("impl", _dict(entry.get("extra")).get("impl"))
     return str(impl) if impl is not None else None
 
 
@@ -257,7 +260,7 @@ def fmt_ns(ns: float) -> str:
 
 
 def _footer(fig, doc: Dict[str, Any]) -> None:
-    machine = doc.get("machine") if isinstance(doc.get("machine"), dict) else {}
+    machine = _dict(doc.get("machine"))
     parts = ["mpt %s" % doc.get("mpt_version", "?")]
     if machine.get("python"):
         parts.append("%s %s" % (machine.get("implementation", "Python"), machine["python"]))
@@ -391,7 +394,10 @@ def plot_vs_geth(doc: Dict[str, Any], ours: Dict[str, Measure], out: str) -> Opt
         return None
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 0.36 * len(rows) + 1.6))
-    names, ratios, errs, colors = [], [], [[], []], []
+    names: List[str] = []
+    ratios: List[float] = []
+    errs: List[List[float]] = [[], []]
+    colors: List[str] = []
     for case, m, (lo, hi, _, _) in reversed(rows):
         mid = math.sqrt(lo * hi)
         r = m.median / mid

@@ -1,4 +1,5 @@
 """Domain exceptions of mpt. Every error the library raises on bad data derives from MptError."""
+from typing import Optional
 
 
 class MptError(Exception):
@@ -16,7 +17,7 @@ class NodeDecodeError(MptError, ValueError):
 class MissingNodeError(MptError, KeyError):
     """A node referenced by hash is not in the node database."""
 
-    def __init__(self, node_hash, path=b"", message=None):
+    def __init__(self, node_hash: Optional[bytes], path: bytes = b"", message: Optional[str] = None) -> None:
         self.node_hash = node_hash
         self.path = path
         if message is None:
@@ -26,8 +27,8 @@ class MissingNodeError(MptError, KeyError):
             )
         super().__init__(message)
 
-    def __str__(self):
-        return self.args[0]
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 class ProofError(MptError, ValueError):

@@ -12,6 +12,8 @@ class Hasher:
     def __init__(self) -> None: ...
     def hash(self, node: Node) -> bytes:
         """Hash node as a root (always hashed); caches hashes in the subtree."""
+    def hash_by_levels(self, node: Node, threads: int = 0) -> bytes:
+        """Hash node as a root through the level-parallel path whatever its size (for tests and benchmarks)."""
     @property
     def buffer_capacity(self) -> int:
         """Current capacity of the hasher's buffer (it never shrinks while pooled)."""
@@ -28,6 +30,9 @@ class HasherPool:
     @property
     def idle(self) -> int:
         """Number of hashers waiting for reuse."""
+
+def set_hash_threads(n: int) -> int:
+    """Set the number of hashing threads (1 = always hash on the calling thread). Returns the old value."""
 
 def get_default_pool() -> HasherPool:
     """The process-wide pool that Trie, StackTrie and friends draw their hashers from."""

@@ -163,6 +163,10 @@ cdef class Hasher:
         cdef object c
         cdef Node child
         if type(n) is FullNode:
+            # Ask for all children at once so their cache misses overlap instead of queueing one by one.
+            for i in range(16):
+                if (<FullNode>n).slots[i] != NULL:
+                    MPT_PREFETCH((<FullNode>n).slots[i])
             for i in range(16):
                 c = (<FullNode>n).child(i)
                 if c is not None and not (<Node>c).has_hash:

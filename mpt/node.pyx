@@ -175,7 +175,7 @@ cdef class FullNode(Node):
 cdef class ShortNode(Node):
     """An extension (key without terminator, child node) or a leaf (key ending in 16, ValueNode)."""
 
-    def __init__(self, bytes key, Node val):
+    def __init__(self, bytes key, Node val not None):
         cdef Py_ssize_t i, n = len(key)
         for i in range(n):
             if key[i] > 15 and not (i == n - 1 and key[i] == TERMINATOR):

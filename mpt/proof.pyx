@@ -21,6 +21,8 @@ from mpt.errors import MissingNodeError, NodeDecodeError, ProofError
 cdef enum:
     HASH_LENGTH = 32
 
+cdef bytes _EMPTY_ROOT = bytes.fromhex("56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421")
+
 
 cdef bytes _keccak(bytes data):
     cdef uint8_t digest[HASH_LENGTH]
@@ -122,8 +124,8 @@ cdef class _ProofNodes:
         cdef list blobs = []
         if isinstance(proof, (bytes, bytearray, str)):
             raise TypeError("proof must be an iterable of node encodings, not %s" % type(proof).__name__)
-        if isinstance(proof, dict):
-            proof = proof.values()          # a proof database: the caller's keys are not trusted
+        if hasattr(proof, "items"):
+            proof = [v for _, v in proof.items()]   # a proof database: the caller's keys are not trusted
         for blob in proof:
             if type(blob) is not bytes:
                 if isinstance(blob, (bytearray, memoryview)):
@@ -195,6 +197,8 @@ def verify_proof(root, key, proof):
     cdef bytes wanted = _root_bytes(root)
     cdef bytes hexkey = _hex(check_bytes(key, "key"))
     cdef _ProofNodes nodes = _ProofNodes(proof)
+    if wanted == _EMPTY_ROOT:
+        return None                                 # the empty trie holds no key: nothing more to prove
     cdef Py_ssize_t pos = 0
     cdef int index = 0
     cdef Node n

@@ -6,7 +6,7 @@ from mpt.node cimport Node, HashNode
 cdef class Trie:
     cdef:
         Node root               # None for the empty trie
-        readonly object db      # node database (get(hash) -> bytes | None), or None for a memory-only trie
+        readonly object db      # node database (get(hash) -> bytes | None); a fresh MemoryDB by default
         bytes _root_hash        # cached root hash; None after any change that replaced the root
         bint verify_reads       # check keccak(blob) == hash for every node read from db
         object _found           # out-value of _get (a Cython cdef function returns one object)
