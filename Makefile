@@ -19,3 +19,12 @@ docs-plots:
 
 docs-clean:
 	rm -rf docs/_build
+
+# asv: benchmark history of the last K commits (default 3) and an offline dashboard in asv_bench/html
+# (pip install -e ".[bench]" first; asv_bench/README.md). asv-test: its tests (the dashboard one needs chromium).
+.PHONY: asv asv-test
+asv:
+	K="$(K)" PYTHON="$(PYTHON)" bash asv_bench/run.sh
+
+asv-test:
+	$(PYTHON) -m pytest -q tests/test_asv_dashboard.py

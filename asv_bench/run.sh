@@ -21,8 +21,8 @@
 #        benchmark module refuses to run unless mpt really comes from that tree (MPT_ASV_EXPECT_DIR).
 #   4. `asv publish` writes the HTML; asv_bench/offline_assets.py then replaces the CDN <script>/<link> tags of
 #      the published pages by local copies taken from npm packages, so the dashboard needs no internet.
-#   View it with `python -m asv preview --config asv_bench/asv.conf.json` or any static server on asv_bench/html
-#   (not as a file:// URL: the page loads its data with XHR).
+#   View it with `python -m http.server -d asv_bench/html 8080 --bind 127.0.0.1` (or `asv preview`), not as a
+#   file:// URL: the page loads its data with XHR.
 #
 # Environment: K (default 3), COMMITS (explicit list, oldest first; overrides K), PYTHON (default python3; needs
 # asv, Cython and setuptools: pip install -e '.[bench]'), ASV_CONFIG (default asv_bench/asv.conf.json),
@@ -138,5 +138,5 @@ print(os.path.join(os.path.dirname(sys.argv[1]), Config.load(sys.argv[1]).html_d
 say "offline dashboard"
 "$PYTHON" "$ROOT/asv_bench/offline_assets.py" "$HTML_DIR" --cache-dir "$ASSETS_CACHE" >&2
 
-echo "dashboard: $HTML_DIR/index.html (view: $PYTHON -m asv preview --config $CONF)" >&2
+echo "dashboard: $HTML_DIR (view: $PYTHON -m http.server -d $HTML_DIR 8080 --bind 127.0.0.1)" >&2
 exit $status
