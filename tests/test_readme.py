@@ -12,7 +12,8 @@ def _readme_commands():
 
 def test_readme_opens_with_two_commands():
     bench, tests = _readme_commands()[:2]
-    assert "pip install ." in bench and bench.endswith("python -m mpt.bench")
+    # Editable: run from the checkout, the source folder mpt/ shadows an installed copy.
+    assert "pip install -e ." in bench and bench.endswith("python -m mpt.bench")
     assert tests.endswith("python -m pytest -q")
 
 
