@@ -55,17 +55,20 @@ cdef enum:
     PREFETCH_VALUE_AHEAD = 4     # the bytes behind a leaf's ValueNode
 
 
-cdef inline void _prefetch_fields(object o) noexcept:
+cdef inline void _prefetch_children(FullNode fn) noexcept:
+    # Ask for all children at once so their cache misses overlap instead of queueing one by one.
     cdef int j
-    cdef FullNode fn
+    for j in range(16):
+        if fn.slots[j] != NULL:
+            MPT_PREFETCH(fn.slots[j])
+
+
+cdef inline void _prefetch_fields(object o) noexcept:
     if type(o) is ShortNode:
         MPT_PREFETCH(<PyObject *>(<ShortNode>o).key)
         MPT_PREFETCH(<PyObject *>(<ShortNode>o).val)
     elif type(o) is FullNode:
-        fn = <FullNode>o
-        for j in range(16):
-            if fn.slots[j] != NULL:
-                MPT_PREFETCH(fn.slots[j])
+        _prefetch_children(<FullNode>o)
 
 
 cdef inline void _prefetch_value(object o) noexcept:
@@ -108,9 +111,7 @@ cdef int _collect(Node n, list levels) except -2:
     if n is None or n.has_hash or type(n) is ValueNode:
         return -1
     if type(n) is FullNode:
-        for i in range(16):
-            if (<FullNode>n).slots[i] != NULL:
-                MPT_PREFETCH((<FullNode>n).slots[i])
+        _prefetch_children(<FullNode>n)
         for i in range(16):
             c = (<FullNode>n).child(i)
             if c is not None:
@@ -163,10 +164,7 @@ cdef class Hasher:
         cdef object c
         cdef Node child
         if type(n) is FullNode:
-            # Ask for all children at once so their cache misses overlap instead of queueing one by one.
-            for i in range(16):
-                if (<FullNode>n).slots[i] != NULL:
-                    MPT_PREFETCH((<FullNode>n).slots[i])
+            _prefetch_children(<FullNode>n)
             for i in range(16):
                 c = (<FullNode>n).child(i)
                 if c is not None and not (<Node>c).has_hash:
