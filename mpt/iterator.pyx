@@ -36,6 +36,18 @@ cdef int _compare_prefix(bytes path, bytes start) noexcept:
     return 0
 
 
+cdef int _push(list stack, object child, bytes child_path, bint bounded, bytes start_hex) except -1:
+    """Queue child unless its whole subtree lies before start; it stays bounded while on start's own path."""
+    cdef int cmp
+    if bounded:
+        cmp = _compare_prefix(child_path, start_hex)
+        if cmp < 0:
+            return 0
+        bounded = cmp == 0
+    stack.append((child, child_path, bounded))
+    return 0
+
+
 def iter_items(Trie t, bytes start, int mode):
     """Yield (key, value) (mode 0), keys (1) or values (2) in ascending key order from start on."""
     cdef bytes start_hex = keybytes_to_hex_c(<const uint8_t *>PyBytes_AS_STRING(start), PyBytes_GET_SIZE(start))
@@ -43,9 +55,9 @@ def iter_items(Trie t, bytes start, int mode):
     # Each entry: (node, path so far as hex nibbles, whether the path still equals start's prefix).
     cdef list stack = [(t.root, b"", PyBytes_GET_SIZE(start) > 0)]
     cdef Node n
-    cdef bytes path, child_path, key
-    cdef bint bounded, child_bounded
-    cdef int i, cmp
+    cdef bytes path, key
+    cdef bint bounded
+    cdef int i
     cdef object c
     while stack:
         n, path, bounded = stack.pop()
@@ -65,28 +77,13 @@ def iter_items(Trie t, bytes start, int mode):
             key = (<ShortNode>n).key
             if PyBytes_GET_SIZE(key) and (<const uint8_t *>PyBytes_AS_STRING(key))[PyBytes_GET_SIZE(key) - 1] == TERMINATOR:
                 key = key[:PyBytes_GET_SIZE(key) - 1]
-            child_path = path + key
-            child_bounded = bounded
-            if bounded:
-                cmp = _compare_prefix(child_path, start_hex)
-                if cmp < 0:
-                    continue
-                child_bounded = cmp == 0
-            stack.append(((<ShortNode>n).val, child_path, child_bounded))
+            _push(stack, (<ShortNode>n).val, path + key, bounded, start_hex)
         elif type(n) is FullNode:
             # Push in reverse so that the value slot (the shortest key) comes out first, then 0..15.
             for i in range(15, -1, -1):
                 c = (<FullNode>n).child(i)
-                if c is None:
-                    continue
-                child_path = path + _NIBBLES[i:i + 1]
-                child_bounded = bounded
-                if bounded:
-                    cmp = _compare_prefix(child_path, start_hex)
-                    if cmp < 0:
-                        continue
-                    child_bounded = cmp == 0
-                stack.append((c, child_path, child_bounded))
+                if c is not None:
+                    _push(stack, c, path + _NIBBLES[i:i + 1], bounded, start_hex)
             c = (<FullNode>n).child(16)
             if c is not None:
                 stack.append((c, path, bounded))

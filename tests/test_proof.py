@@ -84,15 +84,15 @@ def test_embedded_nodes_travel_in_parents():
 
 def test_proof_from_a_reopened_trie():
     db = MemoryDB()
-    t = trie_of(random_trie_items(100, seed=3))
-    root = t.commit() if t.database is None else None
-    t2 = Trie(db)
-    for k, v in random_trie_items(100, seed=3):
-        t2[k] = v
-    root = t2.commit()
-    reopened = Trie(db, root)
-    k, v = random_trie_items(100, seed=3)[-1]
-    assert verify_proof(root, k, reopened.prove(k)) == v
+    items = random_trie_items(100, seed=3)
+    t = Trie(db)
+    for k, v in items:
+        t[k] = v
+    root = t.commit()
+    reopened = Trie(db, root)           # every proof node is read back from the database
+    for k, v in items[::10]:
+        assert reopened.prove(k) == t.prove(k)
+        assert verify_proof(root, k, reopened.prove(k)) == v
 
 
 def test_secure_trie_proves_hashed_keys():
