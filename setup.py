@@ -10,7 +10,7 @@ from setuptools.command.build_ext import build_ext
 
 DEBUG = os.environ.get("MPT_DEBUG") == "1"
 
-KECCAK_SOURCES = ["mpt/_keccak/keccak.c"]
+KECCAK_SOURCES = ["mpt/_keccak/keccak.c", "mpt/_keccak/keccak_lanes.c"]
 KECCAK_INCLUDE = ["mpt/_keccak"]
 
 # Modules that call our C Keccak link the static library built once from keccak.c; the rest are plain Cython.

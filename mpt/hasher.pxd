@@ -1,21 +1,36 @@
 # cython: language_level=3
 """Hashing nodes (geth trie/hasher.go), with pooled hashers whose buffers stay grown."""
 cimport cython
+from cpython.ref cimport PyObject
 from libc.stdint cimport uint8_t
 from mpt.node cimport Node
 from mpt.rlp cimport WriteBuffer
 
 
+cdef struct PendingNode:
+    # A node the batched hasher has encoded and not hashed yet (Hasher.hash_levels).
+    PyObject *node              # borrowed: the tree being hashed keeps it alive
+    Py_ssize_t offset           # its encoding in the hasher's buffer
+    Py_ssize_t length
+    Py_ssize_t hole             # where its hash goes inside its parent's encoding; -1 for the root
+    int height                  # 0 when it refers to no pending node, else 1 + the highest such
+
+
 @cython.final
 cdef class Hasher:
     cdef:
-        WriteBuffer buf         # node encodings are built here, one subtree level at a time
+        WriteBuffer buf         # node encodings are built here
         uint8_t digest[32]      # scratch for the keccak output before it becomes the cached bytes
+        PendingNode *pending    # the batched hasher's entries; kept between calls like the buffer
+        Py_ssize_t n_pending
+        Py_ssize_t pending_capacity
 
     @staticmethod
     cdef Hasher new()
     cdef int hash_children(self, Node n) except -1
     cdef bint hash_node(self, Node n, bint force) except -1
+    cdef Py_ssize_t encode_pending(self, Node n, int *height) except -2
+    cdef int grow_pending(self) except -1
     cdef int hash_levels(self, Node root, int threads) except -1
     cdef bytes root_hash(self, Node root)
     cdef bytes keccak_buffer(self, Py_ssize_t start)

@@ -12,24 +12,37 @@ hashes. The parallel path is opt-in for now (MPT_HASH_THREADS=N or set_hash_thre
 2-core machines it saves about 10% at 100K accounts, not yet enough to be the default (docs/performance.md).
 """
 import os
+import warnings
 
 cimport cython
-from cpython.bytes cimport PyBytes_FromStringAndSize
-from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from cython.parallel cimport prange
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.mem cimport PyMem_Calloc, PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.stdint cimport uint8_t
 from libc.string cimport memcpy
 
 from cpython.list cimport PyList_GET_ITEM
 from cpython.ref cimport PyObject
 
-from mpt._keccak.keccak cimport mpt_keccak256
+from mpt._keccak.keccak cimport (
+    MPT_KECCAK_BACKENDS,
+    MPT_KECCAK_SCALAR,
+    mpt_keccak256,
+    mpt_keccak256_many,
+    mpt_keccak_backend_lanes,
+    mpt_keccak_backend_name,
+    mpt_keccak_backend_supported,
+    mpt_keccak_best_backend,
+)
 from mpt.node cimport FullNode, Node, ShortNode, ValueNode
 from mpt.rlp cimport WriteBuffer
 
 cdef enum:
     HASH_LENGTH = 32
     DEFAULT_MAX_IDLE = 16
+    # A pooled hasher keeps at most this much scratch: a 4 MiB buffer covers the encodings of about 30K dirty
+    # nodes, and the batched hasher's entries of 64K nodes take 2 MiB; above that it starts from scratch again.
+    MAX_IDLE_BUFFER = 4 * 1024 * 1024
+    MAX_IDLE_PENDING = 65536
     # Unhashed nodes two levels below the root from which the level-parallel path pays for its bookkeeping.
     PARALLEL_MIN_NODES_AT_DEPTH_2 = 128
     # Levels with fewer encodings than this are hashed on the calling thread.
@@ -79,6 +92,23 @@ cdef inline void _prefetch_value(object o) noexcept:
             MPT_PREFETCH(<PyObject *>(<ValueNode>v).value)
 
 
+cdef inline void _prefetch_pending_subtrees(FullNode fn) noexcept:
+    # Three rounds over the children instead of one chain of misses per child: ask for all children, then
+    # for what each points to (a leaf's key and value node, a branch's children), then for the value bytes
+    # behind each leaf. Each round waits for about one miss while the other fifteen arrive alongside.
+    cdef int j
+    cdef PyObject *c
+    _prefetch_children(fn)
+    for j in range(16):
+        c = fn.slots[j]
+        if c != NULL and not (<Node>c).has_hash:
+            _prefetch_fields(<object>c)
+    for j in range(16):
+        c = fn.slots[j]
+        if c != NULL and type(<object>c) is ShortNode and not (<Node>c).has_hash:
+            _prefetch_value(<object>c)
+
+
 cdef int _threads_from_env() noexcept:
     cdef int n
     try:
@@ -104,27 +134,135 @@ def set_hash_threads(int n):
     return old
 
 
-cdef int _collect(Node n, list levels) except -2:
-    """Append every unhashed branch/short node under n to levels[height]; return n's height (-1: nothing)."""
-    cdef int h = -1, ch, i
-    cdef Node c
-    if n is None or n.has_hash or type(n) is ValueNode:
-        return -1
-    if type(n) is FullNode:
-        _prefetch_children(<FullNode>n)
-        for i in range(16):
-            c = (<FullNode>n).child(i)
-            if c is not None:
-                ch = _collect(c, levels)
-                if ch > h:
-                    h = ch
-    elif type(n) is ShortNode:
-        h = _collect((<ShortNode>n).val, levels)
-    h += 1
-    while len(levels) <= h:
-        levels.append([])
-    (<list>levels[h]).append(n)
-    return h
+def keccak_backends():
+    """Names of the Keccak backends this build and CPU can run, narrowest first ("scalar", "avx2", ...)."""
+    cdef int b
+    return [mpt_keccak_backend_name(b).decode() for b in range(MPT_KECCAK_BACKENDS) if mpt_keccak_backend_supported(b)]
+
+
+cdef int _backend_number(str name) except -1:
+    cdef int b
+    for b in range(MPT_KECCAK_BACKENDS):
+        if mpt_keccak_backend_name(b).decode() == name:
+            if not mpt_keccak_backend_supported(b):
+                raise ValueError(f"Keccak backend {name!r} is not supported by this CPU or build "
+                                 f"(available: {', '.join(keccak_backends())})")
+            return b
+    raise ValueError(f"unknown Keccak backend {name!r} (known: "
+                     f"{', '.join(mpt_keccak_backend_name(b).decode() for b in range(MPT_KECCAK_BACKENDS))})")
+
+
+cdef int _backend_from_env() except -1:
+    """MPT_KECCAK_BACKEND forces a backend; unset, the widest the CPU supports. A name this machine cannot run
+    warns and falls back to the automatic choice rather than failing the import."""
+    name = os.environ.get("MPT_KECCAK_BACKEND", "").strip().lower()
+    if name and name != "auto":
+        try:
+            return _backend_number(name)
+        except ValueError as e:
+            warnings.warn(f"MPT_KECCAK_BACKEND ignored: {e}", RuntimeWarning, stacklevel=2)
+    return mpt_keccak_best_backend()
+
+
+cdef int _KECCAK_BACKEND = _backend_from_env()
+
+
+def keccak_backend():
+    """Name of the Keccak backend the level hasher uses for batches of node encodings."""
+    return mpt_keccak_backend_name(_KECCAK_BACKEND).decode()
+
+
+def set_keccak_backend(str name not None):
+    """Use the named backend ("scalar", "avx2", "avx512", "avx2x8", or "auto" for the widest supported one)
+    for batched hashing. Returns the previous name. Every backend gives the same hashes."""
+    global _KECCAK_BACKEND
+    old = keccak_backend()
+    _KECCAK_BACKEND = mpt_keccak_best_backend() if name == "auto" else _backend_number(name)
+    return old
+
+
+def keccak256_many(messages, str backend=None):
+    """Keccak-256 of each bytes object in messages, hashed together on `backend`'s lanes (default: the current
+    backend). For tests and benchmarks of the backends; returns a list of 32-byte digests."""
+    cdef list items = list(messages)
+    cdef Py_ssize_t n = len(items), i
+    cdef int b = _KECCAK_BACKEND if backend is None else _backend_number(backend)
+    cdef const uint8_t **data = NULL
+    cdef size_t *lengths = NULL
+    cdef uint8_t *out = NULL
+    cdef bytes item
+    for i in range(n):
+        if type(items[i]) is not bytes:
+            raise TypeError(f"keccak256_many() needs bytes items, not {type(items[i]).__name__}")
+    data = <const uint8_t **>PyMem_Malloc((n + 1) * sizeof(uint8_t *))
+    lengths = <size_t *>PyMem_Malloc((n + 1) * sizeof(size_t))
+    out = <uint8_t *>PyMem_Malloc((n + 1) * HASH_LENGTH)
+    try:
+        if not (data and lengths and out):
+            raise MemoryError()
+        for i in range(n):
+            item = <bytes>items[i]
+            data[i] = <const uint8_t *>PyBytes_AS_STRING(item)
+            lengths[i] = <size_t>PyBytes_GET_SIZE(item)
+        # items keeps every bytes object alive; nothing else is touched without the GIL.
+        with nogil:
+            mpt_keccak256_many(b, data, lengths, <size_t>n, out)
+        return [PyBytes_FromStringAndSize(<char *>out + i * HASH_LENGTH, HASH_LENGTH) for i in range(n)]
+    finally:
+        PyMem_Free(data)
+        PyMem_Free(lengths)
+        PyMem_Free(out)
+
+
+cdef inline Py_ssize_t _list_payload_offset(const uint8_t *enc) noexcept:
+    """Size of the header of the RLP list starting at enc (our own encoding, so well formed)."""
+    return 1 if enc[0] <= 0xf7 else 1 + (enc[0] - 0xf7)
+
+
+cdef inline Py_ssize_t _item_size(const uint8_t *item) noexcept:
+    """Total size of the RLP item starting at item (our own encoding, so well formed)."""
+    cdef uint8_t b = item[0]
+    cdef Py_ssize_t n = 0, i, size_bytes
+    if b < 0x80:
+        return 1
+    if b <= 0xb7:
+        return 1 + (b - 0x80)
+    if b <= 0xbf or b >= 0xf8:
+        size_bytes = b - 0xb7 if b <= 0xbf else b - 0xf7
+        for i in range(size_bytes):
+            n = (n << 8) | item[1 + i]
+        return 1 + size_bytes + n
+    return 1 + (b - 0xc0)
+
+
+cdef extern from *:
+    """
+    #include "keccak.h"
+    /* Hash n messages split into `threads` contiguous runs, one per OpenMP thread, each run on the backend's
+     * lanes.  Called with the GIL held: the worker threads touch only these arrays. */
+    static void mpt_keccak_many_threads(int backend, const uint8_t *const *data, const size_t *len, size_t n,
+                                        uint8_t *out, int threads)
+    {
+        if (threads <= 1 || n < 2) {
+            mpt_keccak256_many(backend, data, len, n, out);
+            return;
+        }
+        {
+            size_t chunk = (n + (size_t)threads - 1) / (size_t)threads;
+            int t;
+            #pragma omp parallel for num_threads(threads) schedule(static)
+            for (t = 0; t < threads; t++) {
+                size_t lo = (size_t)t * chunk;
+                if (lo < n)
+                    mpt_keccak256_many(backend, data + lo, len + lo, (lo + chunk <= n) ? chunk : n - lo,
+                                       out + 32 * lo);
+            }
+        }
+    }
+    """
+    void _keccak_many_threads "mpt_keccak_many_threads"(int backend, const uint8_t * const *data,
+                                                         const size_t *length, size_t n, uint8_t *out,
+                                                         int threads) noexcept
 
 
 cdef bint _is_large(Node root) noexcept:
@@ -153,6 +291,9 @@ cdef class Hasher:
 
     def __cinit__(self):
         self.buf = WriteBuffer.new()
+
+    def __dealloc__(self):
+        PyMem_Free(self.pending)
 
     @staticmethod
     cdef Hasher new():
@@ -203,62 +344,163 @@ cdef class Hasher:
         self.buf._length = start
         return True
 
+    cdef Py_ssize_t encode_pending(self, Node n, int *height) except -2:
+        """Post-order: encode n's unhashed descendants, then n, at the end of the buffer, and record n as a
+        pending entry. Returns its entry index, or -1 when its encoding is under 32 bytes (it is embedded in
+        its parent and needs no hash; nothing stays in the buffer).
+
+        A recorded node gets has_hash set before its hash exists, so that its parent's encoding reserves the
+        33-byte reference for it; the entry remembers where in the parent's encoding those 32 bytes are (the
+        hole), to be filled once the node is hashed. height is set to the node's distance from the deepest
+        pending node below it: every node is hashed after the ones it refers to.
+        """
+        cdef Py_ssize_t child_entry[16]
+        cdef Py_ssize_t i, e = -1, start, length, pos
+        cdef int h = 0, ch
+        cdef PyObject *c
+        cdef FullNode fn
+        cdef Node val
+        cdef PendingNode *entry
+        cdef const uint8_t *enc
+        if type(n) is FullNode:
+            fn = <FullNode>n
+            _prefetch_pending_subtrees(fn)
+            for i in range(16):
+                child_entry[i] = -1
+                c = fn.slots[i]
+                if c != NULL and not (<Node>c).has_hash:
+                    ch = 0
+                    child_entry[i] = self.encode_pending(<Node>c, &ch)
+                    if child_entry[i] >= 0 and ch + 1 > h:
+                        h = ch + 1
+        elif type(n) is ShortNode:
+            val = (<ShortNode>n).val
+            if type(val) is not ValueNode and not val.has_hash:
+                ch = 0
+                e = self.encode_pending(val, &ch)
+                if e >= 0:
+                    h = ch + 1
+        start = self.buf._length
+        n.encode(self.buf)
+        length = self.buf._length - start
+        if length < HASH_LENGTH:
+            # Embedded in its parent; such a small node cannot refer to a hashed child, so nothing below it
+            # was recorded either.
+            self.buf._length = start
+            return -1
+        enc = self.buf._buf + start
+        if type(n) is FullNode:
+            # Walk the 16 child items of the encoding to find each pending child's 0xa0 reference.
+            pos = _list_payload_offset(enc)
+            for i in range(16):
+                if child_entry[i] >= 0:
+                    self.pending[child_entry[i]].hole = start + pos + 1
+                pos += _item_size(enc + pos)
+        elif e >= 0:
+            # An extension's child reference is the last item: 0xa0 and the 32 bytes that end the encoding.
+            self.pending[e].hole = start + length - HASH_LENGTH
+        if self.n_pending == self.pending_capacity:
+            self.grow_pending()
+        entry = &self.pending[self.n_pending]
+        entry.node = <PyObject *>n
+        entry.offset = start
+        entry.length = length
+        entry.hole = -1
+        entry.height = h
+        n.has_hash = True
+        height[0] = h
+        self.n_pending += 1
+        return self.n_pending - 1
+
+    cdef int grow_pending(self) except -1:
+        cdef Py_ssize_t capacity = self.pending_capacity * 2 if self.pending_capacity else 1024
+        cdef PendingNode *grown = <PendingNode *>PyMem_Realloc(self.pending, capacity * sizeof(PendingNode))
+        if grown == NULL:
+            raise MemoryError()
+        self.pending = grown
+        self.pending_capacity = capacity
+        return 0
+
     cdef int hash_levels(self, Node root, int threads) except -1:
-        """Hash every unhashed node under root level by level, each level's keccaks on `threads` threads."""
-        cdef list levels = []
-        cdef list level
-        cdef Py_ssize_t m, i, length
-        cdef Py_ssize_t *offsets = NULL
+        """Hash every unhashed node under root in batches: encode the whole dirty part of the tree once, then
+        hash it level by level from the leaves up, each level's encodings together on the SIMD backend's
+        lanes (and over `threads` threads), writing each digest into its node and into its parent's encoding.
+
+        The GIL stays held throughout, also while other threads hash: between the encoding pass and the last
+        level the recorded nodes carry has_hash without their hash, which no other Python thread may see.
+        """
+        cdef Py_ssize_t i, k, n, top = 0, level_start
+        cdef Py_ssize_t *by_height = NULL      # entry indices sorted by height
+        cdef Py_ssize_t *level_end = NULL      # one past the last index of each height in by_height
+        cdef const uint8_t **messages = NULL
+        cdef size_t *message_lengths = NULL
         cdef uint8_t *digests = NULL
-        cdef const uint8_t *base
-        cdef int nthreads
-        cdef Node n
-        _collect(root, levels)
-        for level in levels:
-            m = len(level)
-            offsets = <Py_ssize_t *>PyMem_Malloc((m + 1) * sizeof(Py_ssize_t))
-            digests = <uint8_t *>PyMem_Malloc(m * HASH_LENGTH)
-            if offsets == NULL or digests == NULL:
-                PyMem_Free(offsets)
-                PyMem_Free(digests)
-                raise MemoryError()
-            try:
-                self.buf.reset()
-                for i in range(m):
-                    if i + PREFETCH_NODE_AHEAD < m:
-                        MPT_PREFETCH(PyList_GET_ITEM(level, i + PREFETCH_NODE_AHEAD))
-                    if i + PREFETCH_FIELDS_AHEAD < m:
-                        _prefetch_fields(<object>PyList_GET_ITEM(level, i + PREFETCH_FIELDS_AHEAD))
-                    if i + PREFETCH_VALUE_AHEAD < m:
-                        _prefetch_value(<object>PyList_GET_ITEM(level, i + PREFETCH_VALUE_AHEAD))
-                    offsets[i] = self.buf._length
-                    (<Node>level[i]).encode(self.buf)
-                offsets[m] = self.buf._length
-                base = self.buf._buf
-                nthreads = threads if m >= PARALLEL_MIN_LEVEL else 1
-                # No Python object is touched here: only the buffer, the offsets and the digests.
-                with nogil:
-                    for i in prange(m, num_threads=nthreads, schedule="static"):
-                        length = offsets[i + 1] - offsets[i]
-                        if length >= HASH_LENGTH:
-                            mpt_keccak256(base + offsets[i], <size_t>length, digests + i * HASH_LENGTH)
-                for i in range(m):
-                    if i + PREFETCH_NODE_AHEAD < m:
-                        MPT_PREFETCH(PyList_GET_ITEM(level, i + PREFETCH_NODE_AHEAD))
-                    if offsets[i + 1] - offsets[i] >= HASH_LENGTH:
-                        (<Node>level[i]).set_hash(digests + i * HASH_LENGTH)
-            finally:
-                PyMem_Free(offsets)
-                PyMem_Free(digests)
-                offsets = NULL
-                digests = NULL
+        cdef PendingNode *entry
+        cdef int height = 0, h
+        cdef bint done = False
         self.buf.reset()
+        self.n_pending = 0
+        try:
+            if root.has_hash or type(root) is ValueNode:
+                return 0
+            self.encode_pending(root, &height)
+            n = self.n_pending
+            if n == 0:
+                return 0
+            for i in range(n):
+                if self.pending[i].height > top:
+                    top = self.pending[i].height
+            by_height = <Py_ssize_t *>PyMem_Malloc(n * sizeof(Py_ssize_t))
+            level_end = <Py_ssize_t *>PyMem_Calloc(top + 2, sizeof(Py_ssize_t))
+            messages = <const uint8_t **>PyMem_Malloc(n * sizeof(uint8_t *))
+            message_lengths = <size_t *>PyMem_Malloc(n * sizeof(size_t))
+            digests = <uint8_t *>PyMem_Malloc(n * HASH_LENGTH)
+            if not (by_height and level_end and messages and message_lengths and digests):
+                raise MemoryError()
+            # Counting sort by height (stable, so each level keeps the encoding order: nearby in the buffer).
+            for i in range(n):
+                level_end[self.pending[i].height + 1] += 1
+            for h in range(top + 1):
+                level_end[h + 1] += level_end[h]
+            for i in range(n):
+                h = self.pending[i].height
+                by_height[level_end[h]] = i
+                level_end[h] += 1
+            level_start = 0
+            for h in range(top + 1):
+                # The buffer no longer grows, so pointers into it stay valid.
+                k = level_end[h] - level_start
+                for i in range(k):
+                    entry = &self.pending[by_height[level_start + i]]
+                    messages[i] = self.buf._buf + entry.offset
+                    message_lengths[i] = <size_t>entry.length
+                _keccak_many_threads(_KECCAK_BACKEND, messages, message_lengths, <size_t>k, digests,
+                                     threads if k >= PARALLEL_MIN_LEVEL else 1)
+                for i in range(k):
+                    entry = &self.pending[by_height[level_start + i]]
+                    memcpy((<Node>entry.node).hash_value, digests + i * HASH_LENGTH, HASH_LENGTH)
+                    if entry.hole >= 0:
+                        memcpy(self.buf._buf + entry.hole, digests + i * HASH_LENGTH, HASH_LENGTH)
+                level_start = level_end[h]
+            done = True
+        finally:
+            if not done:
+                # Failed part-way (out of memory): no node may keep a hash that was never computed.
+                for i in range(self.n_pending):
+                    (<Node>self.pending[i].node).has_hash = False
+            self.n_pending = 0
+            self.buf.reset()
+            PyMem_Free(by_height)
+            PyMem_Free(level_end)
+            PyMem_Free(messages)
+            PyMem_Free(message_lengths)
+            PyMem_Free(digests)
         return 0
 
     cdef bytes root_hash(self, Node root):
         """The root hash of the tree under root, as bytes."""
         cdef int threads = _HASH_THREADS
-        if threads > 1 and _is_large(root):
+        if (threads > 1 or mpt_keccak_backend_lanes(_KECCAK_BACKEND) > 1) and _is_large(root):
             self.hash_levels(root, threads)
         self.hash_node(root, True)
         return PyBytes_FromStringAndSize(<char *>self.digest, HASH_LENGTH)
@@ -298,6 +540,13 @@ cdef class HasherPool:
 
     cdef void release(self, Hasher h) noexcept:
         h.buf.reset()
+        if h.buf._size > MAX_IDLE_BUFFER:
+            # One huge value or trie must not pin its scratch memory for the life of the process.
+            h.buf = WriteBuffer.new()
+        if h.pending_capacity > MAX_IDLE_PENDING:
+            PyMem_Free(h.pending)
+            h.pending = NULL
+            h.pending_capacity = 0
         if len(self._idle) < self.max_idle:
             self._idle.append(h)
 

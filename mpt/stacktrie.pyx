@@ -32,6 +32,10 @@ cdef inline bytes _bytes_copy(object data, str what):
     raise TypeError("%s must be bytes-like, not %s" % (what, type(data).__name__))
 
 
+cdef inline bint _is_leaf(Node n) noexcept:
+    return type(n) is ShortNode and type((<ShortNode>n).val) is ValueNode
+
+
 cdef str _keyhex(bytes hexkey):
     # The key as hex digits: its nibbles without the terminator.
     return "".join(["%x" % b for b in hexkey[:len(hexkey) - 1]])
@@ -92,11 +96,13 @@ cdef class StackTrie:
         if type(n) is FullNode:
             fn = <FullNode>n
             idx = k[pos]
-            # The nearest elder sibling is complete now: hash it and keep only its reference.
+            # The nearest elder sibling is complete now: hash it and keep only its reference. Without on_node a
+            # leaf waits instead, so that the branch's leaves are hashed together, on the SIMD lanes, when the
+            # branch is finalised (at most 16 leaves per branch of the open path: memory stays O(key length)).
             for i in range(idx - 1, -1, -1):
                 child = fn.child(i)
                 if child is not None:
-                    if type(child) is not HashNode:
+                    if type(child) is not HashNode and not (self.on_node is None and _is_leaf(child)):
                         if self.on_node is not None:
                             path = hexkey[:pos] + _NIBBLES[i:i + 1]
                         fn.set_child(i, self._finalize(child, path, False))
@@ -146,6 +152,12 @@ cdef class StackTrie:
         cdef HashNode done
         if type(n) is HashNode or type(n) is ValueNode:
             return n
+        if self.on_node is None and type(n) is FullNode:
+            # Nothing to stream: hash the subtree in batches, its waiting leaves side by side.
+            h.hash_levels(n, 1)
+            if n.has_hash:
+                return HashNode.from_digest(n.hash_value)
+            # Under 32 bytes: embedded in its parent (or hashed below when it is the root).
         if type(n) is FullNode:
             fn = <FullNode>n
             for i in range(16):

@@ -59,7 +59,7 @@ def test_hasher_hash_matches_trie():
 def test_level_parallel_path_matches_recursive_hashing():
     import random
 
-    from mpt.hasher import set_hash_threads
+    from mpt.hasher import set_hash_threads, set_keccak_backend
 
     rng = random.Random(4)
     big = None
@@ -72,11 +72,18 @@ def test_level_parallel_path_matches_recursive_hashing():
             for k, v in model.items():
                 t[k] = v
             assert Hasher().hash_by_levels(t.root_node, threads) == expected
-            # Every node got the same cached hash as the recursive path gives.
+            # Every node got the same cached hash as the recursive path gives (scalar backend, one thread:
+            # Trie.hash() then never takes the batched path).
             t2 = Trie()
             for k, v in model.items():
                 t2[k] = v
-            t2.hash()
+            old_backend = set_keccak_backend("scalar")
+            old_threads = set_hash_threads(1)
+            try:
+                t2.hash()
+            finally:
+                set_keccak_backend(old_backend)
+                set_hash_threads(old_threads)
             assert [h for _, h, _ in t.node_iter()] == [h for _, h, _ in t2.node_iter()]
     # Through Trie.hash(): a trie this large takes the parallel path once threads are allowed.
     model, expected = big
