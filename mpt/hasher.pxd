@@ -7,6 +7,12 @@ from mpt.node cimport Node
 from mpt.rlp cimport WriteBuffer
 
 
+cdef enum:
+    # The batched hasher hashes what it has encoded whenever this many nodes are pending: enough for full SIMD
+    # lanes and threads, few enough that the encodings (about 200 bytes each) stay in the L2 cache.
+    FLUSH_AT = 1024
+
+
 cdef struct PendingNode:
     # A node the batched hasher has encoded and not hashed yet (Hasher.hash_levels).
     PyObject *node              # borrowed: the tree being hashed keeps it alive
@@ -16,21 +22,30 @@ cdef struct PendingNode:
     int height                  # 0 when it refers to no pending node, else 1 + the highest such
 
 
+cdef struct FlushScratch:
+    # One level of a flush, handed to the multi-message Keccak.
+    const uint8_t *messages[FLUSH_AT]
+    size_t lengths[FLUSH_AT]
+    uint8_t digests[FLUSH_AT * 32]
+
+
 @cython.final
 cdef class Hasher:
     cdef:
         WriteBuffer buf         # node encodings are built here
         uint8_t digest[32]      # scratch for the keccak output before it becomes the cached bytes
-        PendingNode *pending    # the batched hasher's entries; kept between calls like the buffer
+        PendingNode *pending    # the batched hasher's entries (FLUSH_AT), allocated on first use and kept
         Py_ssize_t n_pending
-        Py_ssize_t pending_capacity
+        Py_ssize_t flushes      # flushes so far: an entry index is stale once this moved on
+        FlushScratch *scratch   # allocated on first use and kept
+        int threads             # hashing threads of the current batched pass
 
     @staticmethod
     cdef Hasher new()
     cdef int hash_children(self, Node n) except -1
     cdef bint hash_node(self, Node n, bint force) except -1
     cdef Py_ssize_t encode_pending(self, Node n, int *height) except -2
-    cdef int grow_pending(self) except -1
+    cdef int flush_pending(self) except -1
     cdef int hash_levels(self, Node root, int threads) except -1
     cdef bytes root_hash(self, Node root)
     cdef bytes keccak_buffer(self, Py_ssize_t start)

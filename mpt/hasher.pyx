@@ -39,10 +39,8 @@ from mpt.rlp cimport WriteBuffer
 cdef enum:
     HASH_LENGTH = 32
     DEFAULT_MAX_IDLE = 16
-    # A pooled hasher keeps at most this much scratch: a 4 MiB buffer covers the encodings of about 30K dirty
-    # nodes, and the batched hasher's entries of 64K nodes take 2 MiB; above that it starts from scratch again.
+    # A pooled hasher keeps a buffer of at most this size; a larger one (a huge value) is dropped on release.
     MAX_IDLE_BUFFER = 4 * 1024 * 1024
-    MAX_IDLE_PENDING = 65536
     # Unhashed nodes two levels below the root from which the level-parallel path pays for its bookkeeping.
     PARALLEL_MIN_NODES_AT_DEPTH_2 = 128
     # Levels with fewer encodings than this are hashed on the calling thread.
@@ -123,6 +121,11 @@ cdef int _HASH_THREADS = _threads_from_env()
 
 cdef int hash_threads() noexcept:
     """Threads the level-parallel hasher uses (MPT_HASH_THREADS: default 1, 0 = every core up to 8)."""
+    return _HASH_THREADS
+
+
+def get_hash_threads():
+    """Threads the batched hasher spreads each level's Keccak over (1: the calling thread only)."""
     return _HASH_THREADS
 
 
@@ -294,6 +297,7 @@ cdef class Hasher:
 
     def __dealloc__(self):
         PyMem_Free(self.pending)
+        PyMem_Free(self.scratch)
 
     @staticmethod
     cdef Hasher new():
@@ -346,17 +350,19 @@ cdef class Hasher:
 
     cdef Py_ssize_t encode_pending(self, Node n, int *height) except -2:
         """Post-order: encode n's unhashed descendants, then n, at the end of the buffer, and record n as a
-        pending entry. Returns its entry index, or -1 when its encoding is under 32 bytes (it is embedded in
-        its parent and needs no hash; nothing stays in the buffer).
+        pending entry. Returns its entry index, or -1 when n needs no entry: its encoding is under 32 bytes (it
+        is embedded in its parent; nothing stays in the buffer), or n was hashed by a flush before returning.
 
         A recorded node gets has_hash set before its hash exists, so that its parent's encoding reserves the
         33-byte reference for it; the entry remembers where in the parent's encoding those 32 bytes are (the
-        hole), to be filled once the node is hashed. height is set to the node's distance from the deepest
-        pending node below it: every node is hashed after the ones it refers to.
+        hole), to be filled once the node is hashed. height is set to 1 + the highest pending node n refers
+        to (0 when none), so that a flush hashes every node after the ones it refers to.
         """
         cdef Py_ssize_t child_entry[16]
-        cdef Py_ssize_t i, e = -1, start, length, pos
-        cdef int h = 0, ch
+        cdef Py_ssize_t child_flushes[16]     # self.flushes when the child's entry was made
+        cdef int child_height[16]
+        cdef Py_ssize_t i, e = -1, e_flushes = 0, start, length, pos
+        cdef int h = 0, eh = 0
         cdef PyObject *c
         cdef FullNode fn
         cdef Node val
@@ -369,17 +375,13 @@ cdef class Hasher:
                 child_entry[i] = -1
                 c = fn.slots[i]
                 if c != NULL and not (<Node>c).has_hash:
-                    ch = 0
-                    child_entry[i] = self.encode_pending(<Node>c, &ch)
-                    if child_entry[i] >= 0 and ch + 1 > h:
-                        h = ch + 1
+                    child_entry[i] = self.encode_pending(<Node>c, &child_height[i])
+                    child_flushes[i] = self.flushes
         elif type(n) is ShortNode:
             val = (<ShortNode>n).val
             if type(val) is not ValueNode and not val.has_hash:
-                ch = 0
-                e = self.encode_pending(val, &ch)
-                if e >= 0:
-                    h = ch + 1
+                e = self.encode_pending(val, &eh)
+                e_flushes = self.flushes
         start = self.buf._length
         n.encode(self.buf)
         length = self.buf._length - start
@@ -388,19 +390,26 @@ cdef class Hasher:
             # was recorded either.
             self.buf._length = start
             return -1
+        # A child entry made before the last flush is gone: that child was hashed, and n's encoding above
+        # already holds its real hash.
         enc = self.buf._buf + start
         if type(n) is FullNode:
             # Walk the 16 child items of the encoding to find each pending child's 0xa0 reference.
             pos = _list_payload_offset(enc)
             for i in range(16):
-                if child_entry[i] >= 0:
+                if child_entry[i] >= 0 and child_flushes[i] == self.flushes:
                     self.pending[child_entry[i]].hole = start + pos + 1
+                    if child_height[i] + 1 > h:
+                        h = child_height[i] + 1
                 pos += _item_size(enc + pos)
-        elif e >= 0:
+        elif e >= 0 and e_flushes == self.flushes:
             # An extension's child reference is the last item: 0xa0 and the 32 bytes that end the encoding.
             self.pending[e].hole = start + length - HASH_LENGTH
-        if self.n_pending == self.pending_capacity:
-            self.grow_pending()
+            h = eh + 1
+        if self.pending == NULL:
+            self.pending = <PendingNode *>PyMem_Malloc(FLUSH_AT * sizeof(PendingNode))
+            if self.pending == NULL:
+                raise MemoryError()
         entry = &self.pending[self.n_pending]
         entry.node = <PyObject *>n
         entry.offset = start
@@ -410,54 +419,34 @@ cdef class Hasher:
         n.has_hash = True
         height[0] = h
         self.n_pending += 1
+        if self.n_pending == FLUSH_AT:
+            self.flush_pending()
+            return -1
         return self.n_pending - 1
 
-    cdef int grow_pending(self) except -1:
-        cdef Py_ssize_t capacity = self.pending_capacity * 2 if self.pending_capacity else 1024
-        cdef PendingNode *grown = <PendingNode *>PyMem_Realloc(self.pending, capacity * sizeof(PendingNode))
-        if grown == NULL:
-            raise MemoryError()
-        self.pending = grown
-        self.pending_capacity = capacity
-        return 0
-
-    cdef int hash_levels(self, Node root, int threads) except -1:
-        """Hash every unhashed node under root in batches: encode the whole dirty part of the tree once, then
-        hash it level by level from the leaves up, each level's encodings together on the SIMD backend's
-        lanes (and over `threads` threads), writing each digest into its node and into its parent's encoding.
-
-        The GIL stays held throughout, also while other threads hash: between the encoding pass and the last
-        level the recorded nodes carry has_hash without their hash, which no other Python thread may see.
-        """
-        cdef Py_ssize_t i, k, n, top = 0, level_start
-        cdef Py_ssize_t *by_height = NULL      # entry indices sorted by height
+    cdef int flush_pending(self) except -1:
+        """Hash every pending entry, level by level from height 0, each level's encodings together on the SIMD
+        lanes (and over the hashing threads), writing each digest into its node and into its parent's hole.
+        Then the buffer holds nothing pending: it starts over empty."""
+        cdef Py_ssize_t n = self.n_pending, i, k, level_start
+        cdef Py_ssize_t by_height[FLUSH_AT]    # entry indices sorted by height
         cdef Py_ssize_t *level_end = NULL      # one past the last index of each height in by_height
-        cdef const uint8_t **messages = NULL
-        cdef size_t *message_lengths = NULL
-        cdef uint8_t *digests = NULL
         cdef PendingNode *entry
-        cdef int height = 0, h
-        cdef bint done = False
-        self.buf.reset()
-        self.n_pending = 0
-        try:
-            if root.has_hash or type(root) is ValueNode:
-                return 0
-            self.encode_pending(root, &height)
-            n = self.n_pending
-            if n == 0:
-                return 0
-            for i in range(n):
-                if self.pending[i].height > top:
-                    top = self.pending[i].height
-            by_height = <Py_ssize_t *>PyMem_Malloc(n * sizeof(Py_ssize_t))
-            level_end = <Py_ssize_t *>PyMem_Calloc(top + 2, sizeof(Py_ssize_t))
-            messages = <const uint8_t **>PyMem_Malloc(n * sizeof(uint8_t *))
-            message_lengths = <size_t *>PyMem_Malloc(n * sizeof(size_t))
-            digests = <uint8_t *>PyMem_Malloc(n * HASH_LENGTH)
-            if not (by_height and level_end and messages and message_lengths and digests):
+        cdef int top = 0, h
+        if n == 0:
+            return 0
+        if self.scratch == NULL:
+            self.scratch = <FlushScratch *>PyMem_Malloc(sizeof(FlushScratch))
+            if self.scratch == NULL:
                 raise MemoryError()
-            # Counting sort by height (stable, so each level keeps the encoding order: nearby in the buffer).
+        for i in range(n):
+            if self.pending[i].height > top:
+                top = self.pending[i].height
+        level_end = <Py_ssize_t *>PyMem_Calloc(top + 2, sizeof(Py_ssize_t))
+        if level_end == NULL:
+            raise MemoryError()
+        try:
+            # Counting sort by height (stable: each level keeps the encoding order, nearby in the buffer).
             for i in range(n):
                 level_end[self.pending[i].height + 1] += 1
             for h in range(top + 1):
@@ -468,33 +457,56 @@ cdef class Hasher:
                 level_end[h] += 1
             level_start = 0
             for h in range(top + 1):
-                # The buffer no longer grows, so pointers into it stay valid.
                 k = level_end[h] - level_start
                 for i in range(k):
                     entry = &self.pending[by_height[level_start + i]]
-                    messages[i] = self.buf._buf + entry.offset
-                    message_lengths[i] = <size_t>entry.length
-                _keccak_many_threads(_KECCAK_BACKEND, messages, message_lengths, <size_t>k, digests,
-                                     threads if k >= PARALLEL_MIN_LEVEL else 1)
+                    self.scratch.messages[i] = self.buf._buf + entry.offset
+                    self.scratch.lengths[i] = <size_t>entry.length
+                _keccak_many_threads(_KECCAK_BACKEND, self.scratch.messages, self.scratch.lengths, <size_t>k,
+                                     self.scratch.digests, self.threads if k >= PARALLEL_MIN_LEVEL else 1)
                 for i in range(k):
                     entry = &self.pending[by_height[level_start + i]]
-                    memcpy((<Node>entry.node).hash_value, digests + i * HASH_LENGTH, HASH_LENGTH)
+                    memcpy((<Node>entry.node).hash_value, self.scratch.digests + i * HASH_LENGTH, HASH_LENGTH)
                     if entry.hole >= 0:
-                        memcpy(self.buf._buf + entry.hole, digests + i * HASH_LENGTH, HASH_LENGTH)
+                        memcpy(self.buf._buf + entry.hole, self.scratch.digests + i * HASH_LENGTH, HASH_LENGTH)
                 level_start = level_end[h]
-            done = True
         finally:
-            if not done:
-                # Failed part-way (out of memory): no node may keep a hash that was never computed.
-                for i in range(self.n_pending):
-                    (<Node>self.pending[i].node).has_hash = False
+            PyMem_Free(level_end)
+        self.n_pending = 0
+        self.flushes += 1
+        self.buf._length = 0
+        return 0
+
+    cdef int hash_levels(self, Node root, int threads) except -1:
+        """Hash every unhashed node under root in batches.
+
+        One post-order pass encodes the dirty nodes, leaving a 32-byte hole in each parent for every child
+        still to be hashed. Every FLUSH_AT encodings (and at the end) the pending ones are hashed level by
+        level from the leaves up, each level's encodings together on the SIMD backend's lanes (and over
+        `threads` threads); each digest goes into its node and into its parent's hole. The buffer and the
+        entries are therefore bounded (and stay in cache), and each node gets its hash soon after it was read.
+
+        The GIL stays held throughout, also while the worker threads hash: until its flush a recorded node
+        carries has_hash without its hash, which no other Python thread may see.
+        """
+        cdef int height = 0
+        cdef Py_ssize_t i
+        self.buf.reset()
+        self.n_pending = 0
+        self.threads = threads
+        if root.has_hash or type(root) is ValueNode:
+            return 0
+        try:
+            self.encode_pending(root, &height)
+            self.flush_pending()
+        except BaseException:
+            # Failed part-way (out of memory): no node may keep a hash that was never computed.
+            for i in range(self.n_pending):
+                (<Node>self.pending[i].node).has_hash = False
+            raise
+        finally:
             self.n_pending = 0
             self.buf.reset()
-            PyMem_Free(by_height)
-            PyMem_Free(level_end)
-            PyMem_Free(messages)
-            PyMem_Free(message_lengths)
-            PyMem_Free(digests)
         return 0
 
     cdef bytes root_hash(self, Node root):
@@ -543,10 +555,6 @@ cdef class HasherPool:
         if h.buf._size > MAX_IDLE_BUFFER:
             # One huge value or trie must not pin its scratch memory for the life of the process.
             h.buf = WriteBuffer.new()
-        if h.pending_capacity > MAX_IDLE_PENDING:
-            PyMem_Free(h.pending)
-            h.pending = NULL
-            h.pending_capacity = 0
         if len(self._idle) < self.max_idle:
             self._idle.append(h)
 

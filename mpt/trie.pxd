@@ -17,7 +17,8 @@ cdef class Trie:
     cdef bytes _hex(self, object key)
     cdef Node _resolve(self, HashNode n, bytes hexkey, Py_ssize_t pos)
     cdef Node _get(self, Node n, bytes hexkey, Py_ssize_t pos)
-    cdef Node _insert(self, Node n, bytes hexkey, Py_ssize_t pos, Node value)
+    cdef Node _insert(self, Node n, bytes hexkey, Py_ssize_t pos, Node value, bint owned, bint *changed)
+    cdef int _update(self, bytes hexkey, Node value) except -1
     cdef Node _delete(self, Node n, bytes hexkey, Py_ssize_t pos)
     cdef int _set_root(self, Node root) except -1
     cdef int _track(self, Node n, bytes hexkey, Py_ssize_t pos) except -1

@@ -5,6 +5,7 @@ Updates never modify a node that is already linked in: they copy the path they t
 unchanged subtree keeps its cached hash and `copy()` costs O(1).
 """
 cimport cython
+from cpython.ref cimport Py_REFCNT
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport uint8_t
 from libc.string cimport memcmp
@@ -47,6 +48,14 @@ cdef inline FullNode _copy_keep_flags(FullNode n):
     c.copy_hash_from(n)
     c.dirty = n.dirty
     return c
+
+
+cdef inline bint _owned_child(bint parent_owned, Node child) noexcept:
+    """Whether child, just read into a local variable from a slot of an owned parent (or from Trie.root), is
+    held by nothing else: its references are that slot and the local variable. Anyone else holding it (another
+    trie after copy(), a caller of root_node, an iterator, a pending proof) adds a reference, and so does a
+    copy of any node above it, so a shared node is never seen as owned."""
+    return parent_owned and child is not None and Py_REFCNT(child) == 2
 
 
 cdef class Trie:
@@ -164,8 +173,14 @@ cdef class Trie:
 
     # -------------------------------------------------------------------------------------- insert
 
-    cdef Node _insert(self, Node n, bytes hexkey, Py_ssize_t pos, Node value):
-        """Insert value at hexkey[pos:] below n. Returns n itself when nothing changed."""
+    cdef Node _insert(self, Node n, bytes hexkey, Py_ssize_t pos, Node value, bint owned, bint *changed):
+        """Insert value at hexkey[:pos] below n and return what takes n's place; *changed tells whether anything
+        changed (when not, n itself is returned and every cached hash stays valid).
+
+        owned: n is reachable only through this trie's own chain of exclusively held nodes (see _owned_child). A
+        node that is owned and dirty (never stored) is changed in place instead of being copied: nobody else can
+        see it, and as it was never written there is no stored version whose path must be tracked.
+        """
         cdef Py_ssize_t klen = PyBytes_GET_SIZE(hexkey)
         cdef const uint8_t *k = <const uint8_t *>PyBytes_AS_STRING(hexkey)
         cdef ShortNode sn
@@ -174,11 +189,14 @@ cdef class Trie:
         cdef Py_ssize_t matchlen, nk
         cdef const uint8_t *sk
         cdef int idx
+        cdef bint child_changed = False
         if pos == klen:
             if type(n) is ValueNode and type(value) is ValueNode and (<ValueNode>n).value == (<ValueNode>value).value:
                 return n
+            changed[0] = True
             return value
         if n is None:
+            changed[0] = True
             return ShortNode.new(hexkey[pos:], value)
         if type(n) is ShortNode:
             sn = <ShortNode>n
@@ -186,17 +204,25 @@ cdef class Trie:
             nk = PyBytes_GET_SIZE(sn.key)
             matchlen = prefix_length(sk, nk, k + pos, klen - pos)
             if matchlen == nk:
-                nn = self._insert(sn.val, hexkey, pos + matchlen, value)
-                if nn is sn.val:
+                child = sn.val
+                nn = self._insert(child, hexkey, pos + matchlen, value, _owned_child(owned, child), &child_changed)
+                if not child_changed:
                     return n
+                changed[0] = True
+                if owned and sn.dirty:
+                    sn.val = nn
+                    sn.has_hash = False
+                    return sn
                 self._track(n, hexkey, pos)
                 return ShortNode.new(sn.key, nn)
+            changed[0] = True
             self._track(n, hexkey, pos)
             # The keys diverge inside this node: a branch at the divergence point, behind an extension
             # for the common part if there is one.
             branch = _empty_branch()
-            branch.set_child(sk[matchlen], self._insert(None, sn.key, matchlen + 1, sn.val))
-            branch.set_child(k[pos + matchlen], self._insert(None, hexkey, pos + matchlen + 1, value))
+            branch.set_child(sk[matchlen], self._insert(None, sn.key, matchlen + 1, sn.val, False, &child_changed))
+            branch.set_child(k[pos + matchlen], self._insert(None, hexkey, pos + matchlen + 1, value, False,
+                                                             &child_changed))
             if matchlen == 0:
                 return branch
             return ShortNode.new(hexkey[pos:pos + matchlen], branch)
@@ -204,18 +230,25 @@ cdef class Trie:
             fn = <FullNode>n
             idx = k[pos]
             child = fn.child(idx)
-            nn = self._insert(child, hexkey, pos + 1, value)
-            if nn is child:
+            nn = self._insert(child, hexkey, pos + 1, value, _owned_child(owned, child), &child_changed)
+            if not child_changed:
                 return n
+            changed[0] = True
+            if owned and fn.dirty:
+                if nn is not child:
+                    fn.set_child(idx, nn)
+                fn.has_hash = False
+                return fn
             self._track(n, hexkey, pos)
             fn = fn.copy()
             fn.set_child(idx, nn)
             return fn
         if type(n) is HashNode:
             child = self._resolve(<HashNode>n, hexkey, pos)
-            nn = self._insert(child, hexkey, pos, value)
-            if nn is child:
+            nn = self._insert(child, hexkey, pos, value, False, &child_changed)
+            if not child_changed:
                 return n
+            changed[0] = True
             return nn
         raise TypeError("invalid node %r" % (n,))
 
@@ -303,6 +336,16 @@ cdef class Trie:
             self._touched.add(hexkey[:pos])
         return 0
 
+    cdef int _update(self, bytes hexkey, Node value) except -1:
+        cdef Node root = self.root
+        cdef bint changed = False
+        root = self._insert(root, hexkey, 0, value, _owned_child(True, root), &changed)
+        if changed:
+            # The root may have changed in place: the cached root hash goes whether or not it is a new object.
+            self.root = root
+            self._root_hash = None
+        return 0
+
     cdef int _set_root(self, Node root) except -1:
         if root is not self.root:
             self.root = root
@@ -316,7 +359,7 @@ cdef class Trie:
         if PyBytes_GET_SIZE(v) == 0:
             self._set_root(self._delete(self.root, hexkey, 0))
         else:
-            self._set_root(self._insert(self.root, hexkey, 0, ValueNode.new(v)))
+            self._update(hexkey, ValueNode.new(v))
 
     cpdef delete(self, object key):
         """Remove key; a missing key is not an error (geth semantics)."""

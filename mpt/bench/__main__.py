@@ -32,6 +32,10 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, TextIO
 
 from mpt.bench import cases as bench_cases
+from mpt.hasher import get_hash_threads, keccak_backend, set_hash_threads, set_keccak_backend
+
+# Every Keccak backend name --keccak-backend knows; which ones run here is mpt.hasher.keccak_backends().
+ALL_KECCAK_BACKENDS = ("scalar", "avx2", "avx512", "avx2x8")
 from mpt.bench.stats import SIGNIFICANCE_LEVEL, SPREAD_METHOD, geomean, mann_whitney_u, median, spread_pct
 
 try:
@@ -161,6 +165,8 @@ class Runner:
         calls = self._calls(case, state)
         blobs = None
         floor_samples: List[float] = []
+        scalar_floor_samples: List[float] = []
+        backend = keccak_backend()
         if case.keccak_blobs is not None and _alloc is not None:
             blobs = case.keccak_blobs(case.setup())
         self.bar.set_description_str(case.name)
@@ -170,17 +176,27 @@ class Runner:
             samples.append(elapsed / (calls * case.ops_per_sample))
             iterations.append(calls * case.ops_per_sample)
             if blobs is not None:
+                # Two floors: Keccak alone on the backend hash() uses (all encodings in one batch on its
+                # lanes), and on one lane, one encoding after another.
                 t0 = time.perf_counter_ns()
-                _alloc.keccak_floor(blobs, calls)
+                _alloc.keccak_floor(blobs, calls, backend)
                 floor_samples.append((time.perf_counter_ns() - t0) / (calls * case.ops_per_sample))
+                if backend != "scalar":
+                    t0 = time.perf_counter_ns()
+                    _alloc.keccak_floor(blobs, calls, "scalar")
+                    scalar_floor_samples.append((time.perf_counter_ns() - t0) / (calls * case.ops_per_sample))
             self.bar.update(1)
         bytes_per_op, allocs_per_op = self._allocs(case, state)
         result = Result(case.name, samples, iterations, bytes_per_op, allocs_per_op)
         if blobs is not None:
             floor = median(floor_samples)
+            scalar_floor = median(scalar_floor_samples) if scalar_floor_samples else floor
             result.extra.update(
                 keccak_ratio=result.median / floor if floor > 0 else None,
                 keccak_floor_ns=floor,
+                keccak_backend=backend,
+                keccak_ratio_one_lane=result.median / scalar_floor if scalar_floor > 0 else None,
+                keccak_floor_one_lane_ns=scalar_floor,
                 keccak_calls=len(blobs),
                 keccak_bytes=sum(len(b) for b in blobs),
             )
@@ -364,6 +380,8 @@ def format_text(results: List[Result], info: Dict[str, Any], settings: Dict[str,
                                                              info["cores"]))
     out.append("mpt %s  %s %s  %d samples per case, >= %gs each" % (
         settings["mpt_version"], info["implementation"], info["python"], settings["count"], settings["min_time"]))
+    if "keccak_backend" in settings:
+        out.append("keccak backend: %s  hash threads: %s" % (settings["keccak_backend"], settings["hash_threads"]))
     out.append("")
 
     units = [
@@ -438,13 +456,19 @@ def format_text(results: List[Result], info: Dict[str, Any], settings: Dict[str,
         out.append("B/op, allocs/op: bytes requested and calls through the PyMem and PyObject allocators per op.")
 
     ratio_rows = [[r.name, "%.2f×" % r.extra["keccak_ratio"], fmt_time(r.extra["keccak_floor_ns"]),
+                   "%.2f×" % r.extra.get("keccak_ratio_one_lane", r.extra["keccak_ratio"]),
+                   fmt_time(r.extra.get("keccak_floor_one_lane_ns", r.extra["keccak_floor_ns"])),
                    str(r.extra["keccak_calls"]), fmt_bytes(r.extra["keccak_bytes"])]
                   for r in results if r.extra.get("keccak_ratio")]
     if ratio_rows:
+        backend = next(r.extra.get("keccak_backend", "scalar") for r in results if r.extra.get("keccak_ratio"))
         out.append("")
-        out += _render([["", "keccak ratio", "keccak alone", "keccak calls", "hashed"]], ratio_rows, bars=False)
-        out.append("keccak ratio = hash() time / time of our C keccak alone on the same node encodings "
-                   "(1.0 = nothing but Keccak left).")
+        out += _render([["", "keccak ratio", "keccak alone", "vs 1 lane", "1 lane alone", "keccak calls",
+                         "hashed"]], ratio_rows, bars=False)
+        out.append("keccak ratio = hash() time / time of our C keccak alone on the same node encodings, on the "
+                   "backend hash() uses (%s; 1.0 = nothing but Keccak left). vs 1 lane: the same against "
+                   "single-lane Keccak, one encoding after another (below 1.0 = faster than one lane can "
+                   "hash)." % backend)
 
     if peers:
         names = []
@@ -507,6 +531,9 @@ def format_go(results: List[Result], info: Dict[str, Any], settings: Dict[str, A
     # benchstat keeps "key: value" lines as configuration of the results that follow.
     out.append("mpt-version: %s" % settings["mpt_version"])
     out.append("python: %s %s" % (info["implementation"], info["python"]))
+    if "keccak_backend" in settings:
+        out.append("keccak-backend: %s" % settings["keccak_backend"])
+        out.append("hash-threads: %s" % settings["hash_threads"])
     for r in results:
         for ns, iters in zip(r.samples, r.iterations):
             out.append(_go_line(r.name, iters, ns, r.bytes_per_op, r.allocs_per_op))
@@ -525,7 +552,8 @@ def format_json(results: List[Result], info: Dict[str, Any], settings: Dict[str,
         "mpt_version": settings["mpt_version"],
         "date": settings["date"],
         "settings": {"count": settings["count"], "min_time": settings["min_time"],
-                     "spread": SPREAD_METHOD, "allocs": _alloc is not None},
+                     "spread": SPREAD_METHOD, "allocs": _alloc is not None,
+                     "keccak_backend": settings.get("keccak_backend"), "hash_threads": settings.get("hash_threads")},
         "benchmarks": [r.to_json() for r in results],
         "peers": [r.to_json() for per_size in (peers or {}).values() for r in per_size.values()],
         "notes": list(notes),
@@ -556,7 +584,8 @@ metrics:
              outliers beyond 1.5 IQR dropped)
   B/op       bytes requested from Python's PyMem/PyObject allocators per op (like go test -benchmem)
   allocs/op  allocator calls per op
-  keccak_ratio (HashFixedSize)  hash() time / time our keccak alone needs for the same node encodings
+  keccak_ratio (HashFixedSize)  hash() time / time our keccak alone needs for the same node encodings, on
+             the Keccak backend hash() uses; "vs 1 lane" is the same against single-lane Keccak
 
 examples:
   python -m mpt.bench                                   # default run, text table
@@ -565,6 +594,8 @@ examples:
   python -m mpt.bench --compare old.json                # ... and compare with it (Mann-Whitney U p-values)
   python -m mpt.bench --format go -o new.txt && benchstat geth.txt new.txt
   python -m mpt.bench --peers -b '^Insert/'             # py-trie and execution-specs on the same workload
+  python -m mpt.bench --keccak-backend scalar -b Hash --format json -o one_lane.json
+  python -m mpt.bench -b Hash --compare one_lane.json    # what the SIMD lanes buy
 """
 
 
@@ -597,6 +628,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also time insert-all + root through py-trie and the execution-specs trie at the "
                         "HashFixedSize/Insert sizes selected, alternating with mpt, and print the ratios "
                         "(missing peers are skipped; pip install 'mpt-engine[peers]')")
+    p.add_argument("--keccak-backend", metavar="NAME", choices=("auto",) + tuple(ALL_KECCAK_BACKENDS),
+                   help="Keccak backend for batched hashing: auto (default: the widest this CPU runs), "
+                        + ", ".join(ALL_KECCAK_BACKENDS) + " (same as MPT_KECCAK_BACKEND)")
+    p.add_argument("--hash-threads", type=int, metavar="N",
+                   help="threads for batched hashing (default 1, or MPT_HASH_THREADS)")
     p.add_argument("--list", action="store_true", help="list the cases (and whether the default run has them)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     return p
@@ -631,6 +667,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not selected:
         print("no case matches %r (see --list)" % args.bench, file=sys.stderr)
         return 1
+    if args.hash_threads is not None and args.hash_threads < 1:
+        parser.error("--hash-threads must be at least 1")
+    try:
+        if args.keccak_backend is not None:
+            set_keccak_backend(args.keccak_backend)
+        if args.hash_threads is not None:
+            set_hash_threads(args.hash_threads)
+    except ValueError as e:
+        parser.error("--keccak-backend: %s" % e)
     base = None
     if args.compare:
         try:
@@ -641,6 +686,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     info = machine_info()
     settings = {"count": args.count, "min_time": args.min_time, "mpt_version": _mpt_version(),
+                "keccak_backend": keccak_backend(), "hash_threads": get_hash_threads(),
                 "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     notes: List[str] = []
     peer_labels = _peer_labels(selected) if args.peers else []

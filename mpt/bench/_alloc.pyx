@@ -24,7 +24,16 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
 from libc.stdint cimport uint8_t
 
-from mpt._keccak.keccak cimport mpt_keccak256
+from libc.string cimport memcpy
+
+from mpt._keccak.keccak cimport (
+    MPT_KECCAK_BACKENDS,
+    MPT_KECCAK_SCALAR,
+    mpt_keccak256,
+    mpt_keccak256_many,
+    mpt_keccak_backend_name,
+    mpt_keccak_backend_supported,
+)
 
 __all__ = ["start", "stop", "current", "active", "count_allocs", "measure", "keccak_floor"]
 
@@ -196,18 +205,32 @@ def measure(func, *args, **kwargs):
     return result, nbytes, nallocs
 
 
-def keccak_floor(blobs, Py_ssize_t repeat=1):
-    """Keccak-256 of every bytes object in ``blobs``, ``repeat`` times over, in a C loop without the GIL.
+cdef int _backend_number(str name) except -1:
+    cdef int b
+    for b in range(MPT_KECCAK_BACKENDS):
+        if mpt_keccak_backend_name(b).decode() == name:
+            if not mpt_keccak_backend_supported(b):
+                raise ValueError("Keccak backend %r is not supported here" % name)
+            return b
+    raise ValueError("unknown Keccak backend %r" % name)
+
+
+def keccak_floor(blobs, Py_ssize_t repeat=1, str backend="scalar"):
+    """Keccak-256 of every bytes object in ``blobs``, ``repeat`` times over, in C without the GIL.
 
     Time this call to get what Keccak alone costs for those inputs: no Python call per blob, no result
-    objects. Returns the digest of the last blob (b"" for no blobs), so the work is observable.
+    objects. ``backend`` "scalar" hashes one blob after another (the single-lane floor); another backend name
+    ("avx2", ...) hashes them all in one batch on its SIMD lanes, as the batched hasher does. Returns the
+    digest of the last blob (b"" for no blobs), so the work is observable.
     """
     cdef tuple items = tuple(blobs)     # our own references: the loop below runs without the GIL
     cdef Py_ssize_t n = len(items), i, r
     cdef const uint8_t **ptrs
     cdef size_t *lens
+    cdef uint8_t *digests
     cdef uint8_t out[32]
     cdef object blob
+    cdef int b = _backend_number(backend)
     if repeat < 0:
         raise ValueError("repeat must be >= 0")
     for blob in items:
@@ -218,9 +241,11 @@ def keccak_floor(blobs, Py_ssize_t repeat=1):
     # Raw domain: allocating these may run without counting and never touches the GIL-protected domains.
     ptrs = <const uint8_t **>PyMem_RawMalloc(n * sizeof(uint8_t *))
     lens = <size_t *>PyMem_RawMalloc(n * sizeof(size_t))
-    if ptrs == NULL or lens == NULL:
+    digests = <uint8_t *>PyMem_RawMalloc(n * 32)
+    if ptrs == NULL or lens == NULL or digests == NULL:
         PyMem_RawFree(ptrs)
         PyMem_RawFree(lens)
+        PyMem_RawFree(digests)
         raise MemoryError()
     for i in range(n):
         ptrs[i] = <const uint8_t *>PyBytes_AS_STRING(items[i])
@@ -228,11 +253,16 @@ def keccak_floor(blobs, Py_ssize_t repeat=1):
     try:
         with nogil:
             for r in range(repeat):
-                for i in range(n):
-                    mpt_keccak256(ptrs[i], lens[i], out)
+                if b == MPT_KECCAK_SCALAR:
+                    for i in range(n):
+                        mpt_keccak256(ptrs[i], lens[i], out)
+                else:
+                    mpt_keccak256_many(b, ptrs, lens, <size_t>n, digests)
+                    memcpy(out, digests + (n - 1) * 32, 32)
     finally:
         PyMem_RawFree(ptrs)
         PyMem_RawFree(lens)
+        PyMem_RawFree(digests)
     if repeat == 0:
         return b""
     return PyBytes_FromStringAndSize(<char *>out, 32)
