@@ -1,5 +1,5 @@
 """Hashing nodes, with pooled hashers whose buffers stay grown."""
-from typing import final
+from typing import Iterable, List, Optional, final
 
 from typing_extensions import Self
 
@@ -13,10 +13,10 @@ class Hasher:
     def hash(self, node: Node) -> bytes:
         """Hash node as a root (always hashed); caches hashes in the subtree."""
     def hash_by_levels(self, node: Node, threads: int = 0) -> bytes:
-        """Hash node as a root through the level-parallel path whatever its size (for tests and benchmarks)."""
+        """Hash node as a root through the batched path whatever its size (for tests and benchmarks)."""
     @property
     def buffer_capacity(self) -> int:
-        """Current capacity of the hasher's buffer (it never shrinks while pooled)."""
+        """Current capacity of the hasher's buffer (kept while pooled, up to 4 MiB)."""
 
 @final
 class HasherPool:
@@ -31,8 +31,23 @@ class HasherPool:
     def idle(self) -> int:
         """Number of hashers waiting for reuse."""
 
+def get_hash_threads() -> int:
+    """Threads the batched hasher spreads each level's Keccak over (1: the calling thread only)."""
+
 def set_hash_threads(n: int) -> int:
     """Set the number of hashing threads (1 = always hash on the calling thread). Returns the old value."""
+
+def keccak_backends() -> List[str]:
+    """Names of the Keccak backends this build and CPU can run, narrowest first ("scalar", "avx2", ...)."""
+
+def keccak_backend() -> str:
+    """Name of the Keccak backend the batched hasher uses for node encodings."""
+
+def set_keccak_backend(name: str) -> str:
+    """Use the named backend ("scalar", "avx2", "avx512", "avx2x8", or "auto"). Returns the previous name."""
+
+def keccak256_many(messages: Iterable[bytes], backend: Optional[str] = None) -> List[bytes]:
+    """Keccak-256 of each bytes object in messages, hashed together on the backend's lanes."""
 
 def get_default_pool() -> HasherPool:
     """The process-wide pool that Trie, StackTrie and friends draw their hashers from."""

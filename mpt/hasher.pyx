@@ -5,22 +5,22 @@ A child whose encoding is 32 bytes or more is hashed and referred to by hash; a 
 parent. Each node that needs hashing is encoded exactly once, into the hasher's buffer at its current end, hashed,
 and the buffer is rewound; the root is always hashed.
 
-Large tries take a second path (hash_levels): the unhashed nodes are grouped by height, each level is encoded
-with the GIL held (children are always in a lower level, so their hashes are ready), and then the whole level's
-encodings are hashed without the GIL, spread over several threads with OpenMP. Both paths give identical
-hashes. The parallel path is opt-in for now (MPT_HASH_THREADS=N or set_hash_threads(N)): on this project's
-2-core machines it saves about 10% at 100K accounts, not yet enough to be the default (docs/performance.md).
+Larger tries take the batched path (hash_levels): one post-order pass encodes the dirty nodes, leaving a 32-byte
+hole in each parent for every child still to be hashed; every 1024 encodings the pending ones are hashed level by
+level from the leaves up, many at once on the SIMD lanes of the Keccak backend (4-way AVX2, 8-way AVX-512, chosen
+from CPUID; MPT_KECCAK_BACKEND or set_keccak_backend() force one) and optionally over several threads
+(MPT_HASH_THREADS or set_hash_threads(); default 1). Each digest goes into its node and into its parent's hole.
+Every path gives identical hashes (tests/test_batched_hashing.py); docs/performance.md has the measurements.
 """
 import os
 import warnings
 
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.mem cimport PyMem_Calloc, PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from cpython.mem cimport PyMem_Calloc, PyMem_Free, PyMem_Malloc
 from libc.stdint cimport uint8_t
 from libc.string cimport memcpy
 
-from cpython.list cimport PyList_GET_ITEM
 from cpython.ref cimport PyObject
 
 from mpt._keccak.keccak cimport (
@@ -41,8 +41,8 @@ cdef enum:
     DEFAULT_MAX_IDLE = 16
     # A pooled hasher keeps a buffer of at most this size; a larger one (a huge value) is dropped on release.
     MAX_IDLE_BUFFER = 4 * 1024 * 1024
-    # Unhashed nodes two levels below the root from which the level-parallel path pays for its bookkeeping.
-    PARALLEL_MIN_NODES_AT_DEPTH_2 = 128
+    # Unhashed nodes two levels below the root from which the batched path pays for its bookkeeping.
+    BATCH_MIN_NODES_AT_DEPTH_2 = 128
     # Levels with fewer encodings than this are hashed on the calling thread.
     PARALLEL_MIN_LEVEL = 64
 
@@ -59,13 +59,8 @@ cdef extern from *:
 
 
 # Large tries are bound by memory latency, not by keccak: every node, key and value is a separate object
-# somewhere in the heap. Walking a level, we ask for the objects a few nodes ahead so their cache misses overlap.
-cdef enum:
-    PREFETCH_NODE_AHEAD = 16     # the node object itself
-    PREFETCH_FIELDS_AHEAD = 8    # what it points to: key and value objects, or a branch's children
-    PREFETCH_VALUE_AHEAD = 4     # the bytes behind a leaf's ValueNode
-
-
+# somewhere in the heap. Before walking a branch's children we ask for them (and what they point to) all at once,
+# so that their cache misses overlap instead of queueing one by one.
 cdef inline void _prefetch_children(FullNode fn) noexcept:
     # Ask for all children at once so their cache misses overlap instead of queueing one by one.
     cdef int j
@@ -171,7 +166,7 @@ cdef int _KECCAK_BACKEND = _backend_from_env()
 
 
 def keccak_backend():
-    """Name of the Keccak backend the level hasher uses for batches of node encodings."""
+    """Name of the Keccak backend the batched hasher uses for node encodings."""
     return mpt_keccak_backend_name(_KECCAK_BACKEND).decode()
 
 
@@ -269,7 +264,7 @@ cdef extern from *:
 
 
 cdef bint _is_large(Node root) noexcept:
-    """Cheap look two levels down: are there enough unhashed nodes to make the parallel path worth it?"""
+    """Cheap look two levels down: are there enough unhashed nodes to make the batched path worth it?"""
     cdef int i, j, count = 0
     cdef Node c, g
     if type(root) is not FullNode or root.has_hash:
@@ -285,7 +280,7 @@ cdef bint _is_large(Node root) noexcept:
                     count += 1
         elif type(c) is ShortNode:
             count += 1
-    return count >= PARALLEL_MIN_NODES_AT_DEPTH_2
+    return count >= BATCH_MIN_NODES_AT_DEPTH_2
 
 
 @cython.final
@@ -518,7 +513,7 @@ cdef class Hasher:
         return PyBytes_FromStringAndSize(<char *>self.digest, HASH_LENGTH)
 
     def hash_by_levels(self, Node node not None, int threads=0):
-        """Hash node as a root through the level-parallel path whatever its size (for tests and benchmarks)."""
+        """Hash node as a root through the batched path whatever its size (for tests and benchmarks)."""
         self.buf.reset()
         self.hash_levels(node, threads if threads > 0 else _HASH_THREADS)
         return self.root_hash(node)
@@ -530,7 +525,7 @@ cdef class Hasher:
 
     @property
     def buffer_capacity(self):
-        """Current capacity of the hasher's buffer (it never shrinks while pooled)."""
+        """Current capacity of the hasher's buffer (kept while pooled, up to 4 MiB)."""
         return self.buf._size
 
 
