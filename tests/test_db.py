@@ -619,3 +619,19 @@ def test_cli_inspect_errors(tmp_path, case):
     assert "error" in r.stderr
     if case == "missing node":
         assert "cd" * 32 in r.stderr
+
+
+def test_write_nodes_takes_any_iterable_in_one_batch():
+    # MemoryDB's batch takes all pairs at once (put_many); a generator must be consumed exactly once.
+    db = MemoryDB()
+    pairs = [(bytes([i]) * 32, b"blob%d" % i) for i in range(100)]
+    assert write_nodes(db, (p for p in pairs), head=pairs[0][0]) == 100
+    assert all(db.get(h) == blob for h, blob in pairs)
+    assert db.head() == pairs[0][0]
+    # A failing iterable writes nothing.
+    def failing():
+        yield (b"\x77" * 32, b"x")
+        raise RuntimeError("source failed")
+    with pytest.raises(RuntimeError):
+        write_nodes(db, failing())
+    assert db.get(b"\x77" * 32) is None

@@ -27,6 +27,12 @@ class _DictBatch:
     def put(self, key, value):
         self.pending[key] = value
 
+    def put_many(self, pairs):
+        """Put every (key, value) pair of an iterable (one C-level dict update instead of a Python loop)."""
+        before = len(self.pending)
+        self.pending.update(pairs)
+        return len(self.pending) - before
+
 
 class MemoryDB:
     """A dict-backed node database (the default for tries created without one)."""
@@ -97,6 +103,12 @@ def write_nodes(db, nodes, head=None) -> int:
     batch_factory = getattr(db, "write_batch", None)
     if batch_factory is not None:
         with (batch_factory() if head is None else batch_factory(head=head)) as batch:
+            put_many = getattr(batch, "put_many", None)
+            if put_many is not None:
+                # A batch that can take all pairs at once (MemoryDB's): no Python call per node.
+                nodes = list(nodes)
+                put_many(nodes)
+                return len(nodes)
             for node_hash, blob in nodes:
                 batch.put(node_hash, blob)
                 count += 1
