@@ -8,11 +8,17 @@ changed since the first.
 """
 cimport cython
 from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.ref cimport PyObject
+from cpython.tuple cimport PyTuple_GET_ITEM
+
+cdef extern from "Python.h":
+    void PyObject_GC_UnTrack(object o)
 
 from mpt.hasher cimport Hasher
 from mpt.node cimport FullNode, Node, ShortNode, ValueNode
 
-cdef bytes _NIBBLES = bytes(range(16))
+# One single-byte path step per nibble, made once (a slice per step would allocate).
+cdef tuple _NIBBLE_BYTES = tuple(bytes([i]) for i in range(16))
 
 
 @cython.final
@@ -37,22 +43,24 @@ cdef class NodeSet:
         return "<NodeSet root=%s nodes=%d deleted=%d>" % (self.root.hex(), len(self.nodes), len(self.deleted))
 
 
-cdef inline bint _needs_commit(object c):
-    return c is not None and type(c) is not ValueNode and (<Node>c).dirty
+cdef inline bint _needs_commit(PyObject *c) noexcept:
+    return c != NULL and type(<object>c) is not ValueNode and (<Node>c).dirty
 
 
 cdef int commit_node(Node n, bytes path, Hasher h, dict nodes, list leaves, bytes root_hash, list visited) except -1:
     """Collect n and its dirty descendants; root_hash is given for the root only (it is stored whatever its size)."""
     cdef Py_ssize_t i, start
-    cdef object c
+    cdef PyObject *c
     cdef bytes node_hash, blob
+    cdef tuple entry
     if type(n) is FullNode:
         for i in range(16):
-            c = (<FullNode>n).child(i)
+            c = (<FullNode>n).slots[i]
             if _needs_commit(c):
-                commit_node(<Node>c, path + _NIBBLES[i:i + 1], h, nodes, leaves, None, visited)
+                commit_node(<Node>c, path + <bytes>PyTuple_GET_ITEM(_NIBBLE_BYTES, i), h, nodes, leaves, None,
+                            visited)
     elif type(n) is ShortNode:
-        c = (<ShortNode>n).val
+        c = <PyObject *>(<ShortNode>n).val
         if _needs_commit(c):
             commit_node(<Node>c, path + (<ShortNode>n).key, h, nodes, leaves, None, visited)
     visited.append(n)
@@ -63,7 +71,10 @@ cdef int commit_node(Node n, bytes path, Hasher h, dict nodes, list leaves, byte
     n.encode(h.buf)
     blob = PyBytes_FromStringAndSize(<char *>h.buf._buf + start, h.buf._length - start)
     h.buf._length = start
-    nodes[path] = (node_hash, blob)
+    entry = (node_hash, blob)
+    # Two bytes objects cannot form a cycle: keep the collector from walking thousands of these tuples.
+    PyObject_GC_UnTrack(entry)
+    nodes[path] = entry
     if leaves is not None and type(n) is ShortNode and type((<ShortNode>n).val) is ValueNode:
         leaves.append(((<ValueNode>(<ShortNode>n).val).value, node_hash))
     return 0
