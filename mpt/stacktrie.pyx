@@ -32,8 +32,24 @@ cdef inline bytes _bytes_copy(object data, str what):
     raise TypeError("%s must be bytes-like, not %s" % (what, type(data).__name__))
 
 
-cdef inline bint _is_leaf(Node n) noexcept:
+cdef inline bint _is_leaf(object n) noexcept:
     return type(n) is ShortNode and type((<ShortNode>n).val) is ValueNode
+
+
+cdef inline bint _can_wait(Node n) noexcept:
+    """A complete subtree small enough to wait for its parent's batch: a leaf, or a branch of leaves."""
+    cdef int i
+    cdef object c
+    if _is_leaf(n):
+        return True
+    if type(n) is not FullNode:
+        return False
+    for i in range(16):
+        if (<FullNode>n).slots[i] != NULL:
+            c = <object>(<FullNode>n).slots[i]
+            if type(c) is not HashNode and not _is_leaf(c):
+                return False
+    return True
 
 
 cdef str _keyhex(bytes hexkey):
@@ -97,12 +113,13 @@ cdef class StackTrie:
             fn = <FullNode>n
             idx = k[pos]
             # The nearest elder sibling is complete now: hash it and keep only its reference. Without on_node a
-            # leaf waits instead, so that the branch's leaves are hashed together, on the SIMD lanes, when the
-            # branch is finalised (at most 16 leaves per branch of the open path: memory stays O(key length)).
+            # leaf, or a branch of leaves, waits instead, so that they are hashed together on the SIMD lanes
+            # when this branch is finalised: at most 16 x 17 waiting nodes per branch of the open path, so
+            # memory stays O(key length).
             for i in range(idx - 1, -1, -1):
                 child = fn.child(i)
                 if child is not None:
-                    if type(child) is not HashNode and not (self.on_node is None and _is_leaf(child)):
+                    if type(child) is not HashNode and not (self.on_node is None and _can_wait(child)):
                         if self.on_node is not None:
                             path = hexkey[:pos] + _NIBBLES[i:i + 1]
                         fn.set_child(i, self._finalize(child, path, False))
