@@ -262,9 +262,12 @@ class LMDBStore:
             self.resizes += 1
 
     def _adopt_map_size(self):
-        # Another process grew the map beyond ours: 0 means "take the size recorded in the file".
-        with self._map_lock:
-            self._env.set_mapsize(0)
+        # Another process grew the map beyond ours: 0 means "take the size recorded in the file". LMDB refuses
+        # while a write transaction of this process is open, so a reader waits for our writer first (the lock
+        # order is the writer's: _write_lock, then _map_lock).
+        with self._write_lock:
+            with self._map_lock:
+                self._env.set_mapsize(0)
 
     # -------------------------------------------------------------------------------------- lifetime
 
