@@ -28,3 +28,10 @@ asv:
 
 asv-test:
 	$(PYTHON) -m pytest -q tests/test_asv_dashboard.py
+
+# Fuzzing: every atheris target in fuzz/ for FUZZ_SECONDS each, one after another (pip install -e ".[fuzz]";
+# fuzz/README.md). CI runs it with FUZZ_SECONDS=10.
+FUZZ_SECONDS ?= 60
+.PHONY: fuzz
+fuzz:
+	$(PYTHON) fuzz/run.py --seconds $(FUZZ_SECONDS)

@@ -3,6 +3,7 @@
 An `eth_getProof` result proves an account against a block's state root and storage slots against the
 account's storage root. Every hex field is checked against what the proofs actually show.
 """
+import re
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 
@@ -14,6 +15,12 @@ from mpt.secure import EMPTY_CODE_HASH
 from mpt.trie import EMPTY_ROOT
 
 _ZERO_HASH = b"\x00" * 32
+# JSON-RPC hex: "0x" then ASCII hex digits only. int() and bytes.fromhex() alone would also take "0x1_0",
+# "0x1 ", full-width digits and spaces between bytes, so a response could spell one claim several ways.
+_HEX_DIGITS = re.compile(r"[0-9a-fA-F]*\Z")
+# geth's StateAccount: the nonce is a uint64, the balance a uint256; claimed quantities are at most 256 bits.
+_MAX_NONCE_BYTES = 8
+_MAX_UINT256_BYTES = 32
 
 __all__ = [
     "Account",
@@ -52,6 +59,8 @@ def _decode_account(blob: bytes) -> Account:
     if not isinstance(fields, list) or len(fields) != 4 or any(isinstance(f, list) for f in fields):
         raise ProofError("account value is not an RLP list of four strings")
     nonce, balance, storage_root, code_hash = fields
+    if len(nonce) > _MAX_NONCE_BYTES or len(balance) > _MAX_UINT256_BYTES:
+        raise ProofError("account nonce above 64 bits or balance above 256 bits")
     if len(storage_root) != 32 or len(code_hash) != 32:
         raise ProofError("account storage root or code hash is not 32 bytes")
     return Account(_uint(nonce, "nonce"), _uint(balance, "balance"), storage_root, code_hash)
@@ -97,21 +106,24 @@ def _hex_bytes(value, field: str) -> bytes:
     if not isinstance(value, str) or not value.startswith(("0x", "0X")):
         raise ProofError("%s is not a 0x-prefixed hex string" % field)
     digits = value[2:]
+    if not _HEX_DIGITS.match(digits):
+        raise ProofError("%s is not valid hex" % field)
     if len(digits) % 2:
         digits = "0" + digits
-    try:
-        return bytes.fromhex(digits)
-    except ValueError:
-        raise ProofError("%s is not valid hex" % field) from None
+    return bytes.fromhex(digits)
 
 
 def _hex_quantity(value, field: str) -> int:
     if not isinstance(value, str) or not value.startswith(("0x", "0X")):
         raise ProofError("%s is not a 0x-prefixed hex quantity" % field)
-    try:
-        return int(value, 16)
-    except ValueError:
-        raise ProofError("%s is not a hex quantity" % field) from None
+    digits = value[2:]
+    if not digits or not _HEX_DIGITS.match(digits):
+        raise ProofError("%s is not a hex quantity" % field)
+    quantity = int(digits, 16)
+    # Bounded before anything formats it: "%d" of an int over 4300 digits raises ValueError, not ProofError.
+    if quantity.bit_length() > 8 * _MAX_UINT256_BYTES:
+        raise ProofError("%s is above 256 bits" % field)
+    return quantity
 
 
 def _hash_field(value, field: str) -> bytes:
@@ -178,10 +190,11 @@ def verify_get_proof_response(state_root: bytes, response: Mapping) -> Optional[
         if len(slot) > 32:
             raise ProofError("%s.key is longer than 32 bytes" % field)
         claimed = _hex_quantity(entry["value"], field + ".value")
-        if storage_root == EMPTY_ROOT and not entry["proof"]:
+        proof = _proof_list(entry["proof"], field + ".proof")
+        if storage_root == EMPTY_ROOT and not proof:
             proven = 0  # an empty storage trie has no root node to send
         else:
-            proven = verify_storage_proof(storage_root, slot, _proof_list(entry["proof"], field + ".proof"))
+            proven = verify_storage_proof(storage_root, slot, proof)
         if proven != claimed:
             raise ProofError("%s.value: response says %d, proof shows %d" % (field, claimed, proven))
     return account

@@ -321,6 +321,15 @@ cdef int _unset(Node parent, Node child, bytes key, Py_ssize_t pos, bint remove_
             raise ProofError("invalid edge proof: unexpected %s on the edge path" % type(child).__name__)
 
 
+cdef int _drop_child(Node parent, bytes key, Py_ssize_t pos) except -1:
+    """geth's parent.(*fullNode).Children[key[pos]] = nil, with the type assertion made a ProofError: a
+    hostile root can put a short node under an extension, and the cast alone would write into it blindly."""
+    if type(parent) is not FullNode:
+        raise ProofError("invalid edge proof: short node under a short node")
+    (<FullNode>parent).set_child(_nibble(key, pos), None)
+    return 0
+
+
 cdef int _unset_internal(Node n, bytes left_key, bytes right_key) except -1:
     """Drop every reference strictly between the two edge paths; returns 1 when the whole trie goes."""
     cdef bytes left = _hex(left_key), right = _hex(right_key)
@@ -361,13 +370,13 @@ cdef int _unset_internal(Node n, bytes left_key, bytes right_key) except -1:
         if fork_left != 0 and fork_right != 0:
             if parent is None:
                 return 1
-            (<FullNode>parent).set_child(_nibble(left, pos - 1), None)
+            _drop_child(parent, left, pos - 1)
             return 0
         if fork_right != 0:
             if type(sn.val) is ValueNode:
                 if parent is None:
                     return 1
-                (<FullNode>parent).set_child(_nibble(left, pos - 1), None)
+                _drop_child(parent, left, pos - 1)
                 return 0
             _unset(sn, sn.val, left, pos + PyBytes_GET_SIZE(sn.key), False)
             return 0
@@ -375,7 +384,7 @@ cdef int _unset_internal(Node n, bytes left_key, bytes right_key) except -1:
             if type(sn.val) is ValueNode:
                 if parent is None:
                     return 1
-                (<FullNode>parent).set_child(_nibble(right, pos - 1), None)
+                _drop_child(parent, right, pos - 1)
                 return 0
             _unset(sn, sn.val, right, pos + PyBytes_GET_SIZE(sn.key), True)
             return 0
@@ -466,6 +475,10 @@ def verify_range_proof(root, first_key, keys, values, proof):
             return _has_right_element(tree, first)
         if first >= last:
             raise ProofError("invalid edge keys")
+        if ks[0] < first:
+            # geth accepts real entries left of first_key (they re-insert unchanged, unchecked for gaps); the
+            # claim is "exactly the entries from first_key on", so they are refused.
+            raise ProofError("range starts before first_key")
         if PyBytes_GET_SIZE(first) != PyBytes_GET_SIZE(last):
             raise ProofError("inconsistent edge keys (%d != %d)" % (PyBytes_GET_SIZE(first), PyBytes_GET_SIZE(last)))
         tree = _proof_to_path(root_hash, None, first, nodes, True, value_out)

@@ -1,0 +1,80 @@
+"""Fuzz mpt.verify_proof: hostile proofs, and real proofs with fuzz-chosen corruptions.
+
+The first byte picks the mode:
+
+* even: a **real** proof. A small trie is drawn from the input, a key (present or not) is proven, and the proof
+  is mutated (corrupted, cut, reordered, padded with junk or with other nodes of the same trie). The ground
+  truth is the trie itself: verify_proof must return exactly the trie's answer or raise ProofError, and must
+  return the answer whenever every node of the original proof is still there.
+* odd: a **hostile** proof: the root is the keccak of the first node (or 32 fuzz bytes), the key and nodes are
+  raw fuzz bytes. The answer must agree with fuzz_support.reference_verify_proof, a pure-Python verifier.
+"""
+from mpt import keccak256, verify_proof
+from mpt.errors import ProofError
+
+from fuzz_support import (
+    FuzzInput, InputBuilder, Rejected, build_trie_from_input, draw_key, mutate_proof, reference_verify_proof,
+    run_fuzzer,
+)
+
+MAX_LEN = 4096
+
+
+def check_real_proof(inp: FuzzInput) -> None:
+    trie, model = build_trie_from_input(inp)
+    keys = sorted(model)
+    key = draw_key(inp, keys)
+    root = trie.hash()
+    proof = trie.prove(key)
+    spare = trie.prove(draw_key(inp, keys))     # nodes of a neighbouring path, valid but beside the point
+    mutated = mutate_proof(proof, inp, spare)
+    as_dict = inp.flag()
+    offered = {keccak256(blob) if inp.flag() else i.to_bytes(4, "big"): blob for i, blob in enumerate(mutated)} \
+        if as_dict else mutated
+    try:
+        got = verify_proof(root, key, offered)
+    except ProofError:
+        assert not set(proof) <= set(mutated), "a proof holding every original node was refused"
+        return
+    assert got == model.get(key), "verify_proof proved %r for %r; the trie holds %r" % (got, key, model.get(key))
+
+
+def check_hostile_proof(inp: FuzzInput) -> None:
+    explicit_root = inp.take(32) if inp.flag() else None
+    key = inp.chunk(40)
+    proof = [inp.chunk(600) for _ in range(inp.int_below(8))]
+    root = explicit_root if explicit_root is not None else keccak256(proof[0] if proof else b"")
+    try:
+        got = verify_proof(root, key, proof)
+    except ProofError:
+        got = Rejected
+    try:
+        want = reference_verify_proof(root, key, proof, keccak256)
+    except Rejected:
+        want = Rejected
+    assert got == want, "verify_proof gives %r, the reference %r" % (got, want)
+
+
+def test_one_input(data: bytes) -> None:
+    inp = FuzzInput(data)
+    if inp.byte() & 1:
+        check_hostile_proof(inp)
+    else:
+        check_real_proof(inp)
+
+
+def hostile_input(key: bytes, proof, root: bytes = None) -> bytes:
+    """Encode a hostile-mode input (for seeds and regression files): root defaults to keccak(proof[0])."""
+    builder = InputBuilder().byte(1)
+    if root is not None:
+        builder.byte(1).raw(root)
+    else:
+        builder.byte(0)
+    builder.chunk(key).byte(len(proof))
+    for blob in proof:
+        builder.chunk(blob)
+    return builder.build()
+
+
+if __name__ == "__main__":
+    run_fuzzer(test_one_input, max_len=MAX_LEN)

@@ -1,0 +1,225 @@
+"""Write the seed corpus of every fuzz target into fuzz/corpus/<target>/ (deterministic: same files each run).
+
+    python fuzz/make_corpus.py            # rewrite fuzz/corpus/ (removes files it did not write)
+    python fuzz/make_corpus.py --check    # exit 1 if the committed corpus differs from what it would write
+
+Seeds are small and chosen by hand: canonical and near-canonical RLP, every node shape and the classic
+malformations, real proofs, range proofs and eth_getProof responses (in the harnesses' hostile input format),
+and fixed pseudo-random inputs for the structured modes, which turn any bytes into a real scenario.
+"""
+import argparse
+import json
+import random
+import sys
+from pathlib import Path
+from typing import Dict
+
+FUZZ_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(FUZZ_DIR))
+
+from mpt import SecureTrie, Trie, keccak256, rlp  # noqa: E402
+from mpt.eip1186 import get_proof  # noqa: E402
+
+import fuzz_eip1186  # noqa: E402
+import fuzz_proof  # noqa: E402
+import fuzz_range_proof  # noqa: E402
+from fuzz_support import MAX_DECODE_DEPTH  # noqa: E402
+
+CORPUS_DIR = FUZZ_DIR / "corpus"
+TARGETS = ("rlp", "node", "proof", "range_proof", "eip1186", "trie_ops")
+
+
+def nested_lists(depth: int) -> bytes:
+    """depth empty lists, each inside the next: [[[...]]]. Headers by hand: rlp.encode refuses to nest past
+    the decoder's cap, and the deepest seed is one level past it."""
+    encoding = b"\xc0"
+    for _ in range(depth - 1):
+        n = len(encoding)
+        if n < 56:
+            encoding = bytes([0xC0 + n]) + encoding
+        else:
+            length = n.to_bytes((n.bit_length() + 7) // 8, "big")
+            encoding = bytes([0xF7 + len(length)]) + length + encoding
+    return encoding
+
+
+def sample_trie(seed: int, entries: int, key_length: int = 0) -> Trie:
+    """A trie of random keys (of key_length bytes, or 1 to 5) with values around the 32-byte embedding line."""
+    rng = random.Random(seed)
+    trie = Trie()
+    for _ in range(entries):
+        key = rng.randbytes(key_length or rng.randint(1, 5))
+        trie[key] = rng.randbytes(rng.choice((1, 3, 20, 31, 40, 90)))
+    return trie
+
+
+def structured_seeds(prefix: str, count: int, seed: int, length: int) -> Dict[str, bytes]:
+    """Pseudo-random inputs whose first byte is even: the harnesses' real-scenario mode."""
+    rng = random.Random(seed)
+    return {"%s-%02d" % (prefix, i): bytes([2 * rng.randrange(128)]) + rng.randbytes(length)
+            for i in range(count)}
+
+
+def rlp_seeds() -> Dict[str, bytes]:
+    real_node = next(blob for _, _, blob in sample_trie(1, 50).node_iter())
+    return {
+        "byte-00": b"\x00",
+        "byte-7f": b"\x7f",
+        "empty-string": b"\x80",
+        "empty-list": b"\xc0",
+        "string-55": b"\xb7" + b"a" * 55,
+        "string-56": b"\xb8\x38" + b"a" * 56,
+        "list-56": b"\xf8\x38" + b"\x01" * 56,
+        "noncanonical-single-byte": b"\x81\x05",
+        "noncanonical-long-form": b"\xb8\x05hello",
+        "length-leading-zero": b"\xb9\x00\x38" + b"a" * 56,
+        "declared-2^64-1-string": b"\xbf" + b"\xff" * 8 + b"\x00" * 8,
+        "declared-2^63-list": b"\xff\x80" + b"\x00" * 7 + b"\x00" * 8,
+        "declared-4GiB-string": b"\xbb\xff\xff\xff\xff" + b"\x00" * 8,
+        "truncated-list": b"\xc5\x83abc",
+        "trailing-byte": b"\x83abc\x00",
+        "nested-mixed": rlp.encode([b"", [b"\x01", [b"abc", []]], b"\xff" * 40]),
+        "account": rlp.encode([7, 10**18, b"\x11" * 32, b"\x22" * 32]),
+        "nested-64": nested_lists(64),
+        "nested-at-cap": nested_lists(MAX_DECODE_DEPTH),
+        "nested-past-cap": nested_lists(MAX_DECODE_DEPTH + 1),
+        "trie-root-node": real_node,
+        "many-items": rlp.encode([bytes([i % 128]) for i in range(300)]),
+    }
+
+
+def node_seeds() -> Dict[str, bytes]:
+    seeds = {}
+    trie = sample_trie(2, 60)
+    for i, (_, _, blob) in enumerate(trie.node_iter()):
+        if i >= 16:
+            break
+        seeds["real-%02d" % i] = blob
+    embedded_leaf = [b"\x33", b"v"]
+    seeds.update({
+        "leaf-empty-path": rlp.encode([b"\x20", b"value"]),
+        "leaf-odd": rlp.encode([b"\x31\x23", b"value"]),
+        "extension-embedded-leaf": rlp.encode([b"\x11", embedded_leaf]),
+        "extension-embedded-extension": rlp.encode([b"\x11", [b"\x12", [b"\x33", b"v"]]]),
+        "extension-hash": rlp.encode([b"\x00\x12", b"\xaa" * 32]),
+        "branch-embedded-and-hash": rlp.encode([embedded_leaf, b"\xbb" * 32] + [b""] * 14 + [b"val"]),
+        "compact-flag-4": rlp.encode([b"\x40", b"v"]),
+        "compact-nonzero-pad": rlp.encode([b"\x25", b"v"]),
+        "compact-empty": rlp.encode([b"", b"\xaa" * 32]),
+        "extension-without-child": rlp.encode([b"\x11", b""]),
+        "leaf-list-value": rlp.encode([b"\x20", [b"v"]]),
+        "leaf-empty-value": rlp.encode([b"\x20", b""]),
+        "branch-value-list": rlp.encode([b""] * 16 + [[b"v"]]),
+        "branch-31-byte-ref": rlp.encode([b"\xcc" * 31] + [b""] * 16),
+        "embedded-32-bytes": rlp.encode([b"\x11", [b"\x20", b"v" * 29]]),
+        "three-items": rlp.encode([b"\x20", b"v", b"w"]),
+    })
+    return seeds
+
+
+def proof_seeds() -> Dict[str, bytes]:
+    seeds = structured_seeds("real", 16, 3, 300)
+    trie = sample_trie(4, 40)
+    keys = list(trie.keys())
+    root = trie.hash()
+    for i, key in enumerate(keys[:8]):
+        seeds["hostile-present-%d" % i] = fuzz_proof.hostile_input(key, trie.prove(key), root)
+    for i, key in enumerate((b"", b"\x00", b"\xff" * 5, b"absent key")):
+        seeds["hostile-absent-%d" % i] = fuzz_proof.hostile_input(key, trie.prove(key), root)
+    shallow = rlp.encode([b"\x11", [b"\x33", b"v"]])
+    seeds["hostile-extension-over-leaf"] = fuzz_proof.hostile_input(b"\x13", [shallow])
+    seeds["hostile-branch-value"] = fuzz_proof.hostile_input(b"", [rlp.encode([b""] * 16 + [b"v"])])
+    return seeds
+
+
+def range_proof_seeds() -> Dict[str, bytes]:
+    seeds = structured_seeds("real", 16, 5, 400)
+    trie = sample_trie(6, 60, key_length=2)
+    keys = list(trie.keys())
+    root = trie.hash()
+    for i, (start, count) in enumerate(((0, 5), (10, 1), (20, 8), (len(keys) - 3, 3))):
+        chosen = keys[start:start + count]
+        proof = trie.prove_many([chosen[0], chosen[-1]])
+        seeds["hostile-range-%d" % i] = fuzz_range_proof.hostile_input(
+            chosen[0], chosen, [trie[k] for k in chosen], proof, root, sort_keys=True)
+    small = sample_trie(7, 10, key_length=2)
+    seeds["hostile-whole-trie"] = fuzz_range_proof.hostile_input(
+        b"", list(small.keys()), list(small.values()), None, small.hash())
+    # A root node no real trie has: an extension over an embedded leaf (edge keys on one side of the leaf).
+    shallow = rlp.encode([b"\x11", [b"\x33", b"v"]])
+    seeds["hostile-extension-over-leaf"] = fuzz_range_proof.hostile_input(
+        b"\x10", [b"\x10", b"\x11"], [b"a", b"b"], [shallow], sort_keys=True)
+    return seeds
+
+
+def eip1186_seeds() -> Dict[str, bytes]:
+    seeds = structured_seeds("real", 16, 7, 300)
+    state, storages = SecureTrie(), {}
+    for i in range(1, 6):
+        address = bytes([i]) * 20
+        storage = SecureTrie()
+        for slot in range(i % 4):
+            storage.update_storage(slot, 1000 * i + slot)
+        storages[address] = storage
+        state.update_account(address, i, 10**15 * i, storage_root=storage.hash(), code_hash=keccak256(b"%d" % i))
+    root = state.hash()
+    for i in (1, 3, 5):
+        address = bytes([i]) * 20
+        response = get_proof(state, address, slots=[0, 1, 9], storage_trie=storages[address])
+        seeds["json-account-%d" % i] = fuzz_eip1186.json_input(root, response)
+    absent = get_proof(state, b"\xee" * 20, slots=[1])
+    seeds["json-absent-account"] = fuzz_eip1186.json_input(root, absent)
+    seeds["json-not-an-object"] = fuzz_eip1186.json_input(root, ["0x00"])
+    seeds["json-empty-object"] = fuzz_eip1186.json_input(root, {})
+    malformed = json.loads(json.dumps(absent))
+    malformed["nonce"] = "0x" + "f" * 100
+    seeds["json-huge-nonce"] = fuzz_eip1186.json_input(root, malformed)
+    return seeds
+
+
+def trie_ops_seeds() -> Dict[str, bytes]:
+    rng = random.Random(8)
+    return {"ops-%02d" % i: rng.randbytes(rng.choice((40, 200, 600))) for i in range(20)}
+
+
+SEEDS = {
+    "rlp": rlp_seeds,
+    "node": node_seeds,
+    "proof": proof_seeds,
+    "range_proof": range_proof_seeds,
+    "eip1186": eip1186_seeds,
+    "trie_ops": trie_ops_seeds,
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="compare with the committed corpus, write nothing")
+    args = parser.parse_args()
+    differences = []
+    for target in TARGETS:
+        directory = CORPUS_DIR / target
+        wanted = SEEDS[target]()
+        present = {p.name: p.read_bytes() for p in directory.iterdir()} if directory.is_dir() else {}
+        if present == wanted:
+            continue
+        differences.append(target)
+        if args.check:
+            continue
+        directory.mkdir(parents=True, exist_ok=True)
+        for name in set(present) - set(wanted):
+            (directory / name).unlink()
+        for name, data in wanted.items():
+            (directory / name).write_bytes(data)
+    if args.check:
+        for target in differences:
+            print("fuzz/corpus/%s differs from what make_corpus.py writes" % target)
+        return 1 if differences else 0
+    for target in TARGETS:
+        files = list((CORPUS_DIR / target).iterdir())
+        print("%-12s %3d files %7d bytes" % (target, len(files), sum(p.stat().st_size for p in files)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
