@@ -45,8 +45,9 @@ cdef enum:
     DEFAULT_MAX_IDLE = 16
     # A pooled hasher keeps a buffer of at most this size; a larger one (a huge value) is dropped on release.
     MAX_IDLE_BUFFER = 4 * 1024 * 1024
-    # Levels with fewer encodings than this are hashed on the calling thread.
-    PARALLEL_MIN_LEVEL = 64
+    # Levels with fewer encodings than this are hashed on the calling thread (each parallel batch costs a
+    # wake-up of the workers).
+    PARALLEL_MIN_LEVEL = 256
 
 
 cdef extern from *:

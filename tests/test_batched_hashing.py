@@ -244,3 +244,12 @@ def test_pool_drops_oversized_scratch():
     pool.put(h)
     again = pool.get()
     assert again is h and again.buffer_capacity <= 4 << 20
+
+
+def test_openmp_workers_sleep_unless_the_user_chose_otherwise():
+    # Spinning OpenMP workers on busy cores cost whole scheduler slices per batch (mpt/__init__.py).
+    code = "import os, mpt; print(os.environ['OMP_WAIT_POLICY'])"
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "PASSIVE"
+    assert run_python(code, OMP_WAIT_POLICY="ACTIVE").stdout.strip() == "ACTIVE"
