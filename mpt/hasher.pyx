@@ -23,7 +23,7 @@ cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Calloc, PyMem_Free, PyMem_Malloc
 from libc.stdint cimport uint8_t
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 
 from cpython.ref cimport PyObject
 
@@ -48,6 +48,9 @@ cdef enum:
     # Levels with fewer encodings than this are hashed on the calling thread (each parallel batch costs a
     # wake-up of the workers).
     PARALLEL_MIN_LEVEL = 256
+    # Heights a flush sorts without allocating: a 32-byte key's path has 64 nibbles, so 130 covers every
+    # trie of hashed keys.
+    FLUSH_INLINE_HEIGHTS = 130
 
 
 cdef extern from *:
@@ -408,7 +411,8 @@ cdef class Hasher:
         Then the buffer holds nothing pending: it starts over empty."""
         cdef Py_ssize_t n = self.n_pending, i, k, level_start
         cdef Py_ssize_t by_height[FLUSH_AT]    # entry indices sorted by height
-        cdef Py_ssize_t *level_end = NULL      # one past the last index of each height in by_height
+        cdef Py_ssize_t level_end_inline[FLUSH_INLINE_HEIGHTS]
+        cdef Py_ssize_t *level_end             # one past the last index of each height in by_height
         cdef PendingNode *entry
         cdef int top = 0, h
         if n == 0:
@@ -420,9 +424,14 @@ cdef class Hasher:
         for i in range(n):
             if self.pending[i].height > top:
                 top = self.pending[i].height
-        level_end = <Py_ssize_t *>PyMem_Calloc(top + 2, sizeof(Py_ssize_t))
-        if level_end == NULL:
-            raise MemoryError()
+        if top + 2 <= FLUSH_INLINE_HEIGHTS:
+            level_end = level_end_inline
+            memset(level_end, 0, (top + 2) * sizeof(Py_ssize_t))
+        else:
+            # Only a trie deeper than any 32-byte key makes (long or prefix keys) gets here.
+            level_end = <Py_ssize_t *>PyMem_Calloc(top + 2, sizeof(Py_ssize_t))
+            if level_end == NULL:
+                raise MemoryError()
         try:
             # Counting sort by height (stable: each level keeps the encoding order, nearby in the buffer).
             for i in range(n):
@@ -449,7 +458,8 @@ cdef class Hasher:
                         memcpy(self.buf._buf + entry.hole, self.scratch.digests + i * HASH_LENGTH, HASH_LENGTH)
                 level_start = level_end[h]
         finally:
-            PyMem_Free(level_end)
+            if level_end != level_end_inline:
+                PyMem_Free(level_end)
         self.n_pending = 0
         self.flushes += 1
         self.buf._length = 0
