@@ -35,3 +35,14 @@ FUZZ_SECONDS ?= 60
 .PHONY: fuzz
 fuzz:
 	$(PYTHON) fuzz/run.py --seconds $(FUZZ_SECONDS)
+
+# Memory safety (docs/memory_safety.rst): the test suite against an ASan + UBSan build, or under valgrind
+# memcheck, each in a copy of the checkout under build/ with a venv of its own. ASAN_ARGS / VALGRIND_ARGS are
+# pytest arguments (default: the whole suite); ASAN_JOBS=2 spreads the ASan run over two processes.
+ASAN_JOBS ?= 1
+.PHONY: asan valgrind
+asan:
+	ASAN_JOBS=$(ASAN_JOBS) bash scripts/asan.sh $(ASAN_ARGS)
+
+valgrind:
+	bash scripts/valgrind.sh $(VALGRIND_ARGS)

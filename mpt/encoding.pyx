@@ -49,12 +49,12 @@ cdef bytes compact_to_hex_c(const uint8_t *compact, Py_ssize_t n):
     return out
 
 
-def keybytes_to_hex(bytes key):
+def keybytes_to_hex(bytes key not None):
     """b'\\x12' -> b'\\x01\\x02\\x10' (nibbles plus the leaf terminator 16)."""
     return keybytes_to_hex_c(<const uint8_t *>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key))
 
 
-def hex_to_keybytes(bytes hexkey):
+def hex_to_keybytes(bytes hexkey not None):
     """Inverse of keybytes_to_hex; the nibble count (without terminator) must be even."""
     cdef Py_ssize_t n = PyBytes_GET_SIZE(hexkey)
     cdef const uint8_t *h = <const uint8_t *>PyBytes_AS_STRING(hexkey)
@@ -71,7 +71,7 @@ def hex_to_keybytes(bytes hexkey):
     return bytes(out)
 
 
-def hex_to_compact(bytes hexkey):
+def hex_to_compact(bytes hexkey not None):
     """Hex nibbles (optionally terminated by 16) -> compact (hex-prefix) bytes."""
     cdef Py_ssize_t n = PyBytes_GET_SIZE(hexkey)
     cdef const uint8_t *h = <const uint8_t *>PyBytes_AS_STRING(hexkey)
@@ -84,6 +84,6 @@ def hex_to_compact(bytes hexkey):
     return out
 
 
-def compact_to_hex(bytes compact):
+def compact_to_hex(bytes compact not None):
     """Compact (hex-prefix) bytes -> hex nibbles, terminated by 16 for leaf keys."""
     return compact_to_hex_c(<const uint8_t *>PyBytes_AS_STRING(compact), PyBytes_GET_SIZE(compact))

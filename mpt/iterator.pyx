@@ -48,7 +48,7 @@ cdef int _push(list stack, object child, bytes child_path, bint bounded, bytes s
     return 0
 
 
-def iter_items(Trie t, bytes start, int mode):
+def iter_items(Trie t not None, bytes start not None, int mode):
     """Yield (key, value) (mode 0), keys (1) or values (2) in ascending key order from start on."""
     cdef bytes start_hex = keybytes_to_hex_c(<const uint8_t *>PyBytes_AS_STRING(start), PyBytes_GET_SIZE(start))
     start_hex = start_hex[:PyBytes_GET_SIZE(start_hex) - 1]
@@ -89,7 +89,7 @@ def iter_items(Trie t, bytes start, int mode):
                 stack.append((c, path, bounded))
 
 
-def iter_nodes(Trie t):
+def iter_nodes(Trie t not None):
     """Yield (path, hash or None, blob) for every node in pre-order; the trie must be hashed."""
     cdef list stack = [(t.root, b"")]
     cdef HasherPool pool = default_pool()

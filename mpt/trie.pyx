@@ -277,12 +277,16 @@ cdef class Trie:
             if matchlen == klen - pos:
                 self._track(n, hexkey, pos)
                 return None                     # this leaf is the key: remove it
-            # The key continues below this extension. The child cannot vanish (it is a branch with at least
-            # two entries), but it may shrink into a short node, which then merges into this one.
+            # The key continues below this extension. In a valid trie the child cannot vanish (it is a branch
+            # with at least two entries), but it may shrink into a short node, which then merges into this one.
             nn = self._delete(sn.val, hexkey, pos + nk)
             if nn is sn.val:
                 return n
             self._track(n, hexkey, pos)
+            if nn is None:
+                # Only in a malformed trie from a hostile database (an extension over a lone leaf): nothing is
+                # left below, so the extension goes too instead of becoming a short node without a child.
+                return None
             if type(nn) is ShortNode:
                 return ShortNode.new(sn.key + (<ShortNode>nn).key, (<ShortNode>nn).val)
             return ShortNode.new(sn.key, nn)
@@ -306,7 +310,7 @@ cdef class Trie:
                     else:
                         return fn               # two or more entries left: stays a branch
             if only < 0:
-                raise AssertionError("a branch lost its last two entries in one delete")
+                return None                     # a malformed branch (one entry) from a hostile database
             remaining = fn.child(only)
             if only == 16:
                 # Only the value is left: a leaf with an empty path.
