@@ -24,10 +24,10 @@ SKIP = {
         "builds git HEAD without the checking flags (and the copy has no .git)",
     "tests/test_leaks.py::test_a_million_mixed_operations_keep_rss_flat": _RSS,
     "tests/test_leaks.py::test_a_hasher_grown_by_a_huge_node_gives_the_memory_back": _RSS,
-    # Its launcher expects a child's "pid" line before the child's own first line on the same pipe; a slower
-    # fork (under ASan, valgrind) lets the child speak first.
+    # Hundreds of forks and kills against a time budget: it measures LMDB's durability, not memory safety, and
+    # a checked build forks and starts too slowly for the budget.
     "tests/test_crash.py::test_sigkill_during_commits_keeps_the_head_readable":
-        "races on the launcher's pipe when fork is slow (reported; not a memory error)",
+        "times hundreds of fork/kill cycles (durability, not memory safety)",
 }
 
 

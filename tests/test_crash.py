@@ -132,6 +132,7 @@ class Launcher:
         self.fd = self.proc.stdout.fileno()
         self.pending = b""
         self.child = None           # the pid of the running child, if any
+        self.early = []             # lines the child wrote before the launcher reported its pid
         assert self.readline() == "launcher"
 
     def errors(self):
@@ -157,8 +158,15 @@ class Launcher:
 
     def spawn(self, path, map_size):
         self.send("spawn %s %d" % (path, map_size))
-        words = self.readline().split()
-        assert words[0] == "pid", words
+        # The forked child writes to the same pipe and may speak before the launcher reports its pid (a slow
+        # fork, a loaded machine): keep those lines for kill(), which returns everything the child said.
+        self.early = []
+        while True:
+            line = self.readline()
+            words = line.split()
+            if words and words[0] == "pid":
+                break
+            self.early.append(line)
         self.child = int(words[1])
         return self.child
 
@@ -167,7 +175,7 @@ class Launcher:
         os.kill(pid, signal.SIGKILL)
         self.child = None
         self.send("reap %d" % pid)
-        lines = []
+        lines, self.early = self.early, []
         while True:
             line = self.readline()
             if line.startswith("exit "):
