@@ -27,14 +27,12 @@ static const uint64_t keccak_rc[24] = {
 };
 
 /*
- * The round is written once, for any lane type that has ^ | & ~ << >>:
- * uint64_t for the scalar permutation, GCC vectors of 4 or 8 uint64_t for the
- * SIMD ones (one independent Keccak state per vector element).
- */
-/*
- * One round from lanes A## into lanes E##.  B* hold one row of rho+pi output;
- * N* is the single complemented copy each row's chi needs.  The AND/OR choice
- * per lane follows from which chi inputs arrive complemented (see header).
+ * One round from lanes A## into lanes E##, written once for any lane type
+ * that has ^ | & ~ << >>: uint64_t for the scalar permutation, GCC vectors of
+ * 4 or 8 uint64_t for the SIMD ones (one independent Keccak state per vector
+ * element).  B* hold one row of rho+pi output; N* is the single complemented
+ * copy each row's chi needs.  The AND/OR choice per lane follows from which
+ * chi inputs arrive complemented (lane complementing: see keccak.c's header).
  */
 #define KECCAK_ROUND(A, E, rc)                                                 \
     do {                                                                       \
