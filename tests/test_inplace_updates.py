@@ -53,7 +53,7 @@ def test_held_inner_node_is_not_changed():
     rng = random.Random(2)
     items = random_items(rng, 400)
     t = filled(items)
-    # Hold a branch two levels down without hashing first: the trie's nodes are all dirty, the in-place case.
+    # Hold a branch just below the root without hashing first: the trie's nodes are all dirty, the in-place case.
     inner = next(c for c in t.root_node.children if c is not None and getattr(c, "children", None))
     before = snapshot(inner)
     for k, v in random_items(rng, 400).items():
