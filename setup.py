@@ -9,6 +9,7 @@ import os
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.egg_info import egg_info, manifest_maker
 
 DEBUG = os.environ.get("MPT_DEBUG") == "1"
 
@@ -72,6 +73,28 @@ class ParallelBuildExt(build_ext):
         self.run_command("build_clib")
         super().run()
 
+
+class SourcesOnlyEggInfo(egg_info):
+    """egg_info's file list (SOURCES.txt, which the sdist and the wheel's package data follow) without Cython's
+    output.
+
+    cythonize() above has replaced each extension's .pyx by the .c it generates, setuptools lists an extension's
+    sources, and it keeps listing every file an earlier SOURCES.txt named: drop each .c that has a .pyx beside it,
+    so that an sdist ships the .pyx (MANIFEST.in) and builds with the Cython of the machine it lands on.
+    Hand-written C never sits beside a .pyx of its name, which Cython would overwrite (mpt/_keccak/binding.pyx).
+    """
+
+    def find_sources(self):
+        super().find_sources()
+        generated = {path for path in self.filelist.files
+                     if path.endswith(".c") and os.path.exists(path[:-len(".c")] + ".pyx")}
+        if generated:
+            self.filelist.files = [path for path in self.filelist.files if path not in generated]
+            sources_txt = manifest_maker(self.distribution)
+            sources_txt.manifest = os.path.join(self.egg_info, "SOURCES.txt")
+            sources_txt.filelist = self.filelist
+            sources_txt.write_manifest()
+
 directives = {
     "language_level": "3",
     "boundscheck": DEBUG,
@@ -102,5 +125,5 @@ if SANITIZE:
 setup(
     libraries=[keccak_library],
     ext_modules=cythonize(extensions, compiler_directives=directives, annotate=False),
-    cmdclass={"build_ext": ParallelBuildExt},
+    cmdclass={"build_ext": ParallelBuildExt, "egg_info": SourcesOnlyEggInfo},
 )

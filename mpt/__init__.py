@@ -18,7 +18,7 @@ from mpt.proof import verify_proof, verify_range_proof  # noqa: E402
 from mpt.trie import EMPTY_ROOT, Trie  # noqa: E402
 from mpt import rlp  # noqa: E402
 
-__version__ = "0.1.0"
+from mpt._version import __version__  # noqa: E402 - the single source (mpt/_version.py)
 
 __all__ = [
     "EMPTY_CODE_HASH",
