@@ -46,3 +46,11 @@ asan:
 
 valgrind:
 	bash scripts/valgrind.sh $(VALGRIND_ARGS)
+
+# Release artifacts (scripts/dist.sh, README.md "Packaging and releases"): the sdist and a wheel built from it,
+# repaired by auditwheel into a manylinux tag, twine- and content-checked, each installed into an empty venv
+# outside the checkout and tested there. DIST_SMOKE=wheel skips the sdist's install, DIST_SMOKE=none both.
+DIST_SMOKE ?= all
+.PHONY: dist
+dist: ## Build the sdist and a repaired manylinux wheel into dist/ and check both (twine, contents, installs)
+	PYTHON="$(PYTHON)" DIST_SMOKE="$(DIST_SMOKE)" bash scripts/dist.sh

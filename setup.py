@@ -5,6 +5,7 @@
 library with those sanitizers (scripts/asan.sh, `make asan`; docs/memory_safety.rst).
 """
 import os
+import sysconfig
 
 from Cython.Build import cythonize
 from setuptools import Extension, setup
@@ -72,6 +73,15 @@ class ParallelBuildExt(build_ext):
         # `build_ext --inplace` and editable installs skip the `build` command that would run build_clib.
         self.run_command("build_clib")
         super().run()
+
+    def build_extensions(self):
+        # An interpreter built with a shared libpython (pyenv's) links with `-Wl,-rpath,<its lib dir>`; extension
+        # modules need no libpython on Linux, so the flag would only record the build machine's path in every
+        # module of a wheel (auditwheel repair leaves it where it grafts nothing).
+        libdir = sysconfig.get_config_var("LIBDIR")
+        if libdir and isinstance(self.compiler.linker_so, list):
+            self.compiler.linker_so = [arg for arg in self.compiler.linker_so if arg != "-Wl,-rpath," + libdir]
+        super().build_extensions()
 
 
 class SourcesOnlyEggInfo(egg_info):
