@@ -12,8 +12,8 @@ outside a git checkout):
   it, and so are LICENSE, README.md, CHANGELOG.md, MANIFEST.in, pyproject.toml and setup.py; nothing generated
   is: no ``.c`` beside a ``.pyx`` of the same name (Cython's output), no ``.so .pyd .o .a .html .pyc``.
   PKG-INFO names the version of mpt/_version.py.
-- wheel: one compiled module per ``.pyx``, the stubs, py.typed and the bench data; no Cython output;
-  the METADATA version is mpt/_version.py's.
+- wheel: one compiled module per ``.pyx``, the stubs, py.typed and the bench data; no Cython output; no
+  RPATH outside the wheel (readelf); the METADATA version is mpt/_version.py's.
 - flags: no ``-march=native`` / ``-mtune=native`` (or ``-xHost``) in setup.py, pyproject.toml, the hand-written
   C, the interpreter's own CFLAGS or the CFLAGS of this environment: a wheel must run on other x86-64 machines,
   and SIMD code stays behind CPUID dispatch.
@@ -27,10 +27,12 @@ import argparse
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import sysconfig
 import tarfile
+import tempfile
 import zipfile
 from typing import Iterable, List, Optional, Set
 
@@ -132,12 +134,32 @@ def check_wheel(path: pathlib.Path, root: pathlib.Path = ROOT) -> List[str]:
         stem = pyx[:-len(".pyx")]
         if not any(f.startswith(stem + ".") and f.endswith((".so", ".pyd")) for f in files):
             problems.append("no compiled module for %s in the wheel" % pyx)
-    for path in sorted(tree):
-        if path.endswith((".pyi", ".pxd", ".json", "py.typed", ".py")) and path not in files:
-            problems.append("missing from the wheel: %s" % path)
-    for path in sorted(files):
-        if is_cython_output(path, files):
-            problems.append("Cython's generated C in the wheel: %s" % path)
+    for name in sorted(tree):
+        if name.endswith((".pyi", ".pxd", ".json", "py.typed", ".py")) and name not in files:
+            problems.append("missing from the wheel: %s" % name)
+    for name in sorted(files):
+        if is_cython_output(name, files):
+            problems.append("Cython's generated C in the wheel: %s" % name)
+    problems += _check_rpaths(path)
+    return problems
+
+
+def _check_rpaths(wheel: pathlib.Path) -> List[str]:
+    """Every RPATH/RUNPATH of the wheel's modules stays inside the wheel ($ORIGIN...): a path of the build
+    machine would be searched first on the user's. Needs binutils' readelf; skipped without it."""
+    if not shutil.which("readelf"):
+        return []
+    problems = []
+    with zipfile.ZipFile(wheel) as archive, tempfile.TemporaryDirectory() as scratch:
+        for name in archive.namelist():
+            if not name.endswith(".so") and ".so." not in name:
+                continue
+            target = archive.extract(name, scratch)
+            dynamic = subprocess.run(["readelf", "-d", target], capture_output=True, text=True).stdout
+            for entry in re.findall(r"\((?:RPATH|RUNPATH)\)\s+Library r(?:un)?path: \[([^\]]*)\]", dynamic):
+                for directory in entry.split(":"):
+                    if directory and not directory.startswith("$ORIGIN"):
+                        problems.append("%s in the wheel searches %s (a build-machine path)" % (name, directory))
     return problems
 
 
@@ -155,9 +177,11 @@ def check_flags(root: pathlib.Path = ROOT) -> List[str]:
     """No flag that ties the binaries to the building machine's CPU, in our build files, our C or the
     toolchain's defaults."""
     problems = []
+    files = tree_files(root)
+    names = set(files)
     candidates = [root / "setup.py", root / "pyproject.toml"]
-    candidates += [root / f for f in tree_files(root) if f.endswith((".c", ".h", ".inc", ".pyx", ".pxd"))
-                   and not is_cython_output(f, set(tree_files(root)))]
+    candidates += [root / f for f in files if f.endswith((".c", ".h", ".inc", ".pyx", ".pxd"))
+                   and not is_cython_output(f, names)]
     for path in candidates:
         for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
             if NATIVE_FLAG.search(line):
