@@ -34,10 +34,11 @@ MODULES = {
     "mpt.proof": True,
     "mpt.bench._alloc": True,
     "mpt._sha256.binding": False,
+    "mpt.merkle": False,
 }
 
 # Modules that call our C SHA-256 link the static library built once from sha256.c ("mpt_sha256").
-SHA256_MODULES = {"mpt._sha256.binding"}
+SHA256_MODULES = {"mpt._sha256.binding", "mpt.merkle"}
 
 extra_compile_args = ["-O3", "-fno-strict-aliasing"]
 define_macros = []

@@ -3,6 +3,7 @@
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_CheckBuffer, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.pycapsule cimport PyCapsule_GetPointer
 
 # Declared in sha256.pxd. This module is not named sha256 because Cython would then write its generated C over
 # the hand-written sha256.c.
@@ -83,16 +84,46 @@ def sha256_backends():
     return [name for name in BACKENDS if mpt_sha256_backend_supported(name.encode())]
 
 
+ctypedef int (*_set_backend_fn)(const char*) noexcept nogil
+ctypedef const char* (*_get_backend_fn)() noexcept nogil
+
+# The other copies of the C library (one per extension module that links it): their set and get functions.
+cdef list _COPIES = []
+
+
+def _adopt_copy(setter, getter):
+    """Called by sha256.pxd's share_sha256_backend() when a module linking mpt_sha256 is imported: give that
+    module's copy of the library our backend choice, and keep it in step from now on."""
+    cdef _set_backend_fn set_fn = <_set_backend_fn>PyCapsule_GetPointer(setter, b"mpt_sha256_set_backend")
+    PyCapsule_GetPointer(getter, b"mpt_sha256_backend")
+    set_fn(mpt_sha256_backend())
+    _COPIES.append((setter, getter))
+
+
+def _copy_backends():
+    """Backend in use by each other copy of the library (tests: they must all follow set_sha256_backend)."""
+    cdef _get_backend_fn get_fn
+    out = []
+    for _, getter in _COPIES:
+        get_fn = <_get_backend_fn>PyCapsule_GetPointer(getter, b"mpt_sha256_backend")
+        out.append(get_fn().decode())
+    return out
+
+
 def set_sha256_backend(str name not None):
     """Use the named backend ("scalar", "shani", or "auto" for the fastest supported) for every SHA-256 of mpt,
     process-wide. Returns the previous name. Digests never depend on the backend. MPT_SHA256_BACKEND sets the
     initial choice."""
+    cdef _set_backend_fn set_fn
     old = sha256_backend()
     if mpt_sha256_set_backend(name.encode()) != 0:
         if name in BACKENDS:
             raise ValueError(f"SHA-256 backend {name!r} is not supported by this CPU or build "
                              f"(available: {', '.join(sha256_backends())})")
         raise ValueError(f"unknown SHA-256 backend {name!r} (known: auto, {', '.join(BACKENDS)})")
+    for setter, _ in _COPIES:
+        set_fn = <_set_backend_fn>PyCapsule_GetPointer(setter, b"mpt_sha256_set_backend")
+        set_fn(mpt_sha256_backend())
     return old
 
 

@@ -20,3 +20,16 @@ cdef extern from "sha256.h" nogil:
                          const size_t* length, size_t n, unsigned char* out) noexcept
     void mpt_sha256_pairs(unsigned char prefix, const unsigned char* src, size_t npairs,
                           unsigned char* out) noexcept
+
+
+# Every extension module that links mpt_sha256 holds its own copy of the library (it is static), hence its own
+# backend choice. Each such module calls share_sha256_backend() once at import: the binding then applies the
+# current choice to that copy and includes it in every later set_sha256_backend(). (MPT_SHA256_BACKEND needs
+# no help: every copy reads it on first use.)
+from cpython.pycapsule cimport PyCapsule_New
+
+cdef inline int share_sha256_backend() except -1:
+    from mpt._sha256 import binding
+    binding._adopt_copy(PyCapsule_New(<void*>mpt_sha256_set_backend, b"mpt_sha256_set_backend", NULL),
+                        PyCapsule_New(<void*>mpt_sha256_backend, b"mpt_sha256_backend", NULL))
+    return 0
