@@ -223,19 +223,16 @@ SHANI_TARGET static inline void shani_to_state(__m128i abef, __m128i cdgh, uint3
     _mm_storeu_si128((__m128i *)&s[4], _mm_alignr_epi8(dchg, feba, 8));
 }
 
-/* One block into (abef, cdgh). */
+/* Byte order of the message words: big-endian 32-bit words into lanes. */
+#define SHANI_BSWAP_MASK() _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL)
+
+/* One block, given as its four 16-byte quads already in word order, into (abef, cdgh). */
 SHANI_TARGET static inline __attribute__((always_inline)) void
-shani_block(__m128i *abef, __m128i *cdgh, const unsigned char *p)
+shani_rounds(__m128i *abef, __m128i *cdgh, __m128i m0, __m128i m1, __m128i m2, __m128i m3)
 {
-    const __m128i mask = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
     __m128i s0 = *abef, s1 = *cdgh;
-    __m128i m0, m1, m2, m3;
     int q;
 
-    m0 = SHANI_LOAD(p, 0, mask);
-    m1 = SHANI_LOAD(p, 1, mask);
-    m2 = SHANI_LOAD(p, 2, mask);
-    m3 = SHANI_LOAD(p, 3, mask);
     SHANI_4ROUNDS(s0, s1, m0, 0);
     SHANI_4ROUNDS(s0, s1, m1, 1);
     SHANI_4ROUNDS(s0, s1, m2, 2);
@@ -254,20 +251,17 @@ shani_block(__m128i *abef, __m128i *cdgh, const unsigned char *p)
     *cdgh = _mm_add_epi32(s1, *cdgh);
 }
 
-/* One block of each of two independent messages, rounds interleaved. */
+/* One block of each of two independent messages, their rounds interleaved
+ * instruction by instruction. */
 SHANI_TARGET static inline __attribute__((always_inline)) void
-shani_block_x2(__m128i *abef_a, __m128i *cdgh_a, const unsigned char *pa,
-               __m128i *abef_b, __m128i *cdgh_b, const unsigned char *pb)
+shani_rounds_x2(__m128i *abef_a, __m128i *cdgh_a, const __m128i *ma,
+                __m128i *abef_b, __m128i *cdgh_b, const __m128i *mb)
 {
-    const __m128i mask = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
     __m128i sa0 = *abef_a, sa1 = *cdgh_a, sb0 = *abef_b, sb1 = *cdgh_b;
-    __m128i a0, a1, a2, a3, b0, b1, b2, b3;
+    __m128i a0 = ma[0], a1 = ma[1], a2 = ma[2], a3 = ma[3];
+    __m128i b0 = mb[0], b1 = mb[1], b2 = mb[2], b3 = mb[3];
     int q;
 
-    a0 = SHANI_LOAD(pa, 0, mask); b0 = SHANI_LOAD(pb, 0, mask);
-    a1 = SHANI_LOAD(pa, 1, mask); b1 = SHANI_LOAD(pb, 1, mask);
-    a2 = SHANI_LOAD(pa, 2, mask); b2 = SHANI_LOAD(pb, 2, mask);
-    a3 = SHANI_LOAD(pa, 3, mask); b3 = SHANI_LOAD(pb, 3, mask);
     SHANI_4ROUNDS(sa0, sa1, a0, 0); SHANI_4ROUNDS(sb0, sb1, b0, 0);
     SHANI_4ROUNDS(sa0, sa1, a1, 1); SHANI_4ROUNDS(sb0, sb1, b1, 1);
     SHANI_4ROUNDS(sa0, sa1, a2, 2); SHANI_4ROUNDS(sb0, sb1, b2, 2);
@@ -288,6 +282,51 @@ shani_block_x2(__m128i *abef_a, __m128i *cdgh_a, const unsigned char *pa,
     *cdgh_b = _mm_add_epi32(sb1, *cdgh_b);
 }
 
+SHANI_TARGET static inline __attribute__((always_inline)) void
+shani_load_quads(const unsigned char *p, __m128i m[4])
+{
+    const __m128i mask = SHANI_BSWAP_MASK();
+    m[0] = SHANI_LOAD(p, 0, mask);
+    m[1] = SHANI_LOAD(p, 1, mask);
+    m[2] = SHANI_LOAD(p, 2, mask);
+    m[3] = SHANI_LOAD(p, 3, mask);
+}
+
+/* prefix || p[0..63) as quads: each 16 bytes shifted by one byte with PALIGNR,
+ * no byte-wise copy (a copy to a buffer followed by 16-byte loads stalls on
+ * store forwarding). p must have 64 readable bytes. */
+SHANI_TARGET static inline __attribute__((always_inline)) void
+shani_prefixed_quads(unsigned char prefix, const unsigned char *p, __m128i m[4])
+{
+    const __m128i mask = SHANI_BSWAP_MASK();
+    __m128i x0 = _mm_loadu_si128((const __m128i *)p);
+    __m128i x1 = _mm_loadu_si128((const __m128i *)(p + 16));
+    __m128i x2 = _mm_loadu_si128((const __m128i *)(p + 32));
+    __m128i x3 = _mm_loadu_si128((const __m128i *)(p + 48));
+    __m128i pre = _mm_slli_si128(_mm_cvtsi32_si128(prefix), 15);
+    m[0] = _mm_shuffle_epi8(_mm_alignr_epi8(x0, pre, 15), mask);
+    m[1] = _mm_shuffle_epi8(_mm_alignr_epi8(x1, x0, 15), mask);
+    m[2] = _mm_shuffle_epi8(_mm_alignr_epi8(x2, x1, 15), mask);
+    m[3] = _mm_shuffle_epi8(_mm_alignr_epi8(x3, x2, 15), mask);
+}
+
+/* Block k of message m as quads. */
+SHANI_TARGET static inline __attribute__((always_inline)) void
+shani_msg_quads(sha_msg *m, size_t k, __m128i q[4])
+{
+    if (k == 0 && m->prefix_len && m->len >= 64)
+        shani_prefixed_quads(m->prefix, m->data, q);
+    else
+        shani_load_quads(msg_block(m, k), q);
+}
+
+SHANI_TARGET static inline void shani_block(__m128i *abef, __m128i *cdgh, const unsigned char *p)
+{
+    __m128i m[4];
+    shani_load_quads(p, m);
+    shani_rounds(abef, cdgh, m[0], m[1], m[2], m[3]);
+}
+
 SHANI_TARGET static void shani_blocks(uint32_t state[8], const unsigned char *p, size_t nblocks)
 {
     __m128i abef, cdgh;
@@ -297,24 +336,28 @@ SHANI_TARGET static void shani_blocks(uint32_t state[8], const unsigned char *p,
     shani_to_state(abef, cdgh, state);
 }
 
-/* The digest straight from the register layout (big-endian words A..H). */
+/* The digest straight from the register layout: words A..H, big-endian. */
 SHANI_TARGET static inline void shani_digest(__m128i abef, __m128i cdgh, unsigned char out[32])
 {
-    uint32_t state[8];
-    shani_to_state(abef, cdgh, state);
-    state_to_digest(state, out);
+    const __m128i mask = SHANI_BSWAP_MASK();
+    __m128i feba = _mm_shuffle_epi32(abef, 0x1B);
+    __m128i dchg = _mm_shuffle_epi32(cdgh, 0xB1);
+    _mm_storeu_si128((__m128i *)out, _mm_shuffle_epi8(_mm_blend_epi16(feba, dchg, 0xF0), mask));
+    _mm_storeu_si128((__m128i *)(out + 16), _mm_shuffle_epi8(_mm_alignr_epi8(dchg, feba, 8), mask));
 }
 
 SHANI_TARGET static void shani_hash(sha_msg *m, unsigned char out[32])
 {
-    __m128i abef, cdgh;
+    __m128i abef, cdgh, q[4];
     size_t k, first, count;
     const unsigned char *p;
 
     shani_from_state(sha256_iv, &abef, &cdgh);
     msg_direct_run(m, &first, &count);
-    for (k = 0; k < first; k++)
-        shani_block(&abef, &cdgh, msg_block(m, k));
+    for (k = 0; k < first; k++) {
+        shani_msg_quads(m, k, q);
+        shani_rounds(&abef, &cdgh, q[0], q[1], q[2], q[3]);
+    }
     if (count) {
         p = msg_block(m, first);      /* inside the data: a direct pointer */
         for (k = 0; k < count; k++, p += 64)
@@ -327,23 +370,61 @@ SHANI_TARGET static void shani_hash(sha_msg *m, unsigned char out[32])
 
 /* Two messages at once: their common blocks interleaved, then the rest of the
  * longer one alone.  Both digests are written after every block was read, so
- * an output may overlap an input (mpt_sha256_pairs relies on that). */
+ * an output may overlap an input. */
 SHANI_TARGET static void shani_hash_x2(sha_msg *a, sha_msg *b, unsigned char *out_a, unsigned char *out_b)
 {
-    __m128i abef_a, cdgh_a, abef_b, cdgh_b;
+    __m128i abef_a, cdgh_a, abef_b, cdgh_b, qa[4], qb[4];
     size_t k, common = a->nblocks < b->nblocks ? a->nblocks : b->nblocks;
 
     shani_from_state(sha256_iv, &abef_a, &cdgh_a);
     abef_b = abef_a;
     cdgh_b = cdgh_a;
-    for (k = 0; k < common; k++)
-        shani_block_x2(&abef_a, &cdgh_a, msg_block(a, k), &abef_b, &cdgh_b, msg_block(b, k));
-    for (k = common; k < a->nblocks; k++)
-        shani_block(&abef_a, &cdgh_a, msg_block(a, k));
-    for (k = common; k < b->nblocks; k++)
-        shani_block(&abef_b, &cdgh_b, msg_block(b, k));
+    for (k = 0; k < common; k++) {
+        shani_msg_quads(a, k, qa);
+        shani_msg_quads(b, k, qb);
+        shani_rounds_x2(&abef_a, &cdgh_a, qa, &abef_b, &cdgh_b, qb);
+    }
+    for (k = common; k < a->nblocks; k++) {
+        shani_msg_quads(a, k, qa);
+        shani_rounds(&abef_a, &cdgh_a, qa[0], qa[1], qa[2], qa[3]);
+    }
+    for (k = common; k < b->nblocks; k++) {
+        shani_msg_quads(b, k, qb);
+        shani_rounds(&abef_b, &cdgh_b, qb[0], qb[1], qb[2], qb[3]);
+    }
     shani_digest(abef_a, cdgh_a, out_a);
     shani_digest(abef_b, cdgh_b, out_b);
+}
+
+/* prefix || in[64i .. 64i+64) for two pairs at once.  A 65-byte message is
+ * two blocks: prefix and the first 63 bytes (built with PALIGNR), then the
+ * last byte, 0x80 and the length 520 bits; all in registers.  Every input is
+ * loaded before any digest is stored, so out may equal in. */
+SHANI_TARGET static void shani_pairs_x2(unsigned char prefix, const unsigned char *in, unsigned char *out)
+{
+    const __m128i mask = SHANI_BSWAP_MASK();
+    const __m128i pad = _mm_slli_si128(_mm_cvtsi32_si128(0x80), 1);               /* byte 1 = 0x80 */
+    const __m128i bitlen = _mm_shuffle_epi8(_mm_slli_si128(_mm_cvtsi32_si128(0x0802), 14), mask);
+    const __m128i zero = _mm_setzero_si128();
+    __m128i abef_a, cdgh_a, abef_b, cdgh_b, qa[4], qb[4];
+
+    shani_prefixed_quads(prefix, in, qa);
+    shani_prefixed_quads(prefix, in + 64, qb);
+    /* The last input bytes, saved before any store. */
+    __m128i last_a = _mm_srli_si128(_mm_loadu_si128((const __m128i *)(in + 48)), 15);
+    __m128i last_b = _mm_srli_si128(_mm_loadu_si128((const __m128i *)(in + 112)), 15);
+
+    shani_from_state(sha256_iv, &abef_a, &cdgh_a);
+    abef_b = abef_a;
+    cdgh_b = cdgh_a;
+    shani_rounds_x2(&abef_a, &cdgh_a, qa, &abef_b, &cdgh_b, qb);
+    qa[0] = _mm_shuffle_epi8(_mm_or_si128(last_a, pad), mask);
+    qb[0] = _mm_shuffle_epi8(_mm_or_si128(last_b, pad), mask);
+    qa[1] = qa[2] = qb[1] = qb[2] = zero;
+    qa[3] = qb[3] = bitlen;
+    shani_rounds_x2(&abef_a, &cdgh_a, qa, &abef_b, &cdgh_b, qb);
+    shani_digest(abef_a, cdgh_a, out);
+    shani_digest(abef_b, cdgh_b, out + 32);
 }
 
 static int cpu_has_shani(void)
@@ -569,12 +650,8 @@ void mpt_sha256_pairs(unsigned char prefix, const unsigned char *in, size_t npai
      * below pair i, so reducing a level in place (out == in) is safe. */
 #ifdef MPT_SHA256_HAVE_SHANI
     if (backend() == BACKEND_SHANI) {
-        sha_msg b;
-        for (; i + 1 < npairs; i += 2) {
-            msg_init(&a, prefix, 1, in + 64 * i, 64);
-            msg_init(&b, prefix, 1, in + 64 * (i + 1), 64);
-            shani_hash_x2(&a, &b, out + 32 * i, out + 32 * (i + 1));
-        }
+        for (; i + 1 < npairs; i += 2)
+            shani_pairs_x2(prefix, in + 64 * i, out + 32 * i);
     }
 #endif
     for (; i < npairs; i++) {
