@@ -582,6 +582,35 @@ cdef tuple _proofs_of(items, Py_ssize_t only):
         _give_scratch(s)
 
 
+cdef void _recursive(const unsigned char* leaves, size_t count, unsigned char* out) noexcept nogil:
+    """CometBFT's recursive HashFromByteSlices over leaf hashes: split at the largest power of two below
+    count, one inner hash at a time. Same root as the level-by-level reduction; kept for the
+    MerkleHashAlternatives benchmark (go-square's recursive vs iterative)."""
+    cdef unsigned char pair[64]
+    cdef size_t k
+    if count == 1:
+        memcpy(out, leaves, HASH_LEN)
+        return
+    k = <size_t>_split_point(count)
+    _recursive(leaves, k, pair)
+    _recursive(leaves + HASH_LEN * k, count - k, pair + HASH_LEN)
+    mpt_sha256_pairs(INNER_PREFIX, pair, 1, out)
+
+
+def _root_recursive(items):
+    """root(items) by CometBFT's recursive split (benchmarks and tests; root() is the fast path)."""
+    cdef size_t n
+    cdef _Scratch s = _leaf_hashes(items, False, False, &n)
+    cdef unsigned char out[32]
+    try:
+        if n == 0:
+            return EMPTY_HASH
+        _recursive(s.hashes, n, out)
+        return PyBytes_FromStringAndSize(<char*>out, HASH_LEN)
+    finally:
+        _give_scratch(s)
+
+
 def proofs(items):
     """``(root, [Proof for each item])`` (CometBFT ``ProofsFromByteSlices``)."""
     return _proofs_of(items, -1)

@@ -187,3 +187,32 @@ def _sha256_pairs(int prefix, bytes level, bint in_place=False):
         mpt_sha256_pairs(<unsigned char>prefix, <const unsigned char*>(<char*>buf), npairs,
                          <unsigned char*>(<char*>out))
     return bytes(out[:32 * npairs])
+
+
+def _floor(list messages, Py_ssize_t repeat, bint batched=True):
+    """Benchmark floor: hash every bytes object of messages, repeat times, in a C loop without the GIL.
+    batched: through mpt_sha256_many (two messages at a time on SHA-NI); else one mpt_sha256 call per message.
+    The cost SHA-256 alone sets for a workload (``python -m mpt.bench`` reports ``sha_ratio`` against it)."""
+    cdef Py_ssize_t n = len(messages), i, r
+    cdef const unsigned char** data = <const unsigned char**>PyMem_Malloc(max(n, 1) * sizeof(void*))
+    cdef size_t* lengths = <size_t*>PyMem_Malloc(max(n, 1) * sizeof(size_t))
+    cdef unsigned char* out = <unsigned char*>PyMem_Malloc(max(n, 1) * 32)
+    try:
+        if data == NULL or lengths == NULL or out == NULL:
+            raise MemoryError()
+        for i in range(n):
+            if type(messages[i]) is not bytes:
+                raise TypeError("_floor() needs bytes messages")
+            data[i] = <const unsigned char*>PyBytes_AS_STRING(messages[i])
+            lengths[i] = <size_t>PyBytes_GET_SIZE(messages[i])
+        with nogil:
+            for r in range(repeat):
+                if batched:
+                    mpt_sha256_many(0, 0, data, lengths, <size_t>n, out)
+                else:
+                    for i in range(n):
+                        mpt_sha256(data[i], lengths[i], out + 32 * i)
+    finally:
+        PyMem_Free(data)
+        PyMem_Free(lengths)
+        PyMem_Free(out)
