@@ -310,12 +310,68 @@ shani_prefixed_quads(unsigned char prefix, const unsigned char *p, __m128i m[4])
     m[3] = _mm_shuffle_epi8(_mm_alignr_epi8(x3, x2, 15), mask);
 }
 
+/* Byte-shift tables for the tail block: shift_window[16 + b ..] picks bytes
+ * b.. of a vector into the low lanes, shift_window[b ..] the rest into the
+ * high lanes (0x80 = zero lane); pad_window has the 0x80 end marker at 64. */
+static const unsigned char shift_window[48] __attribute__((aligned(16))) = {
+    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+};
+static const unsigned char pad_window[128] __attribute__((aligned(16))) = {[64] = 0x80};
+
+/* The last block(s) of a message of at least 64 data bytes (block k, not a
+ * prefixed block 0, not wholly inside the data): the data's last bytes moved
+ * to the block start with PSHUFB, the 0x80 marker and the length ORed in.
+ * Everything from registers and constant tables: assembling the block in a
+ * buffer byte by byte and reading it back as vectors stalls on store
+ * forwarding, which cost as much as compressing the block. */
+SHANI_TARGET static inline __attribute__((always_inline)) void
+shani_tail_quads(const sha_msg *m, size_t k, __m128i q[4])
+{
+    const __m128i mask = SHANI_BSWAP_MASK();
+    const __m128i zero = _mm_setzero_si128();
+    size_t start = 64 * k, r, shift, off;
+    __m128i e[8];
+    int j;
+
+    if (start <= m->total) {
+        const unsigned char *last64 = m->data + m->len - 64;
+        r = m->total - start;            /* message bytes in this block: 0..63 */
+        shift = 64 - r;
+        e[0] = _mm_loadu_si128((const __m128i *)last64);
+        e[1] = _mm_loadu_si128((const __m128i *)(last64 + 16));
+        e[2] = _mm_loadu_si128((const __m128i *)(last64 + 32));
+        e[3] = _mm_loadu_si128((const __m128i *)(last64 + 48));
+        e[4] = e[5] = e[6] = e[7] = zero;
+        for (j = 0; j < 4; j++) {
+            off = 16 * (size_t)j + shift;            /* 1 .. 112 */
+            size_t a = off >> 4, b = off & 15;
+            /* Bytes off .. off+15 of e (e[4..7] are zeros past the data). */
+            __m128i low = _mm_shuffle_epi8(e[a], _mm_loadu_si128((const __m128i *)(shift_window + 16 + b)));
+            __m128i high = _mm_shuffle_epi8(e[a + 1 < 8 ? a + 1 : 7],
+                                            _mm_loadu_si128((const __m128i *)(shift_window + b)));
+            __m128i marker = _mm_loadu_si128((const __m128i *)(pad_window + 64 - r + 16 * (size_t)j));
+            q[j] = _mm_or_si128(_mm_or_si128(low, high), marker);
+        }
+    } else {                             /* the length-only block after the marker */
+        q[0] = q[1] = q[2] = q[3] = zero;
+    }
+    if (k == m->nblocks - 1)
+        q[3] = _mm_or_si128(q[3], _mm_set_epi64x((long long)__builtin_bswap64((uint64_t)m->total * 8), 0));
+    for (j = 0; j < 4; j++)
+        q[j] = _mm_shuffle_epi8(q[j], mask);
+}
+
 /* Block k of message m as quads. */
 SHANI_TARGET static inline __attribute__((always_inline)) void
 shani_msg_quads(sha_msg *m, size_t k, __m128i q[4])
 {
+    size_t start = 64 * k;
     if (k == 0 && m->prefix_len && m->len >= 64)
         shani_prefixed_quads(m->prefix, m->data, q);
+    else if (start + 64 > m->total && start >= m->prefix_len && m->len >= 64)
+        shani_tail_quads(m, k, q);
     else
         shani_load_quads(msg_block(m, k), q);
 }
