@@ -26,7 +26,7 @@ import fuzz_range_proof  # noqa: E402
 from fuzz_support import MAX_DECODE_DEPTH  # noqa: E402
 
 CORPUS_DIR = FUZZ_DIR / "corpus"
-TARGETS = ("rlp", "node", "proof", "range_proof", "eip1186", "trie_ops")
+TARGETS = ("rlp", "node", "proof", "range_proof", "eip1186", "trie_ops", "merkle")
 
 
 def nested_lists(depth: int) -> bytes:
@@ -182,6 +182,28 @@ def trie_ops_seeds() -> Dict[str, bytes]:
     return {"ops-%02d" % i: rng.randbytes(rng.choice((40, 200, 600))) for i in range(20)}
 
 
+def merkle_seeds() -> Dict[str, bytes]:
+    from mpt import merkle
+
+    seeds = structured_seeds("real", 12, 6962, 96)
+    txs = [b"tx-%d" % i for i in range(5)]
+    proof_json = merkle.proofs(txs)[1][2].to_json()
+    hostile = {
+        "proof-json": json.dumps(proof_json),
+        "tx-proof-json": json.dumps(merkle.tx_proof(txs, 3)),
+        "tx-rpc-response": json.dumps({"jsonrpc": "2.0", "id": 1, "result": {
+            "tx": merkle.tx_proof(txs, 1)["data"], "proof": merkle.tx_proof(txs, 1)}}),
+        "too-many-aunts": json.dumps(dict(proof_json, aunts=["A" * 43 + "="] * 101)),
+        "negative-index": json.dumps(dict(proof_json, index="-1")),
+        "huge-total": json.dumps(dict(proof_json, total="99999999999999999999")),
+        "not-json": "{\"total\": ",
+        "deep-nesting": "[" * 5000,
+    }
+    for name, text in hostile.items():
+        seeds["hostile-" + name] = b"\x01" + text.encode()
+    return seeds
+
+
 SEEDS = {
     "rlp": rlp_seeds,
     "node": node_seeds,
@@ -189,6 +211,7 @@ SEEDS = {
     "range_proof": range_proof_seeds,
     "eip1186": eip1186_seeds,
     "trie_ops": trie_ops_seeds,
+    "merkle": merkle_seeds,
 }
 
 

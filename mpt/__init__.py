@@ -17,6 +17,7 @@ from mpt.derive import derive_sha, derive_sha_trie  # noqa: E402
 from mpt.proof import verify_proof, verify_range_proof  # noqa: E402
 from mpt.trie import EMPTY_ROOT, Trie  # noqa: E402
 from mpt import rlp  # noqa: E402
+from mpt import merkle  # noqa: E402 - CometBFT / RFC 6962 binary Merkle trees (SHA-256)
 
 from mpt._version import __version__  # noqa: E402 - the single source (mpt/_version.py)
 
@@ -39,6 +40,7 @@ __all__ = [
     "derive_sha",
     "derive_sha_trie",
     "keccak256",
+    "merkle",
     "rlp",
     "verify_proof",
     "verify_range_proof",

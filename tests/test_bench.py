@@ -37,8 +37,13 @@ def run(capsys, *argv):
 
 # ------------------------------------------------------------------------------------------------ registry
 
+# mpt.merkle's cases: go-square's BenchmarkHashAlternatives plus our root, proof and verify workloads.
+MERKLE_NAMES = (["MerkleHashAlternatives/recursive", "MerkleHashAlternatives/iterative"]
+                + ["MerkleRoot/%s" % s for s in ("100", "1K", "10K", "100K")] + ["MerkleProof", "MerkleVerify"])
+
+
 def test_registry_names_are_geths_plus_insert():
-    assert set(cases.CASES) == set(GETH_NAMES) | {"Insert/1K", "Insert/10K", "Insert/100K"}
+    assert set(cases.CASES) == set(GETH_NAMES) | {"Insert/1K", "Insert/10K", "Insert/100K"} | set(MERKLE_NAMES)
 
 
 def test_default_run_leaves_out_100k():
@@ -257,3 +262,27 @@ def test_keccak_floor():
     with pytest.raises(TypeError):
         _alloc.keccak_floor(["not bytes"])
     assert _alloc.keccak_floor(blobs, 0) == b""
+
+
+# ------------------------------------------------------------------------------------------------ merkle
+
+def test_merkle_cases_report_sha_ratio_and_constant_allocations(capsys):
+    code, out = run(capsys, "-b", "^MerkleRoot/(100|1K)$", "--format", "json", *FAST)
+    assert code == 0
+    doc = json.loads(out)
+    by_name = {b["name"]: b for b in doc["benchmarks"]}
+    assert set(by_name) == {"MerkleRoot/100", "MerkleRoot/1K"}
+    for b in by_name.values():
+        assert b["extra"]["sha_ratio"] > 0 and b["extra"]["sha_ratio_one_at_a_time"] > 0
+        assert b["extra"]["sha_backend"] in ("scalar", "shani")
+    # 2n - 1 preimages: n leaves and n - 1 inner nodes.
+    assert by_name["MerkleRoot/1K"]["extra"]["sha_calls"] == 1999
+    # O(1) allocations per root: the same count for 100 and 1000 leaves (pooled scratch, no object per node).
+    assert by_name["MerkleRoot/100"]["allocs_per_op"] == by_name["MerkleRoot/1K"]["allocs_per_op"]
+
+
+def test_merkle_peers(capsys):
+    code, out = run(capsys, "-b", "^MerkleRoot/100$", "--peers", *FAST)
+    assert code == 0
+    assert "hashlib" in out and "MerkleRoot/100" in out
+    assert "sha ratio" in out

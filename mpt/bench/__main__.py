@@ -14,6 +14,8 @@ How a case is measured:
    divided by ops_per_sample. Like Go's ``-benchmem``: allocations and bytes requested, frees not counted.
 5. HashFixedSize also reports ``keccak_ratio``: hash() time / time of our C keccak alone over the same node
    encodings, in a C loop (samples interleaved with the hash samples).
+6. The Merkle cases (mpt.merkle) report ``sha_ratio`` the same way: root time / time of our C SHA-256 alone
+   over the same preimages (0x00||leaf, 0x01||left||right), batched as root() hashes them, and one at a time.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from typing import Any, Dict, List, Optional, Sequence, TextIO
 
 from mpt.bench import cases as bench_cases
 from mpt.hasher import get_hash_threads, keccak_backend, set_hash_threads, set_keccak_backend
+from mpt._sha256 import sha256_backend
+from mpt._sha256.binding import _floor as _sha256_floor
 
 # Every Keccak backend name --keccak-backend knows; which ones run here is mpt.hasher.keccak_backends().
 ALL_KECCAK_BACKENDS = ("scalar", "avx2", "avx512", "avx2x8")
@@ -169,6 +173,9 @@ class Runner:
         backend = keccak_backend()
         if case.keccak_blobs is not None and _alloc is not None:
             blobs = case.keccak_blobs(case.setup())
+        sha_messages = case.sha256_messages(case.setup()) if case.sha256_messages is not None else None
+        sha_samples: List[float] = []
+        sha_single_samples: List[float] = []
         self.bar.set_description_str(case.name)
         samples, iterations = [], []
         for _ in range(self.count):
@@ -185,6 +192,15 @@ class Runner:
                     t0 = time.perf_counter_ns()
                     _alloc.keccak_floor(blobs, calls, "scalar")
                     scalar_floor_samples.append((time.perf_counter_ns() - t0) / (calls * case.ops_per_sample))
+            if sha_messages is not None:
+                # SHA-256 alone on the same preimages: batched as root() hashes (two at a time on SHA-NI),
+                # and one call per message.
+                t0 = time.perf_counter_ns()
+                _sha256_floor(sha_messages, calls, True)
+                sha_samples.append((time.perf_counter_ns() - t0) / (calls * case.ops_per_sample))
+                t0 = time.perf_counter_ns()
+                _sha256_floor(sha_messages, calls, False)
+                sha_single_samples.append((time.perf_counter_ns() - t0) / (calls * case.ops_per_sample))
             self.bar.update(1)
         bytes_per_op, allocs_per_op = self._allocs(case, state)
         result = Result(case.name, samples, iterations, bytes_per_op, allocs_per_op)
@@ -200,15 +216,29 @@ class Runner:
                 keccak_calls=len(blobs),
                 keccak_bytes=sum(len(b) for b in blobs),
             )
+        if sha_messages is not None:
+            sha_floor = median(sha_samples)
+            sha_single = median(sha_single_samples)
+            result.extra.update(
+                sha_ratio=result.median / sha_floor if sha_floor > 0 else None,
+                sha_floor_ns=sha_floor,
+                sha_ratio_one_at_a_time=result.median / sha_single if sha_single > 0 else None,
+                sha_floor_one_at_a_time_ns=sha_single,
+                sha_backend=sha256_backend(),
+                sha_calls=len(sha_messages),
+                sha_bytes=sum(len(m) for m in sha_messages),
+            )
         return result
 
-    def run_peers(self, labels: Sequence[str], available, notes: List[str]) -> Dict[str, Dict[str, Result]]:
-        """Insert-all-plus-root at each size for each available peer (mpt first), samples alternating."""
+    def run_peers(self, labels: Sequence[str], available, notes: List[str],
+                  make_case=bench_cases.peer_case) -> Dict[str, Dict[str, Result]]:
+        """Insert-all-plus-root (or make_case's workload) at each size for each available peer (mpt first),
+        samples alternating."""
         out: Dict[str, Dict[str, Result]] = {}
         for label in labels:
             runnable = []
             for peer in available:
-                case = bench_cases.peer_case(peer, label)
+                case = make_case(peer, label)
                 self.bar.set_description_str("peers: %s %s (check)" % (peer.name, case.name))
                 try:
                     case.check(case.setup())
@@ -372,9 +402,34 @@ def _p_cell(old_samples: Sequence[float], new_samples: Sequence[float], old_med:
     return "%s (p=%.3f %s)" % (_delta(old_med, new_med), p, n)
 
 
+def _peer_table(peers: Dict[str, Dict[str, Result]], row_format: str) -> List[str]:
+    """Rows (one per size label) of median times, peers as columns with their ratio to mpt."""
+    names: List[str] = []
+    for per_size in peers.values():
+        for name in per_size:
+            if name not in names:
+                names.append(name)
+    rows = []
+    for label, per_size in peers.items():
+        row = [row_format % label]
+        for name in names:
+            r = per_size.get(name)
+            if r is None:
+                row.append("skipped")
+            elif name == "mpt":
+                row.append(fmt_time(r.median) + " " + fmt_spread(r.spread))
+            elif r.extra.get("ratio_vs_mpt") is None:
+                row.append(fmt_time(r.median))
+            else:
+                row.append("%s (%.1f×)" % (fmt_time(r.median), r.extra["ratio_vs_mpt"]))
+        rows.append(row)
+    return _render([["", *names]], rows, bars=False)
+
+
 def format_text(results: List[Result], info: Dict[str, Any], settings: Dict[str, Any],
                 base: Optional[Dict[str, Dict[str, Any]]] = None, base_label: str = "base",
-                peers: Optional[Dict[str, Dict[str, Result]]] = None, notes: Sequence[str] = ()) -> str:
+                peers: Optional[Dict[str, Dict[str, Result]]] = None, notes: Sequence[str] = (),
+                merkle_peers: Optional[Dict[str, Dict[str, Result]]] = None) -> str:
     out: List[str] = []
     out.append("goos: %s  goarch: %s  cpu: %s (%s cores)" % (info["goos"], info["goarch"], info["cpu"],
                                                              info["cores"]))
@@ -469,6 +524,29 @@ def format_text(results: List[Result], info: Dict[str, Any], settings: Dict[str,
                    "backend hash() uses (%s; 1.0 = nothing but Keccak left). vs 1 lane: the same against "
                    "single-lane Keccak, one encoding after another (below 1.0 = faster than one lane can "
                    "hash)." % backend)
+
+    sha_rows = [[r.name, "%.2f×" % r.extra["sha_ratio"], fmt_time(r.extra["sha_floor_ns"]),
+                 "%.2f×" % r.extra["sha_ratio_one_at_a_time"], fmt_time(r.extra["sha_floor_one_at_a_time_ns"]),
+                 str(r.extra["sha_calls"]), fmt_bytes(r.extra["sha_bytes"])]
+                for r in results if r.extra.get("sha_ratio") and r.extra.get("sha_ratio_one_at_a_time")]
+    if sha_rows:
+        backend = next(r.extra["sha_backend"] for r in results if r.extra.get("sha_ratio"))
+        out.append("")
+        out += _render([["", "sha ratio", "sha alone", "vs 1 at a time", "1 at a time", "sha calls", "hashed"]],
+                       sha_rows, bars=False)
+        out.append("sha ratio = time / time of our C SHA-256 alone on the same preimages (0x00||leaf, "
+                   "0x01||left||right), batched the way root() hashes them, on the %s backend (1.0 = nothing "
+                   "but SHA-256 left). vs 1 at a time: against one SHA-256 call per preimage." % backend)
+
+    if merkle_peers:
+        out.append("")
+        out += _peer_table(merkle_peers, "MerkleRoot/%s")
+        out.append("merkle peers: the CometBFT root of the MerkleRoot leaves; median time, (×) = peer time / mpt "
+                   "time, samples alternating between implementations.")
+        details = ["%s = %s" % (r.extra["impl"], r.extra["detail"])
+                   for r in next(iter(merkle_peers.values())).values()]
+        if details:
+            out.append("  " + "; ".join(details))
 
     if peers:
         names = []
@@ -586,6 +664,8 @@ metrics:
   allocs/op  allocator calls per op
   keccak_ratio (HashFixedSize)  hash() time / time our keccak alone needs for the same node encodings, on
              the Keccak backend hash() uses; "vs 1 lane" is the same against single-lane Keccak
+  sha_ratio (Merkle*)  time / time our SHA-256 alone needs for the same preimages, batched as root() hashes
+             them; "vs 1 at a time" is the same against one SHA-256 call per preimage
 
 examples:
   python -m mpt.bench                                   # default run, text table
@@ -594,6 +674,7 @@ examples:
   python -m mpt.bench --compare old.json                # ... and compare with it (Mann-Whitney U p-values)
   python -m mpt.bench --format go -o new.txt && benchstat geth.txt new.txt
   python -m mpt.bench --peers -b '^Insert/'             # py-trie and execution-specs on the same workload
+  python -m mpt.bench --peers -b '^Merkle'              # CometBFT Merkle trees; hashlib loop and pymerkle peers
   python -m mpt.bench --keccak-backend scalar -b Hash --format json -o one_lane.json
   python -m mpt.bench -b Hash --compare one_lane.json    # what the SIMD lanes buy
 """
@@ -627,7 +708,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--peers", action="store_true",
                    help="also time insert-all + root through py-trie and the execution-specs trie at the "
                         "HashFixedSize/Insert sizes selected, alternating with mpt, and print the ratios "
-                        "(missing peers are skipped; pip install 'mpt-engine[peers]')")
+                        "(missing peers are skipped; pip install 'mpt-engine[peers]'); at the MerkleRoot sizes "
+                        "selected, a hashlib loop and pymerkle")
     p.add_argument("--keccak-backend", metavar="NAME", choices=("auto",) + tuple(ALL_KECCAK_BACKENDS),
                    help="Keccak backend for batched hashing: auto (default: the widest this CPU runs), "
                         + ", ".join(ALL_KECCAK_BACKENDS) + " (same as MPT_KECCAK_BACKEND)")
@@ -647,6 +729,12 @@ def _list_cases(out: TextIO) -> None:
 def _peer_labels(selected) -> List[str]:
     by_size = {n: label for label, n in bench_cases.ACCOUNT_SIZES.items()}
     sizes = sorted({c.size for c in selected if c.group in ("HashFixedSize", "Insert") and c.size in by_size})
+    return [by_size[n] for n in sizes]
+
+
+def _merkle_peer_labels(selected) -> List[str]:
+    by_size = {n: label for label, n in bench_cases.MERKLE_SIZES.items()}
+    sizes = sorted({c.size for c in selected if c.group == "MerkleRoot" and c.size in by_size})
     return [by_size[n] for n in sizes]
 
 
@@ -698,7 +786,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             notes.append("peer %s skipped: %s" % (peer.name, peer.missing))
         else:
             available_peers.append(peer)
-    total = args.count * (len(selected) + len(available_peers) * len(peer_labels))
+    merkle_labels = _merkle_peer_labels(selected) if args.peers else []
+    available_merkle_peers = []
+    for peer in bench_cases.merkle_peers() if merkle_labels else ():
+        if peer.build is None:
+            notes.append("peer %s skipped: %s" % (peer.name, peer.missing))
+        else:
+            available_merkle_peers.append(peer)
+    if args.peers and not peer_labels and merkle_labels:
+        notes.remove("--peers compares the HashFixedSize/Insert sizes; none was selected")
+    total = args.count * (len(selected) + len(available_peers) * len(peer_labels)
+                          + len(available_merkle_peers) * len(merkle_labels))
     bar = _progress(total, not args.no_progress)
     runner = Runner(args.count, args.min_time, bar)
     results: List[Result] = []
@@ -714,6 +812,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 notes.append("FAIL %s: %s" % (case.name, what))
                 bar.update(args.count)
         peers = runner.run_peers(peer_labels, available_peers, notes) if available_peers else None
+        merkle_peer_results = (runner.run_peers(merkle_labels, available_merkle_peers, notes,
+                                                bench_cases.merkle_peer_case)
+                               if available_merkle_peers else None)
     except KeyboardInterrupt:
         bar.close()
         print("interrupted", file=sys.stderr)
@@ -721,13 +822,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     finally:
         bar.close()
 
-    text = format_text(results, info, settings, base, os.path.basename(args.compare or "base"), peers, notes)
+    text = format_text(results, info, settings, base, os.path.basename(args.compare or "base"), peers, notes,
+                       merkle_peer_results)
+    # JSON and go formats list every peer measure; the Merkle ones are named MerkleRoot/N.
+    all_peers = dict(peers or {})
+    all_peers.update({"MerkleRoot/" + label: r for label, r in (merkle_peer_results or {}).items()})
     if args.format == "text":
         report = text
     elif args.format == "go":
-        report = format_go(results, info, settings, peers)
+        report = format_go(results, info, settings, all_peers)
     else:
-        report = format_json(results, info, settings, peers, notes)
+        report = format_json(results, info, settings, all_peers, notes)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
             f.write(report)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import random
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -49,6 +50,9 @@ __all__ = [
     "peers",
     "peer_case",
     "ACCOUNT_SIZES",
+    "MERKLE_SIZES",
+    "merkle_peers",
+    "merkle_peer_case",
 ]
 
 
@@ -77,6 +81,7 @@ class Case:
     small: bool = True                          # part of the default run (else only with -b or --all)
     keccak_blobs: Optional[Callable[[Any], List[bytes]]] = None  # the encodings op keccaks (given a fresh state)
     doc: str = ""
+    sha256_messages: Optional[Callable[[Any], List[bytes]]] = None  # the preimages op SHA-256s (mpt.merkle)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -356,6 +361,153 @@ def _verify_range_no_proof(label: int, n: int) -> Case:
     )
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Binary Merkle trees (mpt.merkle: CometBFT / RFC 6962)
+# ---------------------------------------------------------------------------------------------------------------
+
+MERKLE_SIZES: Dict[str, int] = {"100": 100, "1K": 1000, "10K": 10000, "100K": 100000}
+"""MerkleRoot labels and leaf counts (100-byte leaves)."""
+
+MERKLE_LEAF_SIZE = 100
+# go-square / CometBFT BenchmarkHashAlternatives: 100 leaves of sha256.Size random bytes (crypto/rand there,
+# seeded here so that every run hashes the same tree).
+MERKLE_ALTERNATIVES_LEAVES = 100
+MERKLE_ALTERNATIVES_LEAF_SIZE = 32
+_MERKLE_PROOF_LEAVES = 1000
+_MERKLE_VERIFY_BATCH = 256
+
+
+@lru_cache(maxsize=None)
+def _merkle_leaves(n: int, size: int, seed: int = 6962) -> Tuple[bytes, ...]:
+    """n leaves of `size` pseudo-random bytes (seeded)."""
+    rng = random.Random("%d/%d/%d" % (seed, n, size))
+    return tuple(rng.getrandbits(8 * size).to_bytes(size, "little") for _ in range(n))
+
+
+@lru_cache(maxsize=None)
+def _merkle_reference_root(leaves: Tuple[bytes, ...]) -> bytes:
+    from mpt import _merkle_reference
+
+    return _merkle_reference.root(list(leaves))
+
+
+def _merkle_preimages(leaves: Sequence[bytes]) -> List[bytes]:
+    """Every SHA-256 input of root(leaves): 0x00||leaf for each leaf, then 0x01||left||right level by level."""
+    import hashlib
+
+    messages = [b"\x00" + bytes(x) for x in leaves]
+    level = [hashlib.sha256(m).digest() for m in messages]
+    while len(level) > 1:
+        pairs = [b"\x01" + level[i] + level[i + 1] for i in range(0, len(level) - 1, 2)]
+        messages += pairs
+        nxt = [hashlib.sha256(m).digest() for m in pairs]
+        if len(level) % 2:
+            nxt.append(level[-1])
+        level = nxt
+    return messages
+
+
+def _merkle_root_case(label: str, n: int) -> Case:
+    def setup():
+        return list(_merkle_leaves(n, MERKLE_LEAF_SIZE))
+
+    def op(leaves):
+        from mpt.merkle import root
+
+        return root(leaves)
+
+    def check(leaves):
+        _expect("MerkleRoot/%s root" % label, op(leaves), _merkle_reference_root(tuple(leaves)))
+
+    return Case(
+        name="MerkleRoot/" + label, group="MerkleRoot", size=n, setup=setup, op=op, check=check,
+        small=n < 100000, sha256_messages=_merkle_preimages,
+        doc="mpt.merkle.root of %d leaves of %d bytes (CometBFT HashFromByteSlices)" % (n, MERKLE_LEAF_SIZE),
+    )
+
+
+def _merkle_alternatives(variant: str) -> Case:
+    def setup():
+        return list(_merkle_leaves(MERKLE_ALTERNATIVES_LEAVES, MERKLE_ALTERNATIVES_LEAF_SIZE))
+
+    if variant == "recursive":
+        def op(leaves):
+            from mpt.merkle import _root_recursive
+
+            return _root_recursive(leaves)
+    else:
+        def op(leaves):
+            from mpt.merkle import root
+
+            return root(leaves)
+
+    def check(leaves):
+        _expect("MerkleHashAlternatives/%s root" % variant, op(leaves), _merkle_reference_root(tuple(leaves)))
+
+    return Case(
+        name="MerkleHashAlternatives/" + variant, group="MerkleHashAlternatives/" + variant,
+        size=MERKLE_ALTERNATIVES_LEAVES, setup=setup, op=op, check=check, sha256_messages=_merkle_preimages,
+        doc="go-square BenchmarkHashAlternatives: 100 leaves of 32 bytes, %s" % (
+            "split-point recursion, one inner hash at a time" if variant == "recursive"
+            else "root(): level by level, two hashes at a time"),
+    )
+
+
+def _merkle_proof_case() -> Case:
+    def setup():
+        return list(_merkle_leaves(_MERKLE_PROOF_LEAVES, MERKLE_LEAF_SIZE))
+
+    def op(leaves):
+        from mpt.merkle import proofs
+
+        return proofs(leaves)
+
+    def check(leaves):
+        root, all_proofs = op(leaves)
+        _expect("MerkleProof root", root, _merkle_reference_root(tuple(leaves)))
+        _expect("MerkleProof count", len(all_proofs), len(leaves))
+        for i in (0, len(leaves) // 2, len(leaves) - 1):
+            _expect("MerkleProof %d verifies" % i, all_proofs[i].verify(root, leaves[i]), True)
+
+    return Case(
+        name="MerkleProof", group="MerkleProof", size=_MERKLE_PROOF_LEAVES, setup=setup, op=op, check=check,
+        doc="mpt.merkle.proofs: root and all %d proofs of %d-byte leaves (CometBFT ProofsFromByteSlices)"
+            % (_MERKLE_PROOF_LEAVES, MERKLE_LEAF_SIZE),
+    )
+
+
+def _merkle_verify_case() -> Case:
+    def setup():
+        from mpt.merkle import proofs
+
+        leaves = list(_merkle_leaves(_MERKLE_PROOF_LEAVES, MERKLE_LEAF_SIZE))
+        root, all_proofs = proofs(leaves)
+        return root, _cycled(list(zip(all_proofs, leaves)), _MERKLE_VERIFY_BATCH)
+
+    def op(state):
+        root, pairs = state
+        out = None
+        for p, leaf in pairs:
+            out = p.verify(root, leaf)
+        return out
+
+    def check(state):
+        _expect("MerkleVerify", op(state), True)
+
+    return Case(
+        name="MerkleVerify", group="MerkleVerify", size=_MERKLE_PROOF_LEAVES, setup=setup, op=op, check=check,
+        ops_per_sample=_MERKLE_VERIFY_BATCH,
+        doc="Proof.verify(root, leaf) on a %d-leaf tree, cycling over its proofs" % _MERKLE_PROOF_LEAVES,
+    )
+
+
+def _merkle_cases() -> List[Case]:
+    cases = [_merkle_alternatives("recursive"), _merkle_alternatives("iterative")]
+    cases += [_merkle_root_case(label, n) for label, n in MERKLE_SIZES.items()]
+    cases += [_merkle_proof_case(), _merkle_verify_case()]
+    return cases
+
+
 def _build_cases() -> Dict[str, Case]:
     cases: List[Case] = []
     cases += [_hash_fixed_size(label, n) for label, n in ACCOUNT_SIZES.items()]
@@ -366,6 +518,7 @@ def _build_cases() -> Dict[str, Case]:
     cases += [_prove(), _verify_proof()]
     cases += [_verify_range_proof(size) for size in (10, 100, 1000, 5000)]
     cases += [_verify_range_no_proof(label, n) for label, n in ((10, 100), (500, 500), (1000, 1000))]
+    cases += _merkle_cases()
     return {c.name: c for c in cases}
 
 
@@ -494,4 +647,74 @@ def peer_case(peer: Peer, label: str) -> Case:
     return Case(
         name="Insert/%s" % label, group="Insert", size=n, setup=setup, op=op, check=check, small=n < 100000,
         doc="%s: insert make_accounts(%d), then the root" % (peer.name, n),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Merkle peers: the same MerkleRoot leaves through other Python code
+# ---------------------------------------------------------------------------------------------------------------
+
+def _hashlib_merkle_root(leaves: Sequence[bytes]) -> bytes:
+    """What Python users write today: the CometBFT tree level by level, one hashlib call per node."""
+    import hashlib
+
+    sha256 = hashlib.sha256
+    if not leaves:
+        return sha256(b"").digest()
+    level = [sha256(b"\x00" + x).digest() for x in leaves]
+    while len(level) > 1:
+        nxt = [sha256(b"\x01" + level[i] + level[i + 1]).digest() for i in range(0, len(level) - 1, 2)]
+        if len(level) % 2:
+            nxt.append(level[-1])
+        level = nxt
+    return level[0]
+
+
+def _pymerkle_peer() -> Peer:
+    try:
+        from pymerkle import InmemoryTree
+    except Exception as e:  # noqa: BLE001 - any import failure means "skip this peer"
+        return Peer("pymerkle", None, "not importable (%s: %s); pip install pymerkle" % (type(e).__name__, e))
+
+    def build(leaves):
+        # RFC 6962 mode (the default: 0x00 / 0x01 prefixes), the same root as CometBFT's.
+        return InmemoryTree.init_from_entries(list(leaves), algorithm="sha256").get_root()
+
+    return Peer("pymerkle", build, detail="pymerkle %s, InmemoryTree.init_from_entries" % _version("pymerkle"))
+
+
+MERKLE_PEER_NAMES = ("hashlib", "pymerkle")
+
+
+def merkle_peers() -> List[Peer]:
+    """mpt.merkle first, then a hashlib loop and pymerkle (``missing`` set when pymerkle is not installed)."""
+    import hashlib
+
+    from mpt.merkle import root
+
+    return [Peer("mpt", root, detail="mpt.merkle.root"),
+            Peer("hashlib", _hashlib_merkle_root, detail="hashlib.sha256 loop (%s)" % hashlib.sha256().name),
+            _pymerkle_peer()]
+
+
+def merkle_peer_case(peer: Peer, label: str) -> Case:
+    """MerkleRoot/label's leaves through peer."""
+    if peer.build is None:
+        raise ValueError("peer %s is not available: %s" % (peer.name, peer.missing))
+    n = MERKLE_SIZES[label]
+    build = peer.build
+
+    def setup():
+        return list(_merkle_leaves(n, MERKLE_LEAF_SIZE))
+
+    def op(leaves):
+        return build(leaves)
+
+    def check(leaves):
+        _expect("%s MerkleRoot/%s root" % (peer.name, label), bytes(op(leaves)),
+                _merkle_reference_root(tuple(leaves)))
+
+    return Case(
+        name="MerkleRoot/%s" % label, group="MerkleRoot", size=n, setup=setup, op=op, check=check,
+        small=n < 100000, doc="%s: root of %d leaves of %d bytes" % (peer.name, n, MERKLE_LEAF_SIZE),
     )

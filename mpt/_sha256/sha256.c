@@ -1,0 +1,717 @@
+/*
+ * SHA-256 (FIPS 180-4): a portable compression function and one on the x86
+ * SHA extensions, chosen at run time (sha256.h).
+ *
+ * Every message, streamed or one shot, is seen as a sequence of 64-byte
+ * blocks: optional one-byte prefix (the RFC 6962 domain separator), the data,
+ * then the padding.  Blocks that lie wholly inside the data are compressed
+ * straight from the caller's memory; only the first block of a prefixed
+ * message and the last one or two blocks are assembled in a 64-byte buffer
+ * (struct sha_msg below).  That is what lets a Merkle leaf 0x00 || leaf be
+ * hashed without copying the leaf.
+ *
+ * The SHA-NI code keeps the state in the (ABEF, CDGH) register layout that
+ * SHA256RNDS2 wants for the whole message and converts only at the ends.
+ * SHA256RNDS2 has a latency of several cycles and each pair of rounds depends
+ * on the previous one, so a single message leaves the unit mostly idle; the
+ * batch entry points therefore hash two independent messages at once, their
+ * rounds interleaved instruction by instruction (sha256_x2 below).
+ */
+#include "sha256.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#define MPT_SHA256_HAVE_SHANI 1
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
+enum { BACKEND_UNSET = -1, BACKEND_SCALAR = 0, BACKEND_SHANI = 1 };
+
+static const uint32_t sha256_k[64] __attribute__((aligned(16))) = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+};
+
+static const uint32_t sha256_iv[8] = {
+    0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+};
+
+static inline uint32_t load32_be(const unsigned char *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
+}
+
+static inline void store32_be(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
+}
+
+static inline void store64_be(unsigned char *p, uint64_t v)
+{
+    store32_be(p, (uint32_t)(v >> 32));
+    store32_be(p + 4, (uint32_t)v);
+}
+
+static void state_to_digest(const uint32_t state[8], unsigned char out[32])
+{
+    int i;
+    for (i = 0; i < 8; i++)
+        store32_be(out + 4 * i, state[i]);
+}
+
+/* ---- Message as a sequence of blocks ----------------------------------- */
+
+typedef struct {
+    const unsigned char *data;
+    size_t len;               /* data bytes */
+    size_t prefix_len;        /* 0 or 1 */
+    size_t total;             /* prefix_len + len: the message length */
+    size_t nblocks;           /* blocks including the padding */
+    unsigned char prefix;
+    unsigned char buf[64];    /* an assembled block */
+} sha_msg;
+
+static inline void msg_init(sha_msg *m, unsigned char prefix, size_t prefix_len,
+                            const unsigned char *data, size_t len)
+{
+    m->data = data;
+    m->len = len;
+    m->prefix = prefix;
+    m->prefix_len = prefix_len;
+    m->total = prefix_len + len;
+    /* Message, the 0x80 byte and the 8-byte length, rounded up to blocks. */
+    m->nblocks = (m->total + 9 + 63) / 64;
+}
+
+/* Block k (< nblocks) of the padded message: a pointer into the data when the
+ * block lies inside it, else m->buf (valid until the next call on m). */
+static inline const unsigned char *msg_block(sha_msg *m, size_t k)
+{
+    size_t start = 64 * k, pos = 0, off, n;
+    unsigned char *b = m->buf;
+
+    if (start >= m->prefix_len && start + 64 <= m->total)
+        return m->data + (start - m->prefix_len);
+
+    memset(b, 0, 64);
+    if (start < m->prefix_len)        /* only block 0, prefix of one byte */
+        b[pos++] = m->prefix;
+    if (start + pos < m->total) {
+        off = start + pos - m->prefix_len;
+        n = m->len - off;
+        if (n > 64 - pos)
+            n = 64 - pos;
+        memcpy(b + pos, m->data + off, n);
+    }
+    if (m->total >= start && m->total < start + 64)
+        b[m->total - start] = 0x80;
+    if (k == m->nblocks - 1)
+        store64_be(b + 56, (uint64_t)m->total * 8);
+    return b;
+}
+
+/* Blocks [first, first + count) all lie inside the data, contiguous. */
+static inline void msg_direct_run(const sha_msg *m, size_t *first, size_t *count)
+{
+    size_t whole = m->total / 64;     /* blocks with no padding byte */
+    *first = m->prefix_len ? 1 : 0;   /* a prefixed block 0 is assembled */
+    *count = whole > *first ? whole - *first : 0;
+}
+
+/* ---- Portable compression --------------------------------------------- */
+
+#define ROTR32(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
+#define BSIG0(x) (ROTR32(x, 2) ^ ROTR32(x, 13) ^ ROTR32(x, 22))
+#define BSIG1(x) (ROTR32(x, 6) ^ ROTR32(x, 11) ^ ROTR32(x, 25))
+#define SSIG0(x) (ROTR32(x, 7) ^ ROTR32(x, 18) ^ ((x) >> 3))
+#define SSIG1(x) (ROTR32(x, 17) ^ ROTR32(x, 19) ^ ((x) >> 10))
+#define CH(x, y, z) (((x) & ((y) ^ (z))) ^ (z))
+#define MAJ(x, y, z) (((x) & (y)) | ((z) & ((x) | (y))))
+
+static void scalar_blocks(uint32_t state[8], const unsigned char *p, size_t nblocks)
+{
+    uint32_t w[64];
+    uint32_t a, b, c, d, e, f, g, h, t1, t2;
+    int i;
+
+    while (nblocks--) {
+        for (i = 0; i < 16; i++)
+            w[i] = load32_be(p + 4 * i);
+        for (i = 16; i < 64; i++)
+            w[i] = SSIG1(w[i - 2]) + w[i - 7] + SSIG0(w[i - 15]) + w[i - 16];
+        a = state[0]; b = state[1]; c = state[2]; d = state[3];
+        e = state[4]; f = state[5]; g = state[6]; h = state[7];
+        for (i = 0; i < 64; i++) {
+            t1 = h + BSIG1(e) + CH(e, f, g) + sha256_k[i] + w[i];
+            t2 = BSIG0(a) + MAJ(a, b, c);
+            h = g; g = f; f = e; e = d + t1;
+            d = c; c = b; b = a; a = t1 + t2;
+        }
+        state[0] += a; state[1] += b; state[2] += c; state[3] += d;
+        state[4] += e; state[5] += f; state[6] += g; state[7] += h;
+        p += 64;
+    }
+}
+
+static void scalar_hash(sha_msg *m, unsigned char out[32])
+{
+    uint32_t state[8];
+    size_t k, first, count;
+
+    memcpy(state, sha256_iv, sizeof(state));
+    msg_direct_run(m, &first, &count);
+    for (k = 0; k < first; k++)
+        scalar_blocks(state, msg_block(m, k), 1);
+    if (count)
+        scalar_blocks(state, msg_block(m, first), count);
+    for (k = first + count; k < m->nblocks; k++)
+        scalar_blocks(state, msg_block(m, k), 1);
+    state_to_digest(state, out);
+}
+
+/* ---- SHA-NI compression ----------------------------------------------- */
+
+#ifdef MPT_SHA256_HAVE_SHANI
+
+#define SHANI_TARGET __attribute__((target("sha,sse4.1,ssse3")))
+
+/* Four rounds with schedule quad M (message words 4q .. 4q+3). */
+#define SHANI_4ROUNDS(ABEF, CDGH, M, q)                                                   \
+    do {                                                                                \
+        __m128i wk_ = _mm_add_epi32((M), _mm_load_si128((const __m128i *)&sha256_k[4 * (q)])); \
+        (CDGH) = _mm_sha256rnds2_epu32((CDGH), (ABEF), wk_);                             \
+        wk_ = _mm_shuffle_epi32(wk_, 0x0E);                                             \
+        (ABEF) = _mm_sha256rnds2_epu32((ABEF), (CDGH), wk_);                             \
+    } while (0)
+
+/* Next schedule quad, replacing the oldest: W[q] from W[q-4], W[q-3], W[q-2],
+ * W[q-1] held in Q0, Q1, Q2, Q3.  (After the two rnds2 above, ABEF and CDGH
+ * have swapped roles back, so the macro arguments never change.) */
+#define SHANI_SCHED(Q0, Q1, Q2, Q3)                                                     \
+    (Q0) = _mm_sha256msg2_epu32(                                                         \
+        _mm_add_epi32(_mm_sha256msg1_epu32((Q0), (Q1)), _mm_alignr_epi8((Q3), (Q2), 4)), (Q3))
+
+#define SHANI_LOAD(p, i, mask) _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)((p) + 16 * (i))), (mask))
+
+SHANI_TARGET static inline void shani_from_state(const uint32_t s[8], __m128i *abef, __m128i *cdgh)
+{
+    __m128i dcba = _mm_loadu_si128((const __m128i *)&s[0]);
+    __m128i hgfe = _mm_loadu_si128((const __m128i *)&s[4]);
+    __m128i cdab = _mm_shuffle_epi32(dcba, 0xB1);
+    __m128i efgh = _mm_shuffle_epi32(hgfe, 0x1B);
+    *abef = _mm_alignr_epi8(cdab, efgh, 8);
+    *cdgh = _mm_blend_epi16(efgh, cdab, 0xF0);
+}
+
+SHANI_TARGET static inline void shani_to_state(__m128i abef, __m128i cdgh, uint32_t s[8])
+{
+    __m128i feba = _mm_shuffle_epi32(abef, 0x1B);
+    __m128i dchg = _mm_shuffle_epi32(cdgh, 0xB1);
+    _mm_storeu_si128((__m128i *)&s[0], _mm_blend_epi16(feba, dchg, 0xF0));
+    _mm_storeu_si128((__m128i *)&s[4], _mm_alignr_epi8(dchg, feba, 8));
+}
+
+/* Byte order of the message words: big-endian 32-bit words into lanes. */
+#define SHANI_BSWAP_MASK() _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL)
+
+/* One block, given as its four 16-byte quads already in word order, into (abef, cdgh). */
+SHANI_TARGET static inline __attribute__((always_inline)) void
+shani_rounds(__m128i *abef, __m128i *cdgh, __m128i m0, __m128i m1, __m128i m2, __m128i m3)
+{
+    __m128i s0 = *abef, s1 = *cdgh;
+    int q;
+
+    SHANI_4ROUNDS(s0, s1, m0, 0);
+    SHANI_4ROUNDS(s0, s1, m1, 1);
+    SHANI_4ROUNDS(s0, s1, m2, 2);
+    SHANI_4ROUNDS(s0, s1, m3, 3);
+    for (q = 4; q < 16; q += 4) {
+        SHANI_SCHED(m0, m1, m2, m3);
+        SHANI_4ROUNDS(s0, s1, m0, q);
+        SHANI_SCHED(m1, m2, m3, m0);
+        SHANI_4ROUNDS(s0, s1, m1, q + 1);
+        SHANI_SCHED(m2, m3, m0, m1);
+        SHANI_4ROUNDS(s0, s1, m2, q + 2);
+        SHANI_SCHED(m3, m0, m1, m2);
+        SHANI_4ROUNDS(s0, s1, m3, q + 3);
+    }
+    *abef = _mm_add_epi32(s0, *abef);
+    *cdgh = _mm_add_epi32(s1, *cdgh);
+}
+
+/* One block of each of two independent messages, their rounds interleaved
+ * instruction by instruction. */
+SHANI_TARGET static inline __attribute__((always_inline)) void
+shani_rounds_x2(__m128i *abef_a, __m128i *cdgh_a, const __m128i *ma,
+                __m128i *abef_b, __m128i *cdgh_b, const __m128i *mb)
+{
+    __m128i sa0 = *abef_a, sa1 = *cdgh_a, sb0 = *abef_b, sb1 = *cdgh_b;
+    __m128i a0 = ma[0], a1 = ma[1], a2 = ma[2], a3 = ma[3];
+    __m128i b0 = mb[0], b1 = mb[1], b2 = mb[2], b3 = mb[3];
+    int q;
+
+    SHANI_4ROUNDS(sa0, sa1, a0, 0); SHANI_4ROUNDS(sb0, sb1, b0, 0);
+    SHANI_4ROUNDS(sa0, sa1, a1, 1); SHANI_4ROUNDS(sb0, sb1, b1, 1);
+    SHANI_4ROUNDS(sa0, sa1, a2, 2); SHANI_4ROUNDS(sb0, sb1, b2, 2);
+    SHANI_4ROUNDS(sa0, sa1, a3, 3); SHANI_4ROUNDS(sb0, sb1, b3, 3);
+    for (q = 4; q < 16; q += 4) {
+        SHANI_SCHED(a0, a1, a2, a3); SHANI_SCHED(b0, b1, b2, b3);
+        SHANI_4ROUNDS(sa0, sa1, a0, q); SHANI_4ROUNDS(sb0, sb1, b0, q);
+        SHANI_SCHED(a1, a2, a3, a0); SHANI_SCHED(b1, b2, b3, b0);
+        SHANI_4ROUNDS(sa0, sa1, a1, q + 1); SHANI_4ROUNDS(sb0, sb1, b1, q + 1);
+        SHANI_SCHED(a2, a3, a0, a1); SHANI_SCHED(b2, b3, b0, b1);
+        SHANI_4ROUNDS(sa0, sa1, a2, q + 2); SHANI_4ROUNDS(sb0, sb1, b2, q + 2);
+        SHANI_SCHED(a3, a0, a1, a2); SHANI_SCHED(b3, b0, b1, b2);
+        SHANI_4ROUNDS(sa0, sa1, a3, q + 3); SHANI_4ROUNDS(sb0, sb1, b3, q + 3);
+    }
+    *abef_a = _mm_add_epi32(sa0, *abef_a);
+    *cdgh_a = _mm_add_epi32(sa1, *cdgh_a);
+    *abef_b = _mm_add_epi32(sb0, *abef_b);
+    *cdgh_b = _mm_add_epi32(sb1, *cdgh_b);
+}
+
+SHANI_TARGET static inline __attribute__((always_inline)) void
+shani_load_quads(const unsigned char *p, __m128i m[4])
+{
+    const __m128i mask = SHANI_BSWAP_MASK();
+    m[0] = SHANI_LOAD(p, 0, mask);
+    m[1] = SHANI_LOAD(p, 1, mask);
+    m[2] = SHANI_LOAD(p, 2, mask);
+    m[3] = SHANI_LOAD(p, 3, mask);
+}
+
+/* prefix || p[0..63) as quads: each 16 bytes shifted by one byte with PALIGNR,
+ * no byte-wise copy (a copy to a buffer followed by 16-byte loads stalls on
+ * store forwarding). p must have 64 readable bytes. */
+SHANI_TARGET static inline __attribute__((always_inline)) void
+shani_prefixed_quads(unsigned char prefix, const unsigned char *p, __m128i m[4])
+{
+    const __m128i mask = SHANI_BSWAP_MASK();
+    __m128i x0 = _mm_loadu_si128((const __m128i *)p);
+    __m128i x1 = _mm_loadu_si128((const __m128i *)(p + 16));
+    __m128i x2 = _mm_loadu_si128((const __m128i *)(p + 32));
+    __m128i x3 = _mm_loadu_si128((const __m128i *)(p + 48));
+    __m128i pre = _mm_slli_si128(_mm_cvtsi32_si128(prefix), 15);
+    m[0] = _mm_shuffle_epi8(_mm_alignr_epi8(x0, pre, 15), mask);
+    m[1] = _mm_shuffle_epi8(_mm_alignr_epi8(x1, x0, 15), mask);
+    m[2] = _mm_shuffle_epi8(_mm_alignr_epi8(x2, x1, 15), mask);
+    m[3] = _mm_shuffle_epi8(_mm_alignr_epi8(x3, x2, 15), mask);
+}
+
+/* Byte-shift tables for the tail block: shift_window[16 + b ..] picks bytes
+ * b.. of a vector into the low lanes, shift_window[b ..] the rest into the
+ * high lanes (0x80 = zero lane); pad_window has the 0x80 end marker at 64. */
+static const unsigned char shift_window[48] __attribute__((aligned(16))) = {
+    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+};
+static const unsigned char pad_window[128] __attribute__((aligned(16))) = {[64] = 0x80};
+
+/* The last block(s) of a message of at least 64 data bytes (block k, not a
+ * prefixed block 0, not wholly inside the data): the data's last bytes moved
+ * to the block start with PSHUFB, the 0x80 marker and the length ORed in.
+ * Everything from registers and constant tables: assembling the block in a
+ * buffer byte by byte and reading it back as vectors stalls on store
+ * forwarding, which cost as much as compressing the block. */
+SHANI_TARGET static inline __attribute__((always_inline)) void
+shani_tail_quads(const sha_msg *m, size_t k, __m128i q[4])
+{
+    const __m128i mask = SHANI_BSWAP_MASK();
+    const __m128i zero = _mm_setzero_si128();
+    size_t start = 64 * k, r, shift, off;
+    __m128i e[8];
+    int j;
+
+    if (start <= m->total) {
+        const unsigned char *last64 = m->data + m->len - 64;
+        r = m->total - start;            /* message bytes in this block: 0..63 */
+        shift = 64 - r;
+        e[0] = _mm_loadu_si128((const __m128i *)last64);
+        e[1] = _mm_loadu_si128((const __m128i *)(last64 + 16));
+        e[2] = _mm_loadu_si128((const __m128i *)(last64 + 32));
+        e[3] = _mm_loadu_si128((const __m128i *)(last64 + 48));
+        e[4] = e[5] = e[6] = e[7] = zero;
+        for (j = 0; j < 4; j++) {
+            off = 16 * (size_t)j + shift;            /* 1 .. 112 */
+            size_t a = off >> 4, b = off & 15;
+            /* Bytes off .. off+15 of e (e[4..7] are zeros past the data). */
+            __m128i low = _mm_shuffle_epi8(e[a], _mm_loadu_si128((const __m128i *)(shift_window + 16 + b)));
+            __m128i high = _mm_shuffle_epi8(e[a + 1 < 8 ? a + 1 : 7],
+                                            _mm_loadu_si128((const __m128i *)(shift_window + b)));
+            __m128i marker = _mm_loadu_si128((const __m128i *)(pad_window + 64 - r + 16 * (size_t)j));
+            q[j] = _mm_or_si128(_mm_or_si128(low, high), marker);
+        }
+    } else {                             /* the length-only block after the marker */
+        q[0] = q[1] = q[2] = q[3] = zero;
+    }
+    if (k == m->nblocks - 1)
+        q[3] = _mm_or_si128(q[3], _mm_set_epi64x((long long)__builtin_bswap64((uint64_t)m->total * 8), 0));
+    for (j = 0; j < 4; j++)
+        q[j] = _mm_shuffle_epi8(q[j], mask);
+}
+
+/* Block k of message m as quads. */
+SHANI_TARGET static inline __attribute__((always_inline)) void
+shani_msg_quads(sha_msg *m, size_t k, __m128i q[4])
+{
+    size_t start = 64 * k;
+    if (k == 0 && m->prefix_len && m->len >= 64)
+        shani_prefixed_quads(m->prefix, m->data, q);
+    else if (start + 64 > m->total && start >= m->prefix_len && m->len >= 64)
+        shani_tail_quads(m, k, q);
+    else
+        shani_load_quads(msg_block(m, k), q);
+}
+
+SHANI_TARGET static inline void shani_block(__m128i *abef, __m128i *cdgh, const unsigned char *p)
+{
+    __m128i m[4];
+    shani_load_quads(p, m);
+    shani_rounds(abef, cdgh, m[0], m[1], m[2], m[3]);
+}
+
+SHANI_TARGET static void shani_blocks(uint32_t state[8], const unsigned char *p, size_t nblocks)
+{
+    __m128i abef, cdgh;
+    shani_from_state(state, &abef, &cdgh);
+    for (; nblocks; nblocks--, p += 64)
+        shani_block(&abef, &cdgh, p);
+    shani_to_state(abef, cdgh, state);
+}
+
+/* The digest straight from the register layout: words A..H, big-endian. */
+SHANI_TARGET static inline void shani_digest(__m128i abef, __m128i cdgh, unsigned char out[32])
+{
+    const __m128i mask = SHANI_BSWAP_MASK();
+    __m128i feba = _mm_shuffle_epi32(abef, 0x1B);
+    __m128i dchg = _mm_shuffle_epi32(cdgh, 0xB1);
+    _mm_storeu_si128((__m128i *)out, _mm_shuffle_epi8(_mm_blend_epi16(feba, dchg, 0xF0), mask));
+    _mm_storeu_si128((__m128i *)(out + 16), _mm_shuffle_epi8(_mm_alignr_epi8(dchg, feba, 8), mask));
+}
+
+SHANI_TARGET static void shani_hash(sha_msg *m, unsigned char out[32])
+{
+    __m128i abef, cdgh, q[4];
+    size_t k, first, count;
+    const unsigned char *p;
+
+    shani_from_state(sha256_iv, &abef, &cdgh);
+    msg_direct_run(m, &first, &count);
+    for (k = 0; k < first; k++) {
+        shani_msg_quads(m, k, q);
+        shani_rounds(&abef, &cdgh, q[0], q[1], q[2], q[3]);
+    }
+    if (count) {
+        p = msg_block(m, first);      /* inside the data: a direct pointer */
+        for (k = 0; k < count; k++, p += 64)
+            shani_block(&abef, &cdgh, p);
+    }
+    for (k = first + count; k < m->nblocks; k++)
+        shani_block(&abef, &cdgh, msg_block(m, k));
+    shani_digest(abef, cdgh, out);
+}
+
+/* Two messages at once: their common blocks interleaved, then the rest of the
+ * longer one alone.  Both digests are written after every block was read, so
+ * an output may overlap an input. */
+SHANI_TARGET static void shani_hash_x2(sha_msg *a, sha_msg *b, unsigned char *out_a, unsigned char *out_b)
+{
+    __m128i abef_a, cdgh_a, abef_b, cdgh_b, qa[4], qb[4];
+    size_t k, common = a->nblocks < b->nblocks ? a->nblocks : b->nblocks;
+
+    shani_from_state(sha256_iv, &abef_a, &cdgh_a);
+    abef_b = abef_a;
+    cdgh_b = cdgh_a;
+    for (k = 0; k < common; k++) {
+        shani_msg_quads(a, k, qa);
+        shani_msg_quads(b, k, qb);
+        shani_rounds_x2(&abef_a, &cdgh_a, qa, &abef_b, &cdgh_b, qb);
+    }
+    for (k = common; k < a->nblocks; k++) {
+        shani_msg_quads(a, k, qa);
+        shani_rounds(&abef_a, &cdgh_a, qa[0], qa[1], qa[2], qa[3]);
+    }
+    for (k = common; k < b->nblocks; k++) {
+        shani_msg_quads(b, k, qb);
+        shani_rounds(&abef_b, &cdgh_b, qb[0], qb[1], qb[2], qb[3]);
+    }
+    shani_digest(abef_a, cdgh_a, out_a);
+    shani_digest(abef_b, cdgh_b, out_b);
+}
+
+/* prefix || in[64i .. 64i+64) for two pairs at once.  A 65-byte message is
+ * two blocks: prefix and the first 63 bytes (built with PALIGNR), then the
+ * last byte, 0x80 and the length 520 bits; all in registers.  Every input is
+ * loaded before any digest is stored, so out may equal in. */
+SHANI_TARGET static void shani_pairs_x2(unsigned char prefix, const unsigned char *in, unsigned char *out)
+{
+    const __m128i mask = SHANI_BSWAP_MASK();
+    const __m128i pad = _mm_slli_si128(_mm_cvtsi32_si128(0x80), 1);               /* byte 1 = 0x80 */
+    const __m128i bitlen = _mm_shuffle_epi8(_mm_slli_si128(_mm_cvtsi32_si128(0x0802), 14), mask);
+    const __m128i zero = _mm_setzero_si128();
+    __m128i abef_a, cdgh_a, abef_b, cdgh_b, qa[4], qb[4];
+
+    shani_prefixed_quads(prefix, in, qa);
+    shani_prefixed_quads(prefix, in + 64, qb);
+    /* The last input bytes, saved before any store. */
+    __m128i last_a = _mm_srli_si128(_mm_loadu_si128((const __m128i *)(in + 48)), 15);
+    __m128i last_b = _mm_srli_si128(_mm_loadu_si128((const __m128i *)(in + 112)), 15);
+
+    shani_from_state(sha256_iv, &abef_a, &cdgh_a);
+    abef_b = abef_a;
+    cdgh_b = cdgh_a;
+    shani_rounds_x2(&abef_a, &cdgh_a, qa, &abef_b, &cdgh_b, qb);
+    qa[0] = _mm_shuffle_epi8(_mm_or_si128(last_a, pad), mask);
+    qb[0] = _mm_shuffle_epi8(_mm_or_si128(last_b, pad), mask);
+    qa[1] = qa[2] = qb[1] = qb[2] = zero;
+    qa[3] = qb[3] = bitlen;
+    shani_rounds_x2(&abef_a, &cdgh_a, qa, &abef_b, &cdgh_b, qb);
+    shani_digest(abef_a, cdgh_a, out);
+    shani_digest(abef_b, cdgh_b, out + 32);
+}
+
+static int cpu_has_shani(void)
+{
+    unsigned int eax, ebx, ecx, edx;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx))
+        return 0;
+    if (!(ecx & bit_SSSE3) || !(ecx & bit_SSE4_1))
+        return 0;
+    if (__get_cpuid_max(0, NULL) < 7)
+        return 0;
+    __cpuid_count(7, 0, eax, ebx, ecx, edx);
+    return (ebx & (1u << 29)) ? 1 : 0;   /* CPUID.(EAX=7,ECX=0):EBX.SHA[bit 29] */
+}
+
+#endif /* MPT_SHA256_HAVE_SHANI */
+
+/* ---- Backend choice ---------------------------------------------------- */
+
+static int backend_supported(int backend)
+{
+    switch (backend) {
+    case BACKEND_SCALAR:
+        return 1;
+#ifdef MPT_SHA256_HAVE_SHANI
+    case BACKEND_SHANI: {
+        static int has = -1;
+        if (has < 0)
+            has = cpu_has_shani();
+        return has;
+    }
+#endif
+    default:
+        return 0;
+    }
+}
+
+static int best_backend(void)
+{
+    return backend_supported(BACKEND_SHANI) ? BACKEND_SHANI : BACKEND_SCALAR;
+}
+
+/* -1 unknown name, -2 "auto", else the backend number. */
+static int backend_number(const char *name)
+{
+    if (name == NULL)
+        return -1;
+    if (strcmp(name, "auto") == 0 || strcmp(name, "") == 0)
+        return -2;
+    if (strcmp(name, "scalar") == 0)
+        return BACKEND_SCALAR;
+    if (strcmp(name, "shani") == 0)
+        return BACKEND_SHANI;
+    return -1;
+}
+
+/* Resolved on first use (so plain C callers honour the environment too).
+ * Racing first calls all compute the same value. */
+static int current_backend = BACKEND_UNSET;
+
+static int backend(void)
+{
+    int b = current_backend;
+    if (b == BACKEND_UNSET) {
+        b = backend_number(getenv("MPT_SHA256_BACKEND"));
+        if (b < 0 || !backend_supported(b))
+            b = best_backend();
+        current_backend = b;
+    }
+    return b;
+}
+
+const char *mpt_sha256_backend(void)
+{
+    return backend() == BACKEND_SHANI ? "shani" : "scalar";
+}
+
+int mpt_sha256_set_backend(const char *name)
+{
+    int b = backend_number(name);
+    if (b == -2)
+        b = best_backend();
+    if (b < 0 || !backend_supported(b))
+        return -1;
+    current_backend = b;
+    return 0;
+}
+
+int mpt_sha256_backend_supported(const char *name)
+{
+    int b = backend_number(name);
+    if (b == -2)
+        return 1;
+    return b >= 0 && backend_supported(b);
+}
+
+static void compress_blocks(uint32_t state[8], const unsigned char *p, size_t nblocks)
+{
+#ifdef MPT_SHA256_HAVE_SHANI
+    if (backend() == BACKEND_SHANI) {
+        shani_blocks(state, p, nblocks);
+        return;
+    }
+#endif
+    scalar_blocks(state, p, nblocks);
+}
+
+static void hash_msg(sha_msg *m, unsigned char out[32])
+{
+#ifdef MPT_SHA256_HAVE_SHANI
+    if (backend() == BACKEND_SHANI) {
+        shani_hash(m, out);
+        return;
+    }
+#endif
+    scalar_hash(m, out);
+}
+
+/* ---- Streaming --------------------------------------------------------- */
+
+void mpt_sha256_init(mpt_sha256_ctx *ctx)
+{
+    memcpy(ctx->state, sha256_iv, sizeof(ctx->state));
+    ctx->bitlen = 0;
+    ctx->buflen = 0;
+}
+
+void mpt_sha256_update(mpt_sha256_ctx *ctx, const unsigned char *data, size_t len)
+{
+    size_t take, whole;
+
+    if (len == 0)
+        return;
+    ctx->bitlen += (uint64_t)len * 8;
+    if (ctx->buflen) {
+        take = 64 - ctx->buflen;
+        if (take > len)
+            take = len;
+        memcpy(ctx->buf + ctx->buflen, data, take);
+        ctx->buflen += take;
+        data += take;
+        len -= take;
+        if (ctx->buflen < 64)
+            return;
+        compress_blocks(ctx->state, ctx->buf, 1);
+        ctx->buflen = 0;
+    }
+    whole = len / 64;
+    if (whole) {
+        compress_blocks(ctx->state, data, whole);
+        data += 64 * whole;
+        len -= 64 * whole;
+    }
+    if (len) {
+        memcpy(ctx->buf, data, len);
+        ctx->buflen = len;
+    }
+}
+
+void mpt_sha256_final(mpt_sha256_ctx *ctx, unsigned char out[32])
+{
+    size_t n = ctx->buflen;
+
+    ctx->buf[n++] = 0x80;
+    if (n > 56) {
+        memset(ctx->buf + n, 0, 64 - n);
+        compress_blocks(ctx->state, ctx->buf, 1);
+        n = 0;
+    }
+    memset(ctx->buf + n, 0, 56 - n);
+    store64_be(ctx->buf + 56, ctx->bitlen);
+    compress_blocks(ctx->state, ctx->buf, 1);
+    state_to_digest(ctx->state, out);
+    memset(ctx, 0, sizeof(*ctx));
+}
+
+/* ---- One shot and batches --------------------------------------------- */
+
+void mpt_sha256(const unsigned char *data, size_t len, unsigned char out[32])
+{
+    sha_msg m;
+    msg_init(&m, 0, 0, data, len);
+    hash_msg(&m, out);
+}
+
+void mpt_sha256_prefixed(unsigned char prefix, const unsigned char *data, size_t len,
+                         unsigned char out[32])
+{
+    sha_msg m;
+    msg_init(&m, prefix, 1, data, len);
+    hash_msg(&m, out);
+}
+
+void mpt_sha256_many(unsigned char prefix, int prefix_len, const unsigned char *const *data,
+                     const size_t *len, size_t n, unsigned char *out)
+{
+    sha_msg a;
+    size_t i = 0, plen = prefix_len ? 1 : 0;
+
+#ifdef MPT_SHA256_HAVE_SHANI
+    if (backend() == BACKEND_SHANI) {
+        sha_msg b;
+        for (; i + 1 < n; i += 2) {
+            msg_init(&a, prefix, plen, data[i], len[i]);
+            msg_init(&b, prefix, plen, data[i + 1], len[i + 1]);
+            shani_hash_x2(&a, &b, out + 32 * i, out + 32 * (i + 1));
+        }
+    }
+#endif
+    for (; i < n; i++) {
+        msg_init(&a, prefix, plen, data[i], len[i]);
+        hash_msg(&a, out + 32 * i);
+    }
+}
+
+void mpt_sha256_pairs(unsigned char prefix, const unsigned char *in, size_t npairs,
+                      unsigned char *out)
+{
+    sha_msg a;
+    size_t i = 0;
+
+    /* Pair i is read before digest i is written, and digest i lands at or
+     * below pair i, so reducing a level in place (out == in) is safe. */
+#ifdef MPT_SHA256_HAVE_SHANI
+    if (backend() == BACKEND_SHANI) {
+        for (; i + 1 < npairs; i += 2)
+            shani_pairs_x2(prefix, in + 64 * i, out + 32 * i);
+    }
+#endif
+    for (; i < npairs; i++) {
+        msg_init(&a, prefix, 1, in + 64 * i, 64);
+        hash_msg(&a, out + 32 * i);
+    }
+}
