@@ -15,6 +15,9 @@ DEBUG = os.environ.get("MPT_DEBUG") == "1"
 KECCAK_SOURCES = ["mpt/_keccak/keccak.c", "mpt/_keccak/keccak_lanes.c"]
 KECCAK_INCLUDE = ["mpt/_keccak"]
 
+SHA256_SOURCES = ["mpt/_sha256/sha256.c"]
+SHA256_INCLUDE = ["mpt/_sha256"]
+
 # Modules that call our C Keccak link the static library built once from keccak.c; the rest are plain Cython.
 MODULES = {
     "mpt._keccak.binding": True,
@@ -30,8 +33,13 @@ MODULES = {
     "mpt.derive": True,
     "mpt.proof": True,
     "mpt.bench._alloc": True,
+    "mpt._sha256.binding": False,
     "mpt.iavl.node": False,
+    "mpt.iavl.tree": False,
 }
+
+# Modules that call our C SHA-256 link the static library built once from sha256.c ("mpt_sha256").
+SHA256_MODULES = {"mpt._sha256.binding", "mpt.iavl.node", "mpt.iavl.tree"}
 
 extra_compile_args = ["-O3", "-fno-strict-aliasing"]
 define_macros = []
@@ -46,8 +54,8 @@ extensions = [
     Extension(
         name,
         sources=[name.replace(".", "/") + ".pyx"],
-        include_dirs=KECCAK_INCLUDE,
-        libraries=["mpt_keccak"] if needs_keccak else [],
+        include_dirs=KECCAK_INCLUDE + SHA256_INCLUDE,
+        libraries=(["mpt_keccak"] if needs_keccak else []) + (["mpt_sha256"] if name in SHA256_MODULES else []),
         extra_compile_args=extra_compile_args + (["-fopenmp"] if name in OPENMP_MODULES else []),
         extra_link_args=["-fopenmp"] if name in OPENMP_MODULES else [],
         define_macros=define_macros,
@@ -57,6 +65,8 @@ extensions = [
 
 # keccak.c is compiled once (build_clib) instead of once per extension.
 keccak_library = ("mpt_keccak", {"sources": KECCAK_SOURCES, "include_dirs": KECCAK_INCLUDE,
+                                 "cflags": extra_compile_args + ["-fPIC"]})
+sha256_library = ("mpt_sha256", {"sources": SHA256_SOURCES, "include_dirs": SHA256_INCLUDE,
                                  "cflags": extra_compile_args + ["-fPIC"]})
 
 
@@ -98,10 +108,11 @@ if SANITIZE:
         extension.extra_link_args = extension.extra_link_args + sanitize_args
         extension.define_macros = [m for m in extension.define_macros if not m[0].startswith("CYTHON_TRACE")]
     keccak_library[1]["cflags"] = keccak_library[1]["cflags"] + sanitize_args
+    sha256_library[1]["cflags"] = sha256_library[1]["cflags"] + sanitize_args
     directives.update(boundscheck=False, wraparound=False, initializedcheck=False, linetrace=False)
 
 setup(
-    libraries=[keccak_library],
+    libraries=[keccak_library, sha256_library],
     ext_modules=cythonize(extensions, compiler_directives=directives, annotate=False),
     cmdclass={"build_ext": ParallelBuildExt},
 )

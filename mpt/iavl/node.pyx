@@ -39,15 +39,12 @@ from mpt.varint cimport (
     varint_size,
 )
 
-import hashlib
-
+from mpt._sha256.sha256 cimport mpt_sha256, mpt_sha256_ctx, mpt_sha256_final, mpt_sha256_init, mpt_sha256_update
 from mpt.errors import NodeDecodeError, NodeEncodeError
 
 cdef enum:
     # varint(height) + varint(size) + varint(version): the longest header any format or the hash writes.
     MAX_HEADER = 30
-    # Hash preimages up to this size are built on the stack.
-    STACK_PREIMAGE = 512
 
 cdef uint64_t UINT32_MAX_ = 0xFFFFFFFF
 
@@ -56,13 +53,9 @@ cdef str _V1 = "v1"
 cdef str _VBYTE = "vbyte"
 FORMATS = (_LEGACY, _V1, _VBYTE)
 
-_sha256 = hashlib.sha256
-
 
 cdef int sha256_into(const uint8_t *data, Py_ssize_t n, uint8_t *out) except -1:
-    # Placeholder until the shared C SHA-256 (mpt/_sha256) is merged: hashlib's OpenSSL, through one bytes copy.
-    cdef bytes digest = _sha256(PyBytes_FromStringAndSize(<const char *>data, n)).digest()
-    memcpy(out, PyBytes_AS_STRING(digest), HASH_SIZE)
+    mpt_sha256(data, <size_t>n, out)
     return 0
 
 
@@ -126,6 +119,14 @@ cdef inline Py_ssize_t _put_bytes(uint8_t *out, bytes b) noexcept:
 cdef inline Py_ssize_t _bytes_size(bytes b) noexcept:
     cdef Py_ssize_t n = PyBytes_GET_SIZE(b)
     return uvarint_size(<uint64_t>n) + n
+
+
+cdef inline void _hash_bytes(mpt_sha256_ctx *ctx, bytes b) noexcept:
+    """Feed bytes(b) = uvarint(len) || b to ctx."""
+    cdef uint8_t head[10]
+    cdef Py_ssize_t h = put_uvarint(head, <uint64_t>PyBytes_GET_SIZE(b))
+    mpt_sha256_update(ctx, head, <size_t>h)
+    mpt_sha256_update(ctx, <const uint8_t *>PyBytes_AS_STRING(b), <size_t>PyBytes_GET_SIZE(b))
 
 
 cdef bint _is_v1_ref(bytes ref) noexcept:
@@ -295,38 +296,34 @@ cdef class Node:
     # ------------------------------------------------------------------------------------------ hashing
 
     cdef bytes c_hash(self):
-        cdef uint8_t stack[STACK_PREIMAGE]
-        cdef uint8_t *pre = stack
+        # Streamed: the header and bytes(key) go through a small stack buffer, the key itself straight from
+        # the bytes object, so no preimage is ever copied whole.
+        cdef mpt_sha256_ctx ctx
+        cdef uint8_t head[MAX_HEADER + 10]
+        cdef uint8_t tail[1 + HASH_SIZE]
         cdef uint8_t digest[HASH_SIZE]
-        cdef Py_ssize_t n, p
+        cdef Py_ssize_t p
         if self._hash is not None:
             return self._hash
-        if self.height == 0:
-            n = MAX_HEADER + _bytes_size(self.key) + 1 + HASH_SIZE
-        else:
+        if self.height != 0:
             self._need_child_hashes()
-            n = MAX_HEADER + _bytes_size(self._left_hash) + _bytes_size(self._right_hash)
-        if n > STACK_PREIMAGE:
-            pre = <uint8_t *>PyMem_Malloc(<size_t>n)
-            if pre == NULL:
-                raise MemoryError()
-        try:
-            p = put_varint(pre, self.height)
-            p += put_varint(pre + p, self.size)
-            p += put_varint(pre + p, self.version)
-            if self.height == 0:
-                p += _put_bytes(pre + p, self.key)
-                pre[p] = HASH_SIZE
-                sha256_into(<const uint8_t *>PyBytes_AS_STRING(self._value), PyBytes_GET_SIZE(self._value),
-                            pre + p + 1)
-                p += 1 + HASH_SIZE
-            else:
-                p += _put_bytes(pre + p, self._left_hash)
-                p += _put_bytes(pre + p, self._right_hash)
-            sha256_into(pre, p, digest)
-        finally:
-            if pre != stack:
-                PyMem_Free(pre)
+        p = put_varint(head, self.height)
+        p += put_varint(head + p, self.size)
+        p += put_varint(head + p, self.version)
+        mpt_sha256_init(&ctx)
+        if self.height == 0:
+            p += put_uvarint(head + p, <uint64_t>PyBytes_GET_SIZE(self.key))
+            mpt_sha256_update(&ctx, head, <size_t>p)
+            mpt_sha256_update(&ctx, <const uint8_t *>PyBytes_AS_STRING(self.key), <size_t>PyBytes_GET_SIZE(self.key))
+            tail[0] = HASH_SIZE
+            mpt_sha256(<const uint8_t *>PyBytes_AS_STRING(self._value), <size_t>PyBytes_GET_SIZE(self._value),
+                       tail + 1)
+            mpt_sha256_update(&ctx, tail, 1 + HASH_SIZE)
+        else:
+            mpt_sha256_update(&ctx, head, <size_t>p)
+            _hash_bytes(&ctx, self._left_hash)
+            _hash_bytes(&ctx, self._right_hash)
+        mpt_sha256_final(&ctx, digest)
         self._hash = PyBytes_FromStringAndSize(<char *>digest, HASH_SIZE)
         return self._hash
 

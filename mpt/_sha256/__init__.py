@@ -1,0 +1,4 @@
+"""SHA-256 implemented in C (sha256.c): SHA-NI chosen by CPUID, portable fallback; MPT_SHA256_BACKEND forces one."""
+from .binding import sha256, sha256_backend, sha256_backends, sha256_prefixed, set_sha256_backend
+
+__all__ = ["sha256", "sha256_prefixed", "sha256_backend", "sha256_backends", "set_sha256_backend"]
