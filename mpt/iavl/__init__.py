@@ -4,5 +4,6 @@ See docs/iavl.rst. ``decode_node`` / ``LeafNode`` / ``InnerNode`` are the codecs
 ``MutableTree`` is the tree (mpt.iavl.tree).
 """
 from mpt.iavl.node import FORMATS, InnerNode, LeafNode, Node, decode_node, node_key
+from mpt.iavl.tree import EMPTY_HASH, MutableTree
 
-__all__ = ["FORMATS", "InnerNode", "LeafNode", "Node", "decode_node", "node_key"]
+__all__ = ["EMPTY_HASH", "FORMATS", "InnerNode", "LeafNode", "MutableTree", "Node", "decode_node", "node_key"]
