@@ -479,31 +479,47 @@ cdef int _fail(str what, Py_ssize_t offset) except -1:
     raise err
 
 
-cdef Py_ssize_t _uvarint(const uint8_t *data, Py_ssize_t pos, Py_ssize_t n, uint64_t *out,
-                         str what) except -1:
-    cdef Py_ssize_t r = read_uvarint(data, pos, n, out)
-    if r >= 0:
-        return r
-    if r == VARINT_TRUNCATED:
+cdef int _varint_fail(Py_ssize_t code, str what, Py_ssize_t pos) except -1:
+    if code == VARINT_TRUNCATED:
         _fail("truncated varint (%s)" % what, pos)
-    if r == VARINT_OVERFLOW:
+    if code == VARINT_OVERFLOW:
         _fail("varint overflows 64 bits (%s)" % what, pos)
     _fail("non-canonical varint (%s)" % what, pos)
     return -1
 
 
-cdef Py_ssize_t _varint(const uint8_t *data, Py_ssize_t pos, Py_ssize_t n, int64_t *out, str what) except -1:
+cdef inline Py_ssize_t _uvarint(const uint8_t *data, Py_ssize_t pos, Py_ssize_t n, uint64_t *out,
+                                str what) except -1:
+    cdef Py_ssize_t r = read_uvarint(data, pos, n, out)
+    if r >= 0:
+        return r
+    return _varint_fail(r, what, pos)
+
+
+cdef inline Py_ssize_t _varint(const uint8_t *data, Py_ssize_t pos, Py_ssize_t n, int64_t *out,
+                               str what) except -1:
     cdef uint64_t u
+    if pos < n and data[pos] < 0x80:
+        # One byte: the common case for heights, sizes of small subtrees and key/value lengths.
+        out[0] = unzigzag(data[pos])
+        return pos + 1
     pos = _uvarint(data, pos, n, &u, what)
     out[0] = unzigzag(u)
     return pos
 
 
-cdef bytes _read_bytes(const uint8_t *data, Py_ssize_t *pos, Py_ssize_t n, str what):
+cdef inline bytes _read_bytes(const uint8_t *data, Py_ssize_t *pos, Py_ssize_t n, str what):
     """Read bytes(x) = uvarint(len) || x at data[pos[0]:n]; advance pos[0] past it."""
     cdef uint64_t length
     cdef Py_ssize_t at = pos[0]
-    cdef Py_ssize_t start = _uvarint(data, at, n, &length, what + " length")
+    cdef Py_ssize_t start
+    if at < n and data[at] < 0x80:
+        length = data[at]
+        start = at + 1
+    else:
+        start = read_uvarint(data, at, n, &length)
+        if start < 0:
+            _varint_fail(start, what + " length", at)
     if length > <uint64_t>(n - start):
         _fail("%s length %d exceeds the %d bytes left" % (what, length, n - start), at)
     pos[0] = start + <Py_ssize_t>length
@@ -532,17 +548,18 @@ cdef bytes _read_child_hash(const uint8_t *data, Py_ssize_t *pos, Py_ssize_t n, 
     return out
 
 
-cdef bytes _read_v1_ref(const uint8_t *data, Py_ssize_t *pos, Py_ssize_t n, bint legacy, str side):
+cdef bytes _read_v1_ref(const uint8_t *data, Py_ssize_t *pos, Py_ssize_t n, bint legacy, bint left):
     cdef int64_t version, nonce
     cdef Py_ssize_t at = pos[0]
+    cdef str side = "left" if left else "right"
     if legacy:
-        return _read_child_hash(data, pos, n, side + " child hash")
-    pos[0] = _varint(data, pos[0], n, &version, side + " child version")
+        return _read_child_hash(data, pos, n, "left child hash" if left else "right child hash")
+    pos[0] = _varint(data, pos[0], n, &version, "child version")
     if version < 0:
         _fail("negative %s child version %d" % (side, version), at)
     at = pos[0]
-    pos[0] = _varint(data, pos[0], n, &nonce, side + " child nonce")
-    if nonce < 0 or nonce > UINT32_MAX_:
+    pos[0] = _varint(data, pos[0], n, &nonce, "child nonce")
+    if nonce < 0 or <uint64_t>nonce > UINT32_MAX_:
         _fail("%s child nonce %d does not fit a uint32" % (side, nonce), at)
     return make_node_key(version, <uint32_t>nonce)
 
@@ -621,8 +638,8 @@ cdef Node c_decode_node(const uint8_t *data, Py_ssize_t n, NodeFormat fmt, int64
         pos = _varint(data, pos, n, &mode, "mode")
         if mode < 0 or mode > 3:
             _fail("invalid child mode %d" % mode, at)
-        inner._left_ref = _read_v1_ref(data, &pos, n, mode & MODE_LEGACY_LEFT, "left")
-        inner._right_ref = _read_v1_ref(data, &pos, n, mode & MODE_LEGACY_RIGHT, "right")
+        inner._left_ref = _read_v1_ref(data, &pos, n, mode & MODE_LEGACY_LEFT, True)
+        inner._right_ref = _read_v1_ref(data, &pos, n, mode & MODE_LEGACY_RIGHT, False)
     if pos != n:
         _fail("%d trailing bytes" % (n - pos), pos)
     return inner
@@ -641,9 +658,9 @@ def decode_node(data, format="v1", node_key=None):
     cdef bint has_key = False
     cdef const uint8_t *k
     if node_key is not None:
-        if len(node_key) != NODE_KEY_SIZE:
+        nk = node_key if type(node_key) is bytes else bytes(node_key)
+        if PyBytes_GET_SIZE(nk) != NODE_KEY_SIZE:
             raise ValueError("a node key is 12 bytes (version u64 BE || nonce u32 BE)")
-        nk = bytes(node_key)
         k = <const uint8_t *>PyBytes_AS_STRING(nk)
         version = _be64(k)
         if version < 0:
