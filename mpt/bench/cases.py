@@ -379,6 +379,12 @@ _IAVL_EXPECT = {
 }
 
 
+def _iavl_default(fmt: str, size: str = "small") -> bool:
+    """Only the stream-vbyte small-number cases join the default run (it stays about a minute); ``-b IAVL``
+    or ``--all`` runs every format."""
+    return fmt == "vbyte" and size == "small"
+
+
 def _iavl_leaf(size: str):
     from mpt.iavl import LeafNode
 
@@ -406,7 +412,7 @@ def _iavl_max_encoded_size(fmt: str) -> Case:
 
     return Case(
         name="IAVLNode/maxEncodedSize/%s" % fmt, group="IAVLNode/maxEncodedSize", setup=setup, op=op, check=check,
-        ops_per_sample=_IAVL_BATCH, doc="leaf.encoded_size(%r) (exact size, nothing encoded)" % fmt,
+        ops_per_sample=_IAVL_BATCH, small=_iavl_default(fmt), doc="leaf.encoded_size(%r) (exact size, nothing encoded)" % fmt,
     )
 
 
@@ -430,7 +436,7 @@ def _iavl_encode(size: str, fmt: str) -> Case:
 
     return Case(
         name="IAVLNode/Encode/%s_integer/%s" % (size, fmt), group="IAVLNode/Encode", setup=setup, op=op,
-        check=check, ops_per_sample=_IAVL_BATCH,
+        check=check, ops_per_sample=_IAVL_BATCH, small=_iavl_default(fmt, size),
         doc="leaf.to_bytes(%r), version %d" % (fmt, _IAVL_LEAVES[size][2]),
     )
 
@@ -456,7 +462,7 @@ def _iavl_decode(size: str, fmt: str) -> Case:
 
     return Case(
         name="IAVLNode/Decode/%s_number/%s" % (size, fmt), group="IAVLNode/Decode", setup=setup, op=op,
-        check=check, ops_per_sample=_IAVL_BATCH,
+        check=check, ops_per_sample=_IAVL_BATCH, small=_iavl_default(fmt, size),
         doc="decode_node(leaf bytes, %r), version %d" % (fmt, _IAVL_LEAVES[size][2]),
     )
 
