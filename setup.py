@@ -37,10 +37,12 @@ MODULES = {
     "mpt.bench._alloc": True,
     "mpt._sha256.binding": False,
     "mpt.merkle": False,
+    "mpt.iavl.node": False,
+    "mpt.iavl.tree": False,
 }
 
 # Modules that call our C SHA-256 link the static library built once from sha256.c ("mpt_sha256").
-SHA256_MODULES = {"mpt._sha256.binding", "mpt.merkle"}
+SHA256_MODULES = {"mpt._sha256.binding", "mpt.merkle", "mpt.iavl.node", "mpt.iavl.tree"}
 
 extra_compile_args = ["-O3", "-fno-strict-aliasing"]
 define_macros = []

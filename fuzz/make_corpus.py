@@ -21,12 +21,13 @@ from mpt import SecureTrie, Trie, keccak256, rlp  # noqa: E402
 from mpt.eip1186 import get_proof  # noqa: E402
 
 import fuzz_eip1186  # noqa: E402
+import fuzz_iavl_node  # noqa: E402, F401  (imported here so the seeds and the harness agree on the format byte)
 import fuzz_proof  # noqa: E402
 import fuzz_range_proof  # noqa: E402
 from fuzz_support import MAX_DECODE_DEPTH  # noqa: E402
 
 CORPUS_DIR = FUZZ_DIR / "corpus"
-TARGETS = ("rlp", "node", "proof", "range_proof", "eip1186", "trie_ops", "merkle")
+TARGETS = ("rlp", "node", "proof", "range_proof", "eip1186", "trie_ops", "merkle", "iavl_node")
 
 
 def nested_lists(depth: int) -> bytes:
@@ -201,6 +202,35 @@ def merkle_seeds() -> Dict[str, bytes]:
     }
     for name, text in hostile.items():
         seeds["hostile-" + name] = b"\x01" + text.encode()
+def iavl_node_seeds() -> Dict[str, bytes]:
+    """Leaves and inner nodes in the three formats (first byte: 0 legacy, 1 v1, 2 vbyte; v1 keyed (7, 3)), and
+    their classic malformations."""
+    from mpt.iavl import InnerNode, LeafNode
+
+    import fuzz_iavl_node
+
+    left = LeafNode(b"a", b"1", 7)
+    right = LeafNode(b"b" * 40, b"2" * 200, 7)
+    nodes = {
+        "leaf": LeafNode(b"key", b"value", 7),
+        "leaf-empty": LeafNode(b"", b"", 7),
+        "leaf-long": right,
+        "inner": InnerNode(b"b" * 40, 1, 2, 7, left.hash, right.hash, left_node_key=fuzz_iavl_node.NODE_KEY,
+                           right_node_key=right.hash),
+        "inner-tall": InnerNode(b"k", 127, 2**62, 7, bytes(32), b"\xff" * 32, left_node_key=bytes(12),
+                                right_node_key=b"\x7f" + bytes(11)),
+    }
+    seeds: Dict[str, bytes] = {}
+    for name, node in nodes.items():
+        for tag, fmt in enumerate(fuzz_iavl_node.FORMATS):
+            data = node.to_bytes(fmt)
+            seeds["%s-%s" % (fmt, name)] = bytes([tag]) + data
+            seeds["%s-%s-cut" % (fmt, name)] = bytes([tag]) + data[: len(data) // 2]
+            seeds["%s-%s-trailing" % (fmt, name)] = bytes([tag]) + data + b"\x00"
+    seeds["legacy-overlong-varint"] = b"\x00" + b"\x80" * 10 + b"\x01"
+    seeds["v1-non-canonical-varint"] = b"\x01\x80\x00\x02\x00\x00"
+    seeds["vbyte-control-promises-too-much"] = b"\x02\x00\xff\x01\x02"
+    seeds["vbyte-negative-height"] = b"\x02\xff\x00\x01\x01\x00\x00"
     return seeds
 
 
@@ -212,6 +242,7 @@ SEEDS = {
     "eip1186": eip1186_seeds,
     "trie_ops": trie_ops_seeds,
     "merkle": merkle_seeds,
+    "iavl_node": iavl_node_seeds,
 }
 
 

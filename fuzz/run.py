@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 FUZZ_DIR = Path(__file__).resolve().parent
-TARGETS = ("rlp", "node", "proof", "range_proof", "eip1186", "trie_ops", "merkle")
+TARGETS = ("rlp", "node", "proof", "range_proof", "eip1186", "trie_ops", "merkle", "iavl_node")
 # One input taking longer than this is a failure: the contract promises time linear in the input, and no
 # input within the targets' max_len comes anywhere near it.
 INPUT_TIMEOUT_SECONDS = 10

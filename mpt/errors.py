@@ -33,3 +33,14 @@ class MissingNodeError(MptError, KeyError):
 
 class ProofError(MptError, ValueError):
     """A Merkle proof that proves neither presence nor absence."""
+
+
+class NodeEncodeError(MptError, ValueError):
+    """A node that the requested format cannot hold (an IAVL version above 2**32-1 in stream-vbyte, ...)."""
+
+
+class VersionError(MptError, KeyError):
+    """An IAVL tree version that does not exist, or one saved already with a different root."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])

@@ -28,6 +28,14 @@ GETH_NAMES = (
     + ["VerifyRangeNoProof%d" % n for n in (10, 500, 1000)]
 )
 
+# cosmos/iavl PR #673's node benchmarks (per format) and the IAVL tree cases (mpt.iavl).
+IAVL_NAMES = (
+    ["IAVLNode/maxEncodedSize/%s" % f for f in ("vbyte", "legacy", "v1")]
+    + ["IAVLNode/Encode/%s_integer/%s" % (s, f) for s in ("small", "large") for f in ("vbyte", "legacy", "v1")]
+    + ["IAVLNode/Decode/%s_number/%s" % (s, f) for s in ("small", "large") for f in ("vbyte", "legacy", "v1")]
+    + ["IAVLTree/Set10K", "IAVLTree/SaveVersion10K", "IAVLTree/TestTreeHash"]
+)
+
 
 def run(capsys, *argv):
     code = main(list(argv))
@@ -43,7 +51,7 @@ MERKLE_NAMES = (["MerkleHashAlternatives/recursive", "MerkleHashAlternatives/ite
 
 
 def test_registry_names_are_geths_plus_insert():
-    assert set(cases.CASES) == set(GETH_NAMES) | {"Insert/1K", "Insert/10K", "Insert/100K"} | set(MERKLE_NAMES)
+    assert set(cases.CASES) == set(GETH_NAMES) | {"Insert/1K", "Insert/10K", "Insert/100K"} | set(MERKLE_NAMES) | set(IAVL_NAMES)
 
 
 def test_default_run_leaves_out_100k():

@@ -14,7 +14,7 @@ import pytest
 FUZZ_DIR = Path(__file__).resolve().parent.parent / "fuzz"
 sys.path.insert(0, str(FUZZ_DIR))
 
-TARGETS = ("rlp", "node", "proof", "range_proof", "eip1186", "trie_ops", "merkle")
+TARGETS = ("rlp", "node", "proof", "range_proof", "eip1186", "trie_ops", "merkle", "iavl_node")
 
 
 def _inputs(kind):

@@ -133,6 +133,37 @@ class GoRand:
             self._read_pos -= take
         return bytes(out)
 
+    def int31(self) -> int:
+        """A non-negative pseudo-random 31-bit integer (Go ``Rand.Int31``: the top 31 of the 63 bits)."""
+        return self.int63() >> 32
+
+    def int31n(self, n: int) -> int:
+        """Uniform in [0, n) (Go ``Rand.Int31n``: a mask for powers of two, else rejection sampling)."""
+        if n <= 0:
+            raise ValueError("invalid argument to int31n")
+        if n & (n - 1) == 0:
+            return self.int31() & (n - 1)
+        limit = (1 << 31) - 1 - (1 << 31) % n
+        v = self.int31()
+        while v > limit:
+            v = self.int31()
+        return v % n
+
+    def intn(self, n: int) -> int:
+        """Uniform in [0, n) (Go ``Rand.Intn``; only the n < 2**31 branch, which goes through Int31n)."""
+        if n <= 0:
+            raise ValueError("invalid argument to intn")
+        if n > (1 << 31) - 1:
+            raise NotImplementedError("Go's Intn for n >= 2**31 uses Int63n, which is not ported")
+        return self.int31n(n)
+
+    def float64(self) -> float:
+        """Uniform in [0, 1) (Go ``Rand.Float64``: Int63 / 2**63, resampling the (never seen) 1.0)."""
+        while True:
+            f = float(self.int63()) / (1 << 63)
+            if f != 1.0:
+                return f
+
 
 # ---------------------------------------------------------------------------------------------------------------
 # Accounts (geth trie_test.go makeAccounts)

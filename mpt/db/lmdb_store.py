@@ -47,16 +47,20 @@ def _check_root(root):
 class LMDBBatch:
     """Collects the puts of one ``write_batch()`` block; they are written together when it exits cleanly."""
 
-    __slots__ = ("pending", "head")
+    __slots__ = ("pending", "head", "hash_keys")
 
-    def __init__(self, head=None):
+    def __init__(self, head=None, hash_keys=True):
         self.pending = []
         self.head = head
+        self.hash_keys = hash_keys
 
     def put(self, key, value):
         key = bytes(key)
-        if len(key) != HASH_LENGTH:
-            raise ValueError("node keys are 32-byte hashes, got %d bytes" % len(key))
+        if self.hash_keys and len(key) != HASH_LENGTH:
+            raise ValueError("node keys are 32-byte hashes, got %d bytes (open the store with hash_keys=False "
+                             "for other key layouts, such as mpt.iavl's)" % len(key))
+        if key == HEAD_KEY:
+            raise ValueError("%r is the store's head record" % HEAD_KEY)
         self.pending.append((key, bytes(value)))
 
     def set_head(self, root):
@@ -81,8 +85,11 @@ class LMDBStore:
     grown by another adopts the new size by itself.
     """
 
-    def __init__(self, path, map_size=DEFAULT_MAP_SIZE, *, sync=True, readonly=False):
+    def __init__(self, path, map_size=DEFAULT_MAP_SIZE, *, sync=True, readonly=False, hash_keys=True):
         lmdb = _import_lmdb()
+        # hash_keys=False lifts the 32-byte key check for stores whose keys are not node hashes (mpt.iavl keeps
+        # iavl's prefixed NodeKeys there); only the 8-byte head key stays reserved.
+        self.hash_keys = bool(hash_keys)
         self.path = os.fspath(path)
         self.readonly = bool(readonly)
         if map_size <= 0:
@@ -214,7 +221,7 @@ class LMDBStore:
 
     def put(self, key, value):
         """Store one node in its own write transaction."""
-        batch = LMDBBatch()
+        batch = LMDBBatch(hash_keys=self.hash_keys)
         batch.put(key, value)
         self._write(batch.pending, None)
 
@@ -231,7 +238,7 @@ class LMDBStore:
         records root as the head in the same transaction, so the head never names a root whose nodes are not
         all there.
         """
-        batch = LMDBBatch(None if head is None else _check_root(head))
+        batch = LMDBBatch(None if head is None else _check_root(head), hash_keys=self.hash_keys)
         yield batch
         self._write(batch.pending, batch.head)
 

@@ -1,0 +1,688 @@
+# cython: language_level=3
+"""IAVL node codecs (cosmos/iavl node.go): the legacy v0.x format, the v1 format and PR #673's stream-vbyte.
+
+Layouts (varint = Go binary.PutVarint, i.e. zigzag + LEB128; bytes(x) = uvarint(len(x)) || x):
+
+* legacy:  varint(height) varint(size) varint(version) bytes(key) | leaf: bytes(value)
+                                                                   | inner: bytes(leftHash) bytes(rightHash)
+* v1:      varint(height) varint(size) bytes(key) | leaf: bytes(value)
+                                                  | inner: 0x20 hash varint(mode) left right
+           (the version lives in the 12-byte NodeKey, the database key; a child is varint(version) varint(nonce),
+           or 0x20 || 32-byte hash when its mode bit says it is a legacy node)
+* vbyte:   int8 height, control byte, 4 x uint32 stream-vbyte [version, size lo, size hi, len(key)], key
+           | leaf: value (raw, to the end) | inner: leftHash(32) rightHash(32)
+
+The hash is the same for all three: sha256(varint(height) varint(size) varint(version) | leaf: bytes(key)
+0x20 sha256(value) | inner: bytes(leftHash) bytes(rightHash)).
+
+Every encoder writes straight into memory sized by `c_encoded_size` (to_bytes fills the bytes object in place;
+`encode` extends a WriteBuffer once). Every decoder walks the input with bounds checks and refuses anything iavl
+would never write, raising NodeDecodeError with the offset of the offending byte.
+"""
+cimport cython
+from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.string cimport memcpy
+
+from mpt.rlp cimport WriteBuffer
+from mpt.varint cimport (
+    VARINT_NON_CANONICAL,
+    VARINT_OVERFLOW,
+    VARINT_TRUNCATED,
+    put_uvarint,
+    put_varint,
+    read_uvarint,
+    unzigzag,
+    uvarint_size,
+    varint_size,
+)
+
+from mpt._sha256.sha256 cimport mpt_sha256, mpt_sha256_ctx, mpt_sha256_final, mpt_sha256_init, mpt_sha256_update
+from mpt.errors import NodeDecodeError, NodeEncodeError
+
+cdef enum:
+    # varint(height) + varint(size) + varint(version): the longest header any format or the hash writes.
+    MAX_HEADER = 30
+
+cdef uint64_t UINT32_MAX_ = 0xFFFFFFFF
+
+cdef str _LEGACY = "legacy"
+cdef str _V1 = "v1"
+cdef str _VBYTE = "vbyte"
+FORMATS = (_LEGACY, _V1, _VBYTE)
+
+
+cdef int sha256_into(const uint8_t *data, Py_ssize_t n, uint8_t *out) except -1:
+    mpt_sha256(data, <size_t>n, out)
+    return 0
+
+
+cdef int parse_format(object fmt) except -1:
+    # Identity first: string literals are interned, so the common call costs one pointer compare.
+    if fmt is _VBYTE:
+        return FORMAT_VBYTE
+    if fmt is _V1:
+        return FORMAT_V1
+    if fmt is _LEGACY:
+        return FORMAT_LEGACY
+    if fmt == _VBYTE:
+        return FORMAT_VBYTE
+    if fmt == _V1:
+        return FORMAT_V1
+    if fmt == _LEGACY:
+        return FORMAT_LEGACY
+    raise ValueError("unknown IAVL node format %r (expected 'legacy', 'v1' or 'vbyte')" % (fmt,))
+
+
+cdef bytes make_node_key(int64_t version, uint32_t nonce):
+    cdef uint8_t out[NODE_KEY_SIZE]
+    cdef int i
+    cdef uint64_t v = <uint64_t>version
+    for i in range(8):
+        out[7 - i] = <uint8_t>(v >> (8 * i))
+    for i in range(4):
+        out[11 - i] = <uint8_t>(nonce >> (8 * i))
+    return PyBytes_FromStringAndSize(<char *>out, NODE_KEY_SIZE)
+
+
+cdef inline int64_t _be64(const uint8_t *p) noexcept:
+    cdef uint64_t v = 0
+    cdef int i
+    for i in range(8):
+        v = (v << 8) | p[i]
+    return <int64_t>v
+
+
+cdef inline uint32_t _be32(const uint8_t *p) noexcept:
+    return (<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | <uint32_t>p[3]
+
+
+cdef inline int _vbyte_len(uint32_t v) noexcept:
+    if v < 0x100:
+        return 1
+    if v < 0x10000:
+        return 2
+    if v < 0x1000000:
+        return 3
+    return 4
+
+
+cdef inline Py_ssize_t _put_bytes(uint8_t *out, bytes b) noexcept:
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(b)
+    cdef Py_ssize_t h = put_uvarint(out, <uint64_t>n)
+    memcpy(out + h, PyBytes_AS_STRING(b), <size_t>n)
+    return h + n
+
+
+cdef inline Py_ssize_t _bytes_size(bytes b) noexcept:
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(b)
+    return uvarint_size(<uint64_t>n) + n
+
+
+cdef inline void _hash_bytes(mpt_sha256_ctx *ctx, bytes b) noexcept:
+    """Feed bytes(b) = uvarint(len) || b to ctx."""
+    cdef uint8_t head[10]
+    cdef Py_ssize_t h = put_uvarint(head, <uint64_t>PyBytes_GET_SIZE(b))
+    mpt_sha256_update(ctx, head, <size_t>h)
+    mpt_sha256_update(ctx, <const uint8_t *>PyBytes_AS_STRING(b), <size_t>PyBytes_GET_SIZE(b))
+
+
+cdef bint _is_v1_ref(bytes ref) noexcept:
+    return PyBytes_GET_SIZE(ref) == NODE_KEY_SIZE
+
+
+cdef Py_ssize_t _v1_ref_size(bytes ref) noexcept:
+    cdef const uint8_t *p
+    if PyBytes_GET_SIZE(ref) == NODE_KEY_SIZE:
+        p = <const uint8_t *>PyBytes_AS_STRING(ref)
+        return varint_size(_be64(p)) + varint_size(<int64_t>_be32(p + 8))
+    return 1 + HASH_SIZE
+
+
+cdef Py_ssize_t _put_v1_ref(uint8_t *out, bytes ref) noexcept:
+    cdef const uint8_t *p = <const uint8_t *>PyBytes_AS_STRING(ref)
+    cdef Py_ssize_t n
+    if PyBytes_GET_SIZE(ref) == NODE_KEY_SIZE:
+        n = put_varint(out, _be64(p))
+        return n + put_varint(out + n, <int64_t>_be32(p + 8))
+    out[0] = HASH_SIZE
+    memcpy(out + 1, p, HASH_SIZE)
+    return 1 + HASH_SIZE
+
+
+cdef int _check_ref(bytes ref, str side) except -1:
+    if ref is None:
+        raise NodeEncodeError("an inner node needs its %s child's node key for the v1 format" % side)
+    if PyBytes_GET_SIZE(ref) != NODE_KEY_SIZE and PyBytes_GET_SIZE(ref) != HASH_SIZE:
+        raise NodeEncodeError("the %s child reference must be a 12-byte NodeKey or a 32-byte legacy hash" % side)
+    return 0
+
+
+@cython.freelist(64)
+cdef class Node:
+    """An IAVL node. Use LeafNode / InnerNode to build one, decode_node to read one."""
+
+    def __init__(self):
+        raise TypeError("use LeafNode(...), InnerNode(...) or decode_node(...)")
+
+    # ------------------------------------------------------------------------------------------ sizes
+
+    cdef Py_ssize_t c_encoded_size(self, NodeFormat fmt) except -1:
+        cdef Py_ssize_t n
+        if fmt == FORMAT_VBYTE:
+            if <uint64_t>self.version > UINT32_MAX_:
+                raise NodeEncodeError("version is too large: %d does not fit the stream-vbyte format's uint32 "
+                                      "(PR #673 refuses versions above 2**32-1)" % self.version)
+            n = 2 + _vbyte_len(<uint32_t>self.version) + _vbyte_len(<uint32_t>self.size) \
+                + _vbyte_len(<uint32_t>(<uint64_t>self.size >> 32)) \
+                + _vbyte_len(<uint32_t>PyBytes_GET_SIZE(self.key)) + PyBytes_GET_SIZE(self.key)
+            if self.height == 0:
+                return n + PyBytes_GET_SIZE(self._value)
+            return n + 2 * HASH_SIZE
+        n = varint_size(self.height) + varint_size(self.size) + _bytes_size(self.key)
+        if fmt == FORMAT_LEGACY:
+            n += varint_size(self.version)
+            if self.height == 0:
+                return n + _bytes_size(self._value)
+            self._need_child_hashes()
+            return n + _bytes_size(self._left_hash) + _bytes_size(self._right_hash)
+        if self.height == 0:
+            return n + _bytes_size(self._value)
+        _check_ref(self._left_ref, "left")
+        _check_ref(self._right_ref, "right")
+        # 0x20 + own hash, one mode byte (0..3), then the children.
+        return n + 1 + HASH_SIZE + 1 + _v1_ref_size(self._left_ref) + _v1_ref_size(self._right_ref)
+
+    cdef int _need_child_hashes(self) except -1:
+        if self._left_hash is None or self._right_hash is None:
+            raise NodeEncodeError("this inner node does not know its children's hashes (it was read from the "
+                                  "v1 format, which stores child node keys); the legacy and vbyte formats and "
+                                  "the hash need them")
+        return 0
+
+    # ------------------------------------------------------------------------------------------ writing
+
+    cdef Py_ssize_t _write(self, uint8_t *out, NodeFormat fmt) except -1:
+        """Write the encoding at out, which has c_encoded_size(fmt) bytes of room (checked by the callers)."""
+        cdef Py_ssize_t p = 0
+        cdef Py_ssize_t klen = PyBytes_GET_SIZE(self.key)
+        cdef uint32_t ints[4]
+        cdef int i, k, length
+        cdef uint8_t control = 0
+        cdef bytes own
+        cdef int mode
+        if fmt == FORMAT_VBYTE:
+            out[0] = <uint8_t>self.height
+            ints[0] = <uint32_t>self.version
+            ints[1] = <uint32_t>self.size
+            ints[2] = <uint32_t>(<uint64_t>self.size >> 32)
+            ints[3] = <uint32_t>klen
+            p = 2
+            for i in range(4):
+                length = _vbyte_len(ints[i])
+                control |= <uint8_t>((length - 1) << (2 * i))
+                for k in range(length):
+                    out[p + k] = <uint8_t>(ints[i] >> (8 * k))
+                p += length
+            out[1] = control
+            memcpy(out + p, PyBytes_AS_STRING(self.key), <size_t>klen)
+            p += klen
+            if self.height == 0:
+                memcpy(out + p, PyBytes_AS_STRING(self._value), <size_t>PyBytes_GET_SIZE(self._value))
+                return p + PyBytes_GET_SIZE(self._value)
+            memcpy(out + p, PyBytes_AS_STRING(self._left_hash), HASH_SIZE)
+            memcpy(out + p + HASH_SIZE, PyBytes_AS_STRING(self._right_hash), HASH_SIZE)
+            return p + 2 * HASH_SIZE
+        p = put_varint(out, self.height)
+        p += put_varint(out + p, self.size)
+        if fmt == FORMAT_LEGACY:
+            p += put_varint(out + p, self.version)
+        p += _put_bytes(out + p, self.key)
+        if self.height == 0:
+            return p + _put_bytes(out + p, self._value)
+        if fmt == FORMAT_LEGACY:
+            p += _put_bytes(out + p, self._left_hash)
+            return p + _put_bytes(out + p, self._right_hash)
+        own = self.c_hash()
+        out[p] = HASH_SIZE
+        memcpy(out + p + 1, PyBytes_AS_STRING(own), HASH_SIZE)
+        p += 1 + HASH_SIZE
+        mode = 0
+        if not _is_v1_ref(self._left_ref):
+            mode |= MODE_LEGACY_LEFT
+        if not _is_v1_ref(self._right_ref):
+            mode |= MODE_LEGACY_RIGHT
+        p += put_varint(out + p, mode)
+        p += _put_v1_ref(out + p, self._left_ref)
+        return p + _put_v1_ref(out + p, self._right_ref)
+
+    cdef int _check_encodable(self, NodeFormat fmt) except -1:
+        if fmt == FORMAT_VBYTE:
+            if <uint64_t>self.version > UINT32_MAX_:
+                raise NodeEncodeError("version is too large: %d does not fit the stream-vbyte format's uint32 "
+                                      "(PR #673 refuses versions above 2**32-1)" % self.version)
+            if PyBytes_GET_SIZE(self.key) > UINT32_MAX_:
+                raise NodeEncodeError("key too long for the stream-vbyte format")
+            if self.height != 0:
+                self._need_child_hashes()
+                if PyBytes_GET_SIZE(self._left_hash) != HASH_SIZE or PyBytes_GET_SIZE(self._right_hash) != HASH_SIZE:
+                    raise NodeEncodeError("the stream-vbyte format stores child hashes raw: both must be 32 bytes")
+        elif fmt == FORMAT_V1 and self.height != 0:
+            # The own hash is written too: computing it needs the child hashes unless it was decoded.
+            if self._hash is None:
+                self._need_child_hashes()
+        return 0
+
+    cdef int c_encode(self, WriteBuffer buf, NodeFormat fmt) except -1:
+        cdef Py_ssize_t n
+        self._check_encodable(fmt)
+        n = self.c_encoded_size(fmt)
+        buf.ensure(n)
+        self._write(buf._buf + buf._length, fmt)
+        buf._length += n
+        return 0
+
+    cdef bytes _to_bytes(self, NodeFormat fmt):
+        cdef Py_ssize_t n
+        cdef bytes out
+        self._check_encodable(fmt)
+        n = self.c_encoded_size(fmt)
+        out = PyBytes_FromStringAndSize(NULL, n)
+        self._write(<uint8_t *>PyBytes_AS_STRING(out), fmt)
+        return out
+
+    # ------------------------------------------------------------------------------------------ hashing
+
+    cdef bytes c_hash(self):
+        # Streamed: the header and bytes(key) go through a small stack buffer, the key itself straight from
+        # the bytes object, so no preimage is ever copied whole.
+        cdef mpt_sha256_ctx ctx
+        cdef uint8_t head[MAX_HEADER + 10]
+        cdef uint8_t tail[1 + HASH_SIZE]
+        cdef uint8_t digest[HASH_SIZE]
+        cdef Py_ssize_t p
+        if self._hash is not None:
+            return self._hash
+        if self.height != 0:
+            self._need_child_hashes()
+        p = put_varint(head, self.height)
+        p += put_varint(head + p, self.size)
+        p += put_varint(head + p, self.version)
+        mpt_sha256_init(&ctx)
+        if self.height == 0:
+            p += put_uvarint(head + p, <uint64_t>PyBytes_GET_SIZE(self.key))
+            mpt_sha256_update(&ctx, head, <size_t>p)
+            mpt_sha256_update(&ctx, <const uint8_t *>PyBytes_AS_STRING(self.key), <size_t>PyBytes_GET_SIZE(self.key))
+            tail[0] = HASH_SIZE
+            mpt_sha256(<const uint8_t *>PyBytes_AS_STRING(self._value), <size_t>PyBytes_GET_SIZE(self._value),
+                       tail + 1)
+            mpt_sha256_update(&ctx, tail, 1 + HASH_SIZE)
+        else:
+            mpt_sha256_update(&ctx, head, <size_t>p)
+            _hash_bytes(&ctx, self._left_hash)
+            _hash_bytes(&ctx, self._right_hash)
+        mpt_sha256_final(&ctx, digest)
+        self._hash = PyBytes_FromStringAndSize(<char *>digest, HASH_SIZE)
+        return self._hash
+
+    cdef bytes node_key_bytes(self):
+        return make_node_key(self.version, self.nonce)
+
+    # ------------------------------------------------------------------------------------------ Python API
+
+    def to_bytes(self, format="v1"):
+        """The node's encoding in format ``"legacy"``, ``"v1"`` (default) or ``"vbyte"``."""
+        return self._to_bytes(<NodeFormat>parse_format(format))
+
+    def encode(self, WriteBuffer buf not None, format="v1"):
+        """Append the encoding to buf (an mpt.rlp.WriteBuffer); return the number of bytes written."""
+        cdef NodeFormat fmt = <NodeFormat>parse_format(format)
+        cdef Py_ssize_t before = buf._length
+        self.c_encode(buf, fmt)
+        return buf._length - before
+
+    def encoded_size(self, format="v1"):
+        """Length of to_bytes(format), computed without encoding (no allocation)."""
+        cdef NodeFormat fmt = <NodeFormat>parse_format(format)
+        return self.c_encoded_size(fmt)
+
+    @property
+    def hash(self):
+        """The 32-byte node hash (the same in every format)."""
+        return self.c_hash()
+
+    @property
+    def value(self):
+        """The value of a leaf (None for an inner node)."""
+        return self._value
+
+    @property
+    def is_leaf(self):
+        return self.height == 0
+
+    @property
+    def node_key(self):
+        """The v1 NodeKey (version u64 BE || nonce u32 BE), or None for a node without a nonce (legacy)."""
+        if self.nonce == 0:
+            return None
+        return self.node_key_bytes()
+
+    @property
+    def left_hash(self):
+        return self._left_hash
+
+    @property
+    def right_hash(self):
+        return self._right_hash
+
+    @property
+    def left_node_key(self):
+        """Inner node: how the v1 format references the left child (12-byte NodeKey or 32-byte legacy hash)."""
+        return self._left_ref
+
+    @property
+    def right_node_key(self):
+        return self._right_ref
+
+
+@cython.final
+cdef class LeafNode(Node):
+    """A leaf: ``LeafNode(key, value, version, nonce=0)``; height 0, size 1."""
+
+    def __init__(self, key, value, version, nonce=0):
+        if version < 0:
+            raise ValueError("version must not be negative")
+        if not 0 <= nonce <= UINT32_MAX_:
+            raise ValueError("nonce must fit a uint32")
+        self.key = bytes(key)
+        self._value = bytes(value)
+        self.height = 0
+        self.size = 1
+        self.version = version
+        self.nonce = nonce
+
+    @staticmethod
+    cdef LeafNode new(bytes key, bytes value, int64_t version):
+        cdef LeafNode n = LeafNode.__new__(LeafNode)
+        n.key = key
+        n._value = value
+        n.height = 0
+        n.size = 1
+        n.version = version
+        return n
+
+    def __repr__(self):
+        return "LeafNode(key=%r, value=%r, version=%d, nonce=%d)" % (self.key, self._value, self.version,
+                                                                    self.nonce)
+
+
+@cython.final
+cdef class InnerNode(Node):
+    """An inner node.
+
+    ``InnerNode(key, height, size, version, left_hash=None, right_hash=None, *, left_node_key=None,
+    right_node_key=None, hash=None, nonce=0)``: key is the smallest key of the right subtree. The legacy and
+    vbyte formats and the hash need both child hashes; the v1 format needs the children's node keys (12-byte
+    NodeKey, or the 32-byte hash of a legacy child) and the node's own hash (computed from the child hashes, or
+    given as ``hash`` when they are unknown, as for a node decoded from v1).
+    """
+
+    def __init__(self, key, height, size, version, left_hash=None, right_hash=None, *, left_node_key=None,
+                 right_node_key=None, hash=None, nonce=0):
+        if not 1 <= height <= MAX_HEIGHT:
+            raise ValueError("an inner node's height must be in 1..127")
+        if size < 2:
+            raise ValueError("an inner node's size must be at least 2")
+        if version < 0:
+            raise ValueError("version must not be negative")
+        if not 0 <= nonce <= UINT32_MAX_:
+            raise ValueError("nonce must fit a uint32")
+        if (left_hash is None) != (right_hash is None):
+            raise ValueError("give both child hashes or neither")
+        if hash is not None and len(hash) != HASH_SIZE:
+            raise ValueError("hash must be 32 bytes")
+        self.key = bytes(key)
+        self.height = height
+        self.size = size
+        self.version = version
+        self.nonce = nonce
+        self._left_hash = None if left_hash is None else bytes(left_hash)
+        self._right_hash = None if right_hash is None else bytes(right_hash)
+        self._left_ref = None if left_node_key is None else bytes(left_node_key)
+        self._right_ref = None if right_node_key is None else bytes(right_node_key)
+        for ref in (self._left_ref, self._right_ref):
+            if ref is not None and len(ref) not in (NODE_KEY_SIZE, HASH_SIZE):
+                raise ValueError("a child node key is a 12-byte NodeKey or a 32-byte legacy hash")
+        self._hash = None if hash is None else bytes(hash)
+
+    @staticmethod
+    cdef InnerNode new(bytes key, int height, int64_t size, int64_t version):
+        cdef InnerNode n = InnerNode.__new__(InnerNode)
+        n.key = key
+        n.height = height
+        n.size = size
+        n.version = version
+        return n
+
+    def __repr__(self):
+        return "InnerNode(key=%r, height=%d, size=%d, version=%d, nonce=%d)" % (
+            self.key, self.height, self.size, self.version, self.nonce)
+
+
+# ---------------------------------------------------------------------------------------------- decoding
+
+cdef int _fail(str what, Py_ssize_t offset) except -1:
+    err = NodeDecodeError("%s at offset %d" % (what, offset))
+    err.offset = offset
+    raise err
+
+
+cdef int _varint_fail(Py_ssize_t code, str what, Py_ssize_t pos) except -1:
+    if code == VARINT_TRUNCATED:
+        _fail("truncated varint (%s)" % what, pos)
+    if code == VARINT_OVERFLOW:
+        _fail("varint overflows 64 bits (%s)" % what, pos)
+    _fail("non-canonical varint (%s)" % what, pos)
+    return -1
+
+
+cdef inline Py_ssize_t _uvarint(const uint8_t *data, Py_ssize_t pos, Py_ssize_t n, uint64_t *out,
+                                str what) except -1:
+    cdef Py_ssize_t r = read_uvarint(data, pos, n, out)
+    if r >= 0:
+        return r
+    return _varint_fail(r, what, pos)
+
+
+cdef inline Py_ssize_t _varint(const uint8_t *data, Py_ssize_t pos, Py_ssize_t n, int64_t *out,
+                               str what) except -1:
+    cdef uint64_t u
+    if pos < n and data[pos] < 0x80:
+        # One byte: the common case for heights, sizes of small subtrees and key/value lengths.
+        out[0] = unzigzag(data[pos])
+        return pos + 1
+    pos = _uvarint(data, pos, n, &u, what)
+    out[0] = unzigzag(u)
+    return pos
+
+
+cdef inline bytes _read_bytes(const uint8_t *data, Py_ssize_t *pos, Py_ssize_t n, str what):
+    """Read bytes(x) = uvarint(len) || x at data[pos[0]:n]; advance pos[0] past it."""
+    cdef uint64_t length
+    cdef Py_ssize_t at = pos[0]
+    cdef Py_ssize_t start
+    if at < n and data[at] < 0x80:
+        length = data[at]
+        start = at + 1
+    else:
+        start = read_uvarint(data, at, n, &length)
+        if start < 0:
+            _varint_fail(start, what + " length", at)
+    if length > <uint64_t>(n - start):
+        _fail("%s length %d exceeds the %d bytes left" % (what, length, n - start), at)
+    pos[0] = start + <Py_ssize_t>length
+    return PyBytes_FromStringAndSize(<const char *>data + start, <Py_ssize_t>length)
+
+
+cdef int _check_shape(int64_t height, int64_t size, Py_ssize_t height_at, Py_ssize_t size_at) except -1:
+    if height < 0:
+        _fail("negative height %d" % height, height_at)
+    if height > MAX_HEIGHT:
+        _fail("height %d does not fit an int8" % height, height_at)
+    if size < 0:
+        _fail("negative size %d" % size, size_at)
+    if height == 0 and size != 1:
+        _fail("a leaf's size must be 1, not %d" % size, size_at)
+    if height > 0 and size < 2:
+        _fail("an inner node's size must be at least 2, not %d" % size, size_at)
+    return 0
+
+
+cdef bytes _read_child_hash(const uint8_t *data, Py_ssize_t *pos, Py_ssize_t n, str what):
+    cdef Py_ssize_t at = pos[0]
+    cdef bytes out = _read_bytes(data, pos, n, what)
+    if PyBytes_GET_SIZE(out) != HASH_SIZE:
+        _fail("%s is %d bytes, not 32" % (what, PyBytes_GET_SIZE(out)), at)
+    return out
+
+
+cdef bytes _read_v1_ref(const uint8_t *data, Py_ssize_t *pos, Py_ssize_t n, bint legacy, bint left):
+    cdef int64_t version, nonce
+    cdef Py_ssize_t at = pos[0]
+    cdef str side = "left" if left else "right"
+    if legacy:
+        return _read_child_hash(data, pos, n, "left child hash" if left else "right child hash")
+    pos[0] = _varint(data, pos[0], n, &version, "child version")
+    if version < 0:
+        _fail("negative %s child version %d" % (side, version), at)
+    at = pos[0]
+    pos[0] = _varint(data, pos[0], n, &nonce, "child nonce")
+    if nonce < 0 or <uint64_t>nonce > UINT32_MAX_:
+        _fail("%s child nonce %d does not fit a uint32" % (side, nonce), at)
+    return make_node_key(version, <uint32_t>nonce)
+
+
+cdef Node c_decode_node(const uint8_t *data, Py_ssize_t n, NodeFormat fmt, int64_t version, uint32_t nonce,
+                        bint has_node_key):
+    """Decode one node spanning data[:n]. v1 takes version and nonce from the NodeKey (has_node_key)."""
+    cdef Py_ssize_t pos = 0, at, size_at
+    cdef int64_t height, size, mode
+    cdef uint64_t vals[4]
+    cdef uint8_t control
+    cdef int i, k, length
+    cdef bytes key, value
+    cdef LeafNode leaf
+    cdef InnerNode inner
+    if fmt == FORMAT_V1 and not has_node_key:
+        raise ValueError("the v1 format does not store the version: pass the 12-byte node_key")
+    if fmt == FORMAT_VBYTE:
+        if n < 2:
+            _fail("truncated header (%d of at least 2 bytes)" % n, n)
+        height = <signed char>data[0]
+        control = data[1]
+        pos = 2
+        for i in range(4):
+            length = ((control >> (2 * i)) & 3) + 1
+            if pos + length > n:
+                _fail("control byte 0x%02x promises %d more bytes than there are" % (control, pos + length - n), 1)
+            vals[i] = 0
+            for k in range(length):
+                vals[i] |= <uint64_t>data[pos + k] << (8 * k)
+            if length > 1 and data[pos + length - 1] == 0:
+                _fail("non-canonical stream-vbyte integer (a zero top byte)", pos)
+            pos += length
+        version = <int64_t>vals[0]
+        size = <int64_t>(vals[1] | (vals[2] << 32))
+        _check_shape(height, size, 0, 1)
+        if vals[3] > <uint64_t>(n - pos):
+            _fail("key length %d exceeds the %d bytes left" % (vals[3], n - pos), 1)
+        key = PyBytes_FromStringAndSize(<const char *>data + pos, <Py_ssize_t>vals[3])
+        pos += <Py_ssize_t>vals[3]
+        if height == 0:
+            leaf = LeafNode.new(key, PyBytes_FromStringAndSize(<const char *>data + pos, n - pos), version)
+            return leaf
+        if n - pos != 2 * HASH_SIZE:
+            _fail("an inner node ends with two 32-byte hashes, %d bytes left" % (n - pos), pos)
+        inner = InnerNode.new(key, <int>height, size, version)
+        inner._left_hash = PyBytes_FromStringAndSize(<const char *>data + pos, HASH_SIZE)
+        inner._right_hash = PyBytes_FromStringAndSize(<const char *>data + pos + HASH_SIZE, HASH_SIZE)
+        return inner
+
+    pos = _varint(data, 0, n, &height, "height")
+    size_at = pos
+    pos = _varint(data, pos, n, &size, "size")
+    _check_shape(height, size, 0, size_at)
+    if fmt == FORMAT_LEGACY:
+        at = pos
+        pos = _varint(data, pos, n, &version, "version")
+        if version < 0:
+            _fail("negative version %d" % version, at)
+    key = _read_bytes(data, &pos, n, "key")
+    if height == 0:
+        value = _read_bytes(data, &pos, n, "value")
+        if pos != n:
+            _fail("%d trailing bytes" % (n - pos), pos)
+        leaf = LeafNode.new(key, value, version)
+        leaf.nonce = nonce
+        return leaf
+    inner = InnerNode.new(key, <int>height, size, version)
+    inner.nonce = nonce
+    if fmt == FORMAT_LEGACY:
+        inner._left_hash = _read_child_hash(data, &pos, n, "left child hash")
+        inner._right_hash = _read_child_hash(data, &pos, n, "right child hash")
+    else:
+        inner._hash = _read_child_hash(data, &pos, n, "node hash")
+        at = pos
+        pos = _varint(data, pos, n, &mode, "mode")
+        if mode < 0 or mode > 3:
+            _fail("invalid child mode %d" % mode, at)
+        inner._left_ref = _read_v1_ref(data, &pos, n, mode & MODE_LEGACY_LEFT, True)
+        inner._right_ref = _read_v1_ref(data, &pos, n, mode & MODE_LEGACY_RIGHT, False)
+    if pos != n:
+        _fail("%d trailing bytes" % (n - pos), pos)
+    return inner
+
+
+def decode_node(data, format="v1", node_key=None):
+    """Decode a node from bytes in format ``"legacy"``, ``"v1"`` (default) or ``"vbyte"``.
+
+    v1 needs the 12-byte node_key (the database key, version u64 BE || nonce u32 BE): the bytes do not hold
+    the version. Raises NodeDecodeError (with ``.offset``) for anything iavl would never have written.
+    """
+    cdef NodeFormat fmt = <NodeFormat>parse_format(format)
+    cdef Py_buffer view
+    cdef int64_t version = 0
+    cdef uint32_t nonce = 0
+    cdef bint has_key = False
+    cdef const uint8_t *k
+    if node_key is not None:
+        nk = node_key if type(node_key) is bytes else bytes(node_key)
+        if PyBytes_GET_SIZE(nk) != NODE_KEY_SIZE:
+            raise ValueError("a node key is 12 bytes (version u64 BE || nonce u32 BE)")
+        k = <const uint8_t *>PyBytes_AS_STRING(nk)
+        version = _be64(k)
+        if version < 0:
+            raise ValueError("node key version does not fit an int64")
+        nonce = _be32(k + 8)
+        has_key = True
+    if type(data) is bytes:
+        return c_decode_node(<const uint8_t *>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), fmt, version,
+                             nonce, has_key)
+    if isinstance(data, str):
+        raise TypeError("decode_node() takes bytes-like input, not str")
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        return c_decode_node(<const uint8_t *>view.buf, view.len, fmt, version, nonce, has_key)
+    finally:
+        PyBuffer_Release(&view)
+
+
+def node_key(version, nonce):
+    """The v1 NodeKey bytes: version u64 big-endian || nonce u32 big-endian."""
+    if not 0 <= version < (1 << 63):
+        raise ValueError("version must be in 0..2**63-1")
+    if not 0 <= nonce <= UINT32_MAX_:
+        raise ValueError("nonce must fit a uint32")
+    return make_node_key(version, nonce)

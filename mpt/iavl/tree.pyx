@@ -1,0 +1,531 @@
+# cython: language_level=3
+"""MutableTree: cosmos/iavl's versioned AVL+ tree (mutable_tree.go), with the same balancing, versions and node keys.
+
+Shape and hashes follow iavl exactly:
+
+* ``set`` splits a leaf into an inner node of height 1 whose key is the larger of the two keys, walks inner nodes
+  left when ``key < node.key`` (else right), then recomputes height/size and rebalances with iavl's rotations
+  (``balance``: left-left / left-right / right-right / right-left, ties going to the single rotation).
+* ``remove`` replaces an inner node whose leaf child went by the other child and hands the new leftmost key up
+  to the first ancestor that turned right, as iavl's ``recursiveRemove`` does.
+* Every node created or touched while building version v carries version v (iavl clones them; here a node that
+  is not in the database yet is changed in place, which gives the same tree with fewer allocations).
+* ``save_version`` numbers the new nodes of version v with nonces 1, 2, ... in pre-order (the root is always
+  (v, 1), iavl's ``GetRootKey``), hashes them bottom-up and writes them in one batch.
+
+Storage (the key layout of iavl's nodedb, so the records read like iavl's):
+
+* v1 (default): ``b"s" + NodeKey`` -> v1 node bytes; the root of version v sits at NodeKey (v, 1). A version
+  whose root did not change stores ``b"s" + NodeKey(v, 1)`` -> ``b"s" + <NodeKey of the old root>``; an empty
+  version stores an empty value there.
+* legacy (``format="legacy"``, and what the tree reads from an iavl v0.x store): ``b"n" + hash`` -> legacy node
+  bytes, ``b"r" + version (8 bytes BE)`` -> root hash (empty for an empty tree).
+* ``b"m" + b"mpt/latest_version"``: the latest saved version (8 bytes BE), for ``load()``.
+
+v1 nodes may reference legacy children by hash (iavl's mode bits), so a store upgraded from v0.x keeps working.
+"""
+cimport cython
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from libc.stdint cimport int64_t, uint8_t, uint32_t
+from libc.string cimport memcmp
+
+from mpt.iavl.node cimport (
+    FORMAT_LEGACY,
+    FORMAT_V1,
+    HASH_SIZE,
+    NODE_KEY_SIZE,
+    InnerNode,
+    LeafNode,
+    Node,
+    NodeFormat,
+    c_decode_node,
+    make_node_key,
+    parse_format,
+    sha256_into,
+)
+
+from mpt.db.memory import MemoryDB
+from mpt.errors import MissingNodeError, VersionError
+
+cdef bytes V1_PREFIX = b"s"
+cdef bytes LEGACY_NODE_PREFIX = b"n"
+cdef bytes LEGACY_ROOT_PREFIX = b"r"
+cdef bytes LATEST_KEY = b"m" + b"mpt/latest_version"
+
+
+cdef bytes _empty_hash():
+    cdef uint8_t out[HASH_SIZE]
+    sha256_into(<const uint8_t *>b"", 0, out)
+    return (<char *>out)[:HASH_SIZE]
+
+
+EMPTY_HASH = _empty_hash()
+"""sha256 of nothing: the hash of an empty tree (iavl's ``Hash()`` of a nil root)."""
+
+
+cdef inline int _compare(bytes a, bytes b) noexcept:
+    """bytes.Compare: -1, 0 or 1."""
+    cdef Py_ssize_t na = PyBytes_GET_SIZE(a), nb = PyBytes_GET_SIZE(b)
+    cdef int r = memcmp(PyBytes_AS_STRING(a), PyBytes_AS_STRING(b), <size_t>(na if na < nb else nb))
+    if r != 0:
+        return -1 if r < 0 else 1
+    return (na > nb) - (na < nb)
+
+
+cdef inline int _height(Node n) noexcept:
+    return n.height
+
+
+cdef bytes _be64(int64_t v):
+    return (<object>v).to_bytes(8, "big")
+
+
+@cython.final
+cdef class MutableTree:
+    """A versioned IAVL tree over a node database (MemoryDB by default, or mpt.db.LMDBStore).
+
+    ``MutableTree(db=None, *, format="v1")``: ``format`` is how new nodes are stored, ``"v1"`` (iavl >= 1.0)
+    or ``"legacy"`` (iavl v0.x); both are read. Call ``load()`` or ``load_version(n)`` to open saved versions.
+    """
+
+    cdef:
+        readonly object db
+        Node root
+        readonly int64_t version            # the last saved or loaded version (0: none)
+        NodeFormat storage
+        uint32_t _nonce                     # nonce counter of the version being saved
+        list _new_nodes
+        bytes _rm_value                     # _remove's results (value removed, new leftmost key)
+        bytes _rm_newkey
+        bint _rm_found
+
+    def __init__(self, db=None, *, format="v1"):
+        self.db = MemoryDB() if db is None else db
+        self.storage = <NodeFormat>parse_format(format)
+        if self.storage != FORMAT_V1 and self.storage != FORMAT_LEGACY:
+            raise ValueError("a tree stores nodes as 'v1' or 'legacy'")
+        self.root = None
+        self.version = 0
+
+    # ------------------------------------------------------------------------------------------ loading
+
+    cdef Node _fetch(self, bytes ref):
+        """Load the node a child reference names: a 12-byte NodeKey (v1) or a 32-byte hash (legacy)."""
+        cdef bytes data
+        cdef Node node
+        cdef const uint8_t *k
+        if PyBytes_GET_SIZE(ref) == NODE_KEY_SIZE:
+            data = self.db.get(V1_PREFIX + ref)
+            if data is None:
+                raise MissingNodeError(ref, message="missing IAVL node %s (v1 NodeKey)" % ref.hex())
+            k = <const uint8_t *>PyBytes_AS_STRING(ref)
+            node = c_decode_node(<const uint8_t *>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), FORMAT_V1,
+                                 _read_be64(k), _read_be32(k + 8), True)
+        else:
+            data = self.db.get(LEGACY_NODE_PREFIX + ref)
+            if data is None:
+                raise MissingNodeError(ref, message="missing IAVL node %s (legacy hash)" % ref.hex())
+            node = c_decode_node(<const uint8_t *>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), FORMAT_LEGACY,
+                                 0, 0, False)
+        node.persisted = True
+        return node
+
+    cdef inline Node _left(self, Node node):
+        if node.left_node is None:
+            node.left_node = self._fetch(node._left_ref if node._left_ref is not None else node._left_hash)
+        return node.left_node
+
+    cdef inline Node _right(self, Node node):
+        if node.right_node is None:
+            node.right_node = self._fetch(node._right_ref if node._right_ref is not None else node._right_hash)
+        return node.right_node
+
+    cdef Node _load_root(self, int64_t version, bint *found):
+        """The root of a saved version (None for an empty one); found[0] is False if there is no such version."""
+        cdef bytes data = self.db.get(V1_PREFIX + make_node_key(version, 1))
+        cdef Node node
+        found[0] = True
+        if data is not None:
+            if PyBytes_GET_SIZE(data) == 0:
+                return None
+            if PyBytes_GET_SIZE(data) == 1 + NODE_KEY_SIZE and data[0] == V1_PREFIX[0]:
+                # An unchanged root: a reference to the node key of the version that wrote it.
+                return self._fetch(data[1:])
+            node = c_decode_node(<const uint8_t *>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), FORMAT_V1,
+                                 version, 1, True)
+            node.persisted = True
+            return node
+        data = self.db.get(LEGACY_ROOT_PREFIX + _be64(version))
+        if data is not None:
+            if PyBytes_GET_SIZE(data) == 0:
+                return None
+            return self._fetch(data)
+        found[0] = False
+        return None
+
+    def load_version(self, version):
+        """Make saved version ``version`` the working tree; changes build version + 1. Returns the version."""
+        cdef bint found
+        cdef int64_t v = version
+        if v <= 0:
+            raise VersionError("IAVL versions start at 1, not %d" % v)
+        root = self._load_root(v, &found)
+        if not found:
+            raise VersionError("version %d does not exist" % v)
+        self.root = root
+        self.version = v
+        return v
+
+    def load(self):
+        """Load the latest saved version (0 and an empty tree when nothing was saved). Returns the version."""
+        data = self.db.get(LATEST_KEY)
+        if data is None:
+            self.root = None
+            self.version = 0
+            return 0
+        return self.load_version(int.from_bytes(data, "big"))
+
+    def version_exists(self, version):
+        cdef bint found
+        if version <= 0:
+            return False
+        self._load_root(version, &found)
+        return found
+
+    @property
+    def latest_version(self):
+        """The latest saved version in the database (0 if none)."""
+        data = self.db.get(LATEST_KEY)
+        return 0 if data is None else int.from_bytes(data, "big")
+
+    # ------------------------------------------------------------------------------------------ reading
+
+    def get(self, key, default=None):
+        """The value at key in the working tree, or default."""
+        cdef bytes k = bytes(key)
+        cdef Node node = self.root
+        if node is None:
+            return default
+        while node.height != 0:
+            if _compare(k, node.key) < 0:
+                node = self._left(node)
+            else:
+                node = self._right(node)
+        if _compare(k, node.key) == 0:
+            return node._value
+        return default
+
+    def has(self, key):
+        return self.get(key) is not None
+
+    def __contains__(self, key):
+        return self.get(key) is not None
+
+    def __len__(self):
+        return 0 if self.root is None else self.root.size
+
+    @property
+    def size(self):
+        """Number of keys in the working tree."""
+        return 0 if self.root is None else self.root.size
+
+    @property
+    def height(self):
+        return 0 if self.root is None else self.root.height
+
+    @property
+    def working_version(self):
+        return self.version + 1
+
+    def items(self, start=None, end=None):
+        """(key, value) pairs in key order, from start (inclusive) to end (exclusive), like iavl's Iterator."""
+        cdef bytes lo = None if start is None else bytes(start)
+        cdef bytes hi = None if end is None else bytes(end)
+        cdef list stack = []
+        cdef Node node = self.root
+        if node is None:
+            return
+        stack.append(node)
+        while stack:
+            node = stack.pop()
+            if node.height == 0:
+                if (lo is None or _compare(node.key, lo) >= 0) and (hi is None or _compare(node.key, hi) < 0):
+                    yield node.key, node._value
+                continue
+            # Left subtree holds keys < node.key, the right one keys >= node.key: skip what the range excludes.
+            if hi is None or _compare(node.key, hi) < 0:
+                stack.append(self._right(node))
+            if lo is None or _compare(lo, node.key) < 0:
+                stack.append(self._left(node))
+
+    def keys(self, start=None, end=None):
+        for k, _ in self.items(start, end):
+            yield k
+
+    def values(self, start=None, end=None):
+        for _, v in self.items(start, end):
+            yield v
+
+    def __iter__(self):
+        return self.keys()
+
+    # ------------------------------------------------------------------------------------------ writing
+
+    cdef inline Node _mutable(self, Node node):
+        """The node to change for the working version: a clone of a saved node, or the node itself if it is new."""
+        cdef InnerNode copy
+        if not node.persisted:
+            node._hash = None
+            node._left_hash = None
+            node._right_hash = None
+            return node
+        copy = InnerNode.new(node.key, node.height, node.size, self.version + 1)
+        copy.left_node = self._left(node)
+        copy.right_node = self._right(node)
+        return copy
+
+    cdef inline void _update(self, Node node) noexcept:
+        # calcHeightAndSize; both children are in memory for a node of the working version.
+        cdef Node l = node.left_node, r = node.right_node
+        node.height = (l.height if l.height > r.height else r.height) + 1
+        node.size = l.size + r.size
+
+    cdef Node _rotate_right(self, Node node):
+        cdef Node new_root
+        node = self._mutable(node)
+        new_root = self._mutable(self._left(node))
+        node.left_node = self._right(new_root)
+        new_root.right_node = node
+        self._update(node)
+        self._update(new_root)
+        return new_root
+
+    cdef Node _rotate_left(self, Node node):
+        cdef Node new_root
+        node = self._mutable(node)
+        new_root = self._mutable(self._right(node))
+        node.right_node = self._left(new_root)
+        new_root.left_node = node
+        self._update(node)
+        self._update(new_root)
+        return new_root
+
+    cdef inline int _balance_of(self, Node node) except? -999:
+        return self._left(node).height - self._right(node).height
+
+    cdef Node _balance(self, Node node):
+        cdef int b = node.left_node.height - node.right_node.height
+        if b > 1:
+            if self._balance_of(node.left_node) >= 0:
+                return self._rotate_right(node)
+            node.left_node = self._rotate_left(node.left_node)
+            return self._rotate_right(node)
+        if b < -1:
+            if self._balance_of(node.right_node) <= 0:
+                return self._rotate_left(node)
+            node.right_node = self._rotate_right(node.right_node)
+            return self._rotate_left(node)
+        return node
+
+    cdef Node _set(self, Node node, bytes key, bytes value, bint *updated):
+        cdef int64_t wv = self.version + 1
+        cdef int c
+        cdef InnerNode inner
+        if node.height == 0:
+            c = _compare(key, node.key)
+            if c == 0:
+                updated[0] = True
+                return LeafNode.new(key, value, wv)
+            if c < 0:
+                inner = InnerNode.new(node.key, 1, 2, wv)
+                inner.left_node = LeafNode.new(key, value, wv)
+                inner.right_node = node
+            else:
+                inner = InnerNode.new(key, 1, 2, wv)
+                inner.left_node = node
+                inner.right_node = LeafNode.new(key, value, wv)
+            return inner
+        node = self._mutable(node)
+        if _compare(key, node.key) < 0:
+            node.left_node = self._set(node.left_node, key, value, updated)
+        else:
+            node.right_node = self._set(node.right_node, key, value, updated)
+        if updated[0]:
+            return node
+        self._update(node)
+        return self._balance(node)
+
+    def set(self, key, value):
+        """Set key to value in the working tree. Returns True if the key existed (an update)."""
+        cdef bint updated = False
+        if value is None:
+            raise TypeError("IAVL values must not be None")
+        cdef bytes k = bytes(key)
+        cdef bytes v = bytes(value)
+        if self.root is None:
+            self.root = LeafNode.new(k, v, self.version + 1)
+            return False
+        self.root = self._set(self.root, k, v, &updated)
+        return updated
+
+    cdef Node _remove(self, Node node, bytes key):
+        """iavl's recursiveRemove. Sets _rm_found/_rm_value, and _rm_newkey (the new leftmost key) on the way up."""
+        cdef Node child
+        if node.height == 0:
+            if _compare(key, node.key) == 0:
+                self._rm_found = True
+                self._rm_value = node._value
+                self._rm_newkey = None
+                return None
+            self._rm_found = False
+            return node
+        if _compare(key, node.key) < 0:
+            child = self._remove(self._left(node), key)
+            if not self._rm_found:
+                return node
+            if child is None:
+                # The left leaf went: this subtree's leftmost key is now this node's key.
+                self._rm_newkey = node.key
+                return self._right(node)
+            node = self._mutable(node)
+            node.left_node = child
+            self._right(node)
+            self._update(node)
+            return self._balance(node)
+        child = self._remove(self._right(node), key)
+        if not self._rm_found:
+            return node
+        if child is None:
+            self._rm_newkey = None
+            return self._left(node)
+        node = self._mutable(node)
+        node.right_node = child
+        self._left(node)
+        if self._rm_newkey is not None:
+            node.key = self._rm_newkey
+        self._rm_newkey = None
+        self._update(node)
+        return self._balance(node)
+
+    def remove(self, key):
+        """Remove key from the working tree. Returns the removed value, or None if the key was absent."""
+        cdef bytes k = bytes(key)
+        cdef Node new_root
+        if self.root is None:
+            return None
+        self._rm_found = False
+        self._rm_value = None
+        self._rm_newkey = None
+        new_root = self._remove(self.root, k)
+        if not self._rm_found:
+            return None
+        self.root = new_root
+        value = self._rm_value
+        self._rm_value = None
+        return value
+
+    # ------------------------------------------------------------------------------------------ hashing
+
+    cdef bytes _hash_new(self, Node node):
+        """Hash a subtree of the working tree (children first); saved nodes know their hash already."""
+        if node._hash is not None:
+            return node._hash
+        if node.height != 0:
+            node._left_hash = self._hash_new(self._left(node))
+            node._right_hash = self._hash_new(self._right(node))
+        return node.c_hash()
+
+    def hash(self):
+        """The root hash of the working tree (iavl's WorkingHash; the saved root right after save_version)."""
+        if self.root is None:
+            return EMPTY_HASH
+        return self._hash_new(self.root)
+
+    def working_hash(self):
+        return self.hash()
+
+    cdef bytes _assign(self, Node node, int64_t version):
+        """iavl's saveNewNodes: nonces in pre-order, hashes bottom-up; returns how a parent references node."""
+        if node.persisted:
+            if node.nonce != 0:
+                return node.node_key_bytes()
+            return node.c_hash()
+        if self.storage == FORMAT_V1:
+            self._nonce += 1
+            node.nonce = self._nonce
+        node.version = version
+        if node.height != 0:
+            node._left_ref = self._assign(node.left_node, version)
+            node._right_ref = self._assign(node.right_node, version)
+            node._left_hash = node.left_node.c_hash()
+            node._right_hash = node.right_node.c_hash()
+        node.c_hash()
+        self._new_nodes.append(node)
+        if self.storage == FORMAT_V1:
+            return node.node_key_bytes()
+        return node._hash
+
+    def save_version(self):
+        """Save the working tree as version + 1. Returns (root_hash, version).
+
+        Saving a version that exists already is a no-op if the root hash is the same, and a VersionError if not
+        (iavl's rule; it happens after load_version of an older version).
+        """
+        cdef int64_t v = self.version + 1
+        cdef bint found
+        cdef Node node
+        cdef bytes root_hash = self.hash()
+        existing = self._load_root(v, &found)
+        if found:
+            existing_hash = EMPTY_HASH if existing is None else existing.c_hash()
+            if existing_hash != root_hash:
+                raise VersionError("version %d was already saved to a different hash %s" % (v, existing_hash.hex()))
+            self.root = existing
+            self.version = v
+            return root_hash, v
+        self._nonce = 0
+        self._new_nodes = []
+        with self.db.write_batch() as batch:
+            if self.root is None:
+                if self.storage == FORMAT_V1:
+                    batch.put(V1_PREFIX + make_node_key(v, 1), b"")
+                else:
+                    batch.put(LEGACY_ROOT_PREFIX + _be64(v), b"")
+            elif self.root.persisted:
+                if self.storage == FORMAT_V1 and self.root.nonce != 0:
+                    batch.put(V1_PREFIX + make_node_key(v, 1), V1_PREFIX + self.root.node_key_bytes())
+                else:
+                    batch.put(LEGACY_ROOT_PREFIX + _be64(v), self.root.c_hash())
+            else:
+                self._assign(self.root, v)
+                for node in self._new_nodes:
+                    if self.storage == FORMAT_V1:
+                        batch.put(V1_PREFIX + node.node_key_bytes(), node._to_bytes(FORMAT_V1))
+                    else:
+                        batch.put(LEGACY_NODE_PREFIX + node._hash, node._to_bytes(FORMAT_LEGACY))
+                if self.storage == FORMAT_LEGACY:
+                    batch.put(LEGACY_ROOT_PREFIX + _be64(v), self.root._hash)
+            latest = self.db.get(LATEST_KEY)
+            if latest is None or int.from_bytes(latest, "big") < v:
+                batch.put(LATEST_KEY, _be64(v))
+        for node in self._new_nodes:
+            node.persisted = True
+        self._new_nodes = None
+        self.version = v
+        return root_hash, v
+
+    def __repr__(self):
+        return "MutableTree(version=%d, size=%d, format=%r)" % (
+            self.version, len(self), "v1" if self.storage == FORMAT_V1 else "legacy")
+
+
+cdef inline int64_t _read_be64(const uint8_t *p) noexcept:
+    cdef unsigned long long v = 0
+    cdef int i
+    for i in range(8):
+        v = (v << 8) | p[i]
+    return <int64_t>v
+
+
+cdef inline uint32_t _read_be32(const uint8_t *p) noexcept:
+    return (<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | <uint32_t>p[3]
