@@ -30,6 +30,7 @@ MODULES = {
     "mpt.derive": True,
     "mpt.proof": True,
     "mpt.bench._alloc": True,
+    "mpt.parallel": False,
 }
 
 extra_compile_args = ["-O3", "-fno-strict-aliasing"]

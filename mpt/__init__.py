@@ -17,6 +17,7 @@ from mpt.derive import derive_sha, derive_sha_trie  # noqa: E402
 from mpt.proof import verify_proof, verify_range_proof  # noqa: E402
 from mpt.trie import EMPTY_ROOT, Trie  # noqa: E402
 from mpt import rlp  # noqa: E402
+from mpt.parallel import build_root  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -32,6 +33,7 @@ __all__ = [
     "RLPDecodeError",
     "SecureTrie",
     "StackTrie",
+    "build_root",
     "ShortNode",
     "Trie",
     "ValueNode",
