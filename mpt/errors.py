@@ -33,3 +33,11 @@ class MissingNodeError(MptError, KeyError):
 
 class ProofError(MptError, ValueError):
     """A Merkle proof that proves neither presence nor absence."""
+
+
+class InputFormatError(MptError, ValueError):
+    """A malformed input record (genesis alloc, state dump, pairs file); the message names the line or account."""
+
+    def __init__(self, message: str, line: Optional[int] = None) -> None:
+        super().__init__(message)
+        self.line = line

@@ -295,7 +295,7 @@ cdef class _Partition:
         size_t memory_limit
         object spill_dir            # a directory of our own under the user's spill_dir, or None
         list runs                   # per spill: (fd, offsets array as bytes: 2 x u64 per shard)
-        dict short_keys             # keys shorter than k nibbles: key -> last value
+        readonly dict short_keys    # keys shorter than k nibbles: key -> last value
         Py_ssize_t count            # pairs read
 
     def __cinit__(self, int k, object spill_dir, size_t memory_limit):
