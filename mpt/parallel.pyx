@@ -294,7 +294,9 @@ cdef class _Partition:
         size_t arena_bytes          # sum of the arenas' lengths
         size_t memory_limit
         object spill_dir            # a directory of our own under the user's spill_dir, or None
-        list runs                   # per spill: (fd, offsets array as bytes: 2 x u64 per shard)
+        list runs                   # per spill: offsets table as bytes (file offset, length: 2 x u64 per shard)
+        int spill_fd                # the one spill file every run is appended to (-1: none yet)
+        uint64_t spill_end          # its length
         readonly dict short_keys    # keys shorter than k nibbles: key -> last value
         Py_ssize_t count            # pairs read
 
@@ -307,6 +309,8 @@ cdef class _Partition:
         memset(self.arenas, 0, self.nshards * sizeof(Arena))
         self.memory_limit = memory_limit
         self.runs = []
+        self.spill_fd = -1
+        self.spill_end = 0
         self.short_keys = {}
         self.spill_dir = tempfile.mkdtemp(prefix="mpt-build-root-", dir=spill_dir) if spill_dir is not None else None
 
@@ -320,11 +324,12 @@ cdef class _Partition:
 
     def close(self):
         """Close and delete the run files."""
-        for fd, _ in self.runs:
+        if self.spill_fd >= 0:
             try:
-                os.close(fd)
+                os.close(self.spill_fd)
             except OSError:
                 pass
+            self.spill_fd = -1
         self.runs = []
         if self.spill_dir is not None:
             shutil.rmtree(self.spill_dir, ignore_errors=True)
@@ -391,25 +396,26 @@ cdef class _Partition:
             progress(self.count % _PROGRESS_EVERY)
 
     def spill(self):
-        """Append every arena to a new run file and empty them."""
-        cdef size_t i, off = 0
+        """Append every arena to the spill file as a new run and empty them."""
+        cdef size_t i
         cdef uint64_t *offsets
         cdef bytes table = PyBytes_FromStringAndSize(NULL, 16 * self.nshards)
+        cdef uint64_t off = self.spill_end
         offsets = <uint64_t *>PyBytes_AS_STRING(table)
-        path = os.path.join(self.spill_dir, "run-%06d.bin" % len(self.runs))
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
-        try:
-            with os.fdopen(os.dup(fd), "wb", buffering=1 << 20) as f:
-                for i in range(self.nshards):
-                    offsets[2 * i] = off
-                    offsets[2 * i + 1] = self.arenas[i].len
-                    if self.arenas[i].len:
-                        f.write((<char *>self.arenas[i].buf)[:self.arenas[i].len])
-                        off += self.arenas[i].len
-        except BaseException:
-            os.close(fd)
-            raise
-        self.runs.append((fd, table))
+        if self.spill_fd < 0:
+            # One file for every run (a few descriptors however many spills): each run is appended to it.
+            path = os.path.join(self.spill_dir, "spill.bin")
+            self.spill_fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+        with os.fdopen(os.dup(self.spill_fd), "wb", buffering=1 << 20) as f:
+            f.seek(off)
+            for i in range(self.nshards):
+                offsets[2 * i] = off
+                offsets[2 * i + 1] = self.arenas[i].len
+                if self.arenas[i].len:
+                    f.write((<char *>self.arenas[i].buf)[:self.arenas[i].len])
+                    off += self.arenas[i].len
+        self.spill_end = off
+        self.runs.append(table)
         for i in range(self.nshards):
             self.arenas[i].len = 0
             # Give the memory back: the next spill's arenas regrow to what that part of the input needs.
@@ -430,7 +436,7 @@ cdef class _Partition:
     cdef size_t _shard_size(self, size_t s):
         cdef size_t total = self.arenas[s].len
         cdef const uint64_t *offsets
-        for _, table in self.runs:
+        for table in self.runs:
             offsets = <const uint64_t *>PyBytes_AS_STRING(table)
             total += <size_t>offsets[2 * s + 1]
         return total
@@ -448,12 +454,11 @@ cdef class _Partition:
     cdef int _load(self, size_t s, uint8_t *o, size_t *pos) except -1:
         # Copy shard s's spilled segments and then its arena to o (GIL held: the run table is a Python list).
         cdef const uint64_t *offsets
-        cdef int fd
+        cdef int fd = self.spill_fd
         cdef size_t seg
         cdef Py_ssize_t got
         cdef int64_t off
-        for fd_obj, table in self.runs:
-            fd = fd_obj
+        for table in self.runs:
             offsets = <const uint64_t *>PyBytes_AS_STRING(table)
             off = <int64_t>offsets[2 * s]
             seg = <size_t>offsets[2 * s + 1]
