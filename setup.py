@@ -39,6 +39,7 @@ MODULES = {
     "mpt.merkle": False,
     "mpt.iavl.node": False,
     "mpt.iavl.tree": False,
+    "mpt.parallel": False,
 }
 
 # Modules that call our C SHA-256 link the static library built once from sha256.c ("mpt_sha256").

@@ -18,6 +18,7 @@ from mpt.proof import verify_proof, verify_range_proof  # noqa: E402
 from mpt.trie import EMPTY_ROOT, Trie  # noqa: E402
 from mpt import rlp  # noqa: E402
 from mpt import merkle  # noqa: E402 - CometBFT / RFC 6962 binary Merkle trees (SHA-256)
+from mpt.parallel import build_root  # noqa: E402
 
 from mpt._version import __version__  # noqa: E402 - the single source (mpt/_version.py)
 
@@ -33,6 +34,7 @@ __all__ = [
     "RLPDecodeError",
     "SecureTrie",
     "StackTrie",
+    "build_root",
     "ShortNode",
     "Trie",
     "ValueNode",

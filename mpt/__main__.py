@@ -1,4 +1,5 @@
-"""Command line: ``python -m mpt inspect --db PATH [--root HEX] [--json]``.
+"""Command line: ``python -m mpt inspect --db PATH [--root HEX] [--json]`` and
+``python -m mpt root INPUT --format alloc|geth-dump|pairs-jsonl|parquet [--workers N] [--scheduler ADDRESS]``.
 
 (Benchmarks have their own entry point: ``python -m mpt.bench``.)
 """
@@ -107,6 +108,12 @@ def _inspect(args):
     return EXIT_OK
 
 
+def _root(args):
+    from mpt.rootcli import run_root
+
+    return run_root(args, _Fail, EXIT_USAGE, EXIT_DAMAGED)
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="python -m mpt",
@@ -129,6 +136,9 @@ def build_parser():
     p.add_argument("--json", action="store_true", help="print the counts as JSON instead of a table")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=_inspect)
+    from mpt.rootcli import add_root_parser
+
+    add_root_parser(sub, _root)
     return parser
 
 

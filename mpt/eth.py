@@ -413,3 +413,9 @@ def verify_block_roots(block: dict, receipts: list | None = None) -> None:
         got = compute()
         if got != expected:
             raise ValueError("%s mismatch: header has 0x%s, computed 0x%s" % (field, expected.hex(), got.hex()))
+
+
+# State roots (issue 14) live in mpt.ethstate; they are part of this module's API.
+from mpt.ethstate import account_pairs, read_genesis_alloc, read_geth_dump, state_root, storage_root  # noqa: E402
+
+__all__ += ["account_pairs", "read_genesis_alloc", "read_geth_dump", "state_root", "storage_root"]

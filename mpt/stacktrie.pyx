@@ -1,30 +1,582 @@
 # cython: language_level=3
 """StackTrie: builds a trie root from keys given in strictly ascending order.
 
-Once a key arrives, every subtree to the left of its path can no longer change: it is hashed right away (the
-same typed node encoders and pooled Hasher as Trie) and replaced by its hash, so memory stays proportional to the
+Once a key arrives, every subtree to the left of its path can no longer change, so it is finished right away and
+only its reference (a hash, or the encoding itself when under 32 bytes) is kept: memory stays proportional to the
 key length, not to the number of keys. With ``on_node`` every finished node of 32 bytes or more (and the root) is
 streamed out, which is how a StackTrie writes a trie into a database without holding it.
+
+The builder underneath (``STBuilder``, declared in stacktrie.pxd) is plain C data: the open path is a stack of
+branch frames, each holding its children's encodings in one byte buffer. The item being added last (the
+"pending" one) stays open because the next key decides how long its leaf key is; when a branch is complete its
+children of 32 bytes or more are hashed together on the Keccak backend's SIMD lanes, then the branch is encoded
+into its parent's buffer. Nothing in it needs the GIL, so :mod:`mpt.parallel` runs one builder per shard on
+several threads.
+
+Items are either leaves or finished subtrees (``ST_REF``: the reference to a branch at a known path), which is
+how mpt.parallel combines shard results into the top levels. Keys that are prefixes of later keys (a value in a
+branch) are allowed when ``allow_prefix`` is set; StackTrie refuses them, like geth.
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from libc.stdint cimport uint8_t
+from cpython.mem cimport PyMem_RawFree, PyMem_RawRealloc
+from libc.stdint cimport uint8_t, uint32_t
+from libc.string cimport memcpy, memset
 
-from mpt._keccak.keccak cimport mpt_keccak256
-from mpt.encoding cimport TERMINATOR, keybytes_to_hex_c, prefix_length
-from mpt.hasher cimport Hasher, HasherPool, default_pool
-from mpt.node cimport FullNode, HashNode, Node, ShortNode, ValueNode
-
-cdef enum:
-    HASH_LENGTH = 32
-    BRANCH_WIDTH = 17
+from mpt._keccak.keccak cimport (
+    MPT_KECCAK_BACKENDS,
+    mpt_keccak256,
+    mpt_keccak256_many,
+    mpt_keccak_backend_name,
+    mpt_keccak_best_backend,
+)
 
 cdef bytes _EMPTY_ROOT = bytes.fromhex("56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421")
-cdef bytes _NIBBLES = bytes(range(17))
+cdef uint8_t _EMPTY_ROOT_C[32]
+memcpy(_EMPTY_ROOT_C, <const char *>_EMPTY_ROOT, 32)
 
 
-cdef inline bytes _bytes_copy(object data, str what):
-    # Callers may reuse their buffers: keep an immutable copy (bytes already is one).
+# ---------------------------------------------------------------------------------------------------------------
+# Buffers and RLP pieces (sizes are computed first, then the bytes written in place)
+# ---------------------------------------------------------------------------------------------------------------
+
+cdef inline int _grow(uint8_t **buf, size_t *cap, size_t need) noexcept nogil:
+    cdef size_t new_cap
+    cdef uint8_t *p
+    if need <= cap[0]:
+        return 0
+    new_cap = cap[0] * 2
+    if new_cap < need:
+        new_cap = need
+    if new_cap < 256:
+        new_cap = 256
+    p = <uint8_t *>PyMem_RawRealloc(buf[0], new_cap)
+    if p == NULL:
+        return -1
+    buf[0] = p
+    cap[0] = new_cap
+    return 0
+
+
+cdef inline size_t _len_bytes(size_t n) noexcept nogil:
+    cdef size_t count = 0
+    while n:
+        count += 1
+        n >>= 8
+    return count
+
+
+cdef inline size_t _header_size(size_t n) noexcept nogil:
+    # An RLP string or list header for n payload bytes.
+    return 1 if n < 56 else 1 + _len_bytes(n)
+
+
+cdef inline uint8_t *_put_header(uint8_t *o, uint8_t base, size_t n) noexcept nogil:
+    # base 0x80 for strings, 0xc0 for lists
+    cdef size_t lb, i
+    if n < 56:
+        o[0] = <uint8_t>(base + n)
+        return o + 1
+    lb = _len_bytes(n)
+    o[0] = <uint8_t>(base + 55 + lb)
+    for i in range(lb):
+        o[lb - i] = <uint8_t>(n >> (8 * i))
+    return o + 1 + lb
+
+
+cdef inline size_t _str_size(const uint8_t *d, size_t n) noexcept nogil:
+    if n == 1 and d[0] < 0x80:
+        return 1
+    return _header_size(n) + n
+
+
+cdef inline uint8_t *_put_str(uint8_t *o, const uint8_t *d, size_t n) noexcept nogil:
+    if not (n == 1 and d[0] < 0x80):
+        o = _put_header(o, 0x80, n)
+    memcpy(o, d, n)
+    return o + n
+
+
+cdef inline size_t _hp_size(size_t n) noexcept nogil:
+    # Hex-prefix (compact) encoding of n nibbles, as an RLP string. One byte (n <= 1) is below 0x80: no header.
+    cdef size_t hl = n // 2 + 1
+    return 1 if hl == 1 else _header_size(hl) + hl
+
+
+cdef inline uint8_t *_put_hp(uint8_t *o, const uint8_t *nib, size_t n, bint leaf) noexcept nogil:
+    cdef size_t hl = n // 2 + 1, i
+    cdef uint8_t flag = 2 if leaf else 0
+    if hl > 1:
+        o = _put_header(o, 0x80, hl)
+    if n & 1:
+        o[0] = <uint8_t>(((flag + 1) << 4) | nib[0])
+        nib += 1
+        n -= 1
+    else:
+        o[0] = <uint8_t>(flag << 4)
+    o += 1
+    for i in range(n // 2):
+        o[i] = <uint8_t>((nib[2 * i] << 4) | nib[2 * i + 1])
+    return o + n // 2
+
+
+cdef inline size_t _lcp(const uint8_t *a, size_t na, const uint8_t *b, size_t nb) noexcept nogil:
+    cdef size_t i = 0, n = na if na < nb else nb
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Frames
+# ---------------------------------------------------------------------------------------------------------------
+
+cdef inline void _frame_clear(STFrame *f, size_t depth) noexcept nogil:
+    f.depth = depth
+    f.mask = 0
+    f.buf_len = 0
+    f.has_value = False
+
+
+cdef inline STFrame *_push_frame(STBuilder *b, size_t depth) noexcept nogil:
+    cdef STFrame *frames
+    cdef size_t new_cap
+    if b.nframes == b.frames_cap:
+        new_cap = b.frames_cap * 2 if b.frames_cap else 16
+        frames = <STFrame *>PyMem_RawRealloc(b.frames, new_cap * sizeof(STFrame))
+        if frames == NULL:
+            return NULL
+        # Frames past nframes keep their buffers for reuse; fresh ones start without any.
+        memset(frames + b.frames_cap, 0, (new_cap - b.frames_cap) * sizeof(STFrame))
+        b.frames = frames
+        b.frames_cap = new_cap
+    _frame_clear(&b.frames[b.nframes], depth)
+    b.nframes += 1
+    return &b.frames[b.nframes - 1]
+
+
+cdef inline int _frame_put(STFrame *f, uint8_t slot, const uint8_t *data, size_t n, bint is_ref) noexcept nogil:
+    if _grow(&f.buf, &f.buf_cap, f.buf_len + n) < 0:
+        return -1
+    memcpy(f.buf + f.buf_len, data, n)
+    f.off[slot] = f.buf_len
+    f.len[slot] = n
+    f.is_ref[slot] = is_ref
+    f.mask |= (<uint32_t>1) << slot
+    f.buf_len += n
+    return 0
+
+
+cdef inline size_t _leaf_size(size_t n, const uint8_t *value, size_t value_len) noexcept nogil:
+    cdef size_t payload = _hp_size(n) + _str_size(value, value_len)
+    return _header_size(payload) + payload
+
+
+cdef inline uint8_t *_put_leaf(uint8_t *o, const uint8_t *nib, size_t n, const uint8_t *value,
+                               size_t value_len) noexcept nogil:
+    o = _put_header(o, 0xc0, _hp_size(n) + _str_size(value, value_len))
+    o = _put_hp(o, nib, n, True)
+    return _put_str(o, value, value_len)
+
+
+cdef inline size_t _ext_size(size_t n, size_t ref_len) noexcept nogil:
+    cdef size_t payload = _hp_size(n) + ref_len
+    return _header_size(payload) + payload
+
+
+cdef inline uint8_t *_put_ext(uint8_t *o, const uint8_t *nib, size_t n, const uint8_t *ref,
+                              size_t ref_len) noexcept nogil:
+    o = _put_header(o, 0xc0, _hp_size(n) + ref_len)
+    o = _put_hp(o, nib, n, False)
+    memcpy(o, ref, ref_len)
+    return o + ref_len
+
+
+cdef int _emit_pending(STBuilder *b, STFrame *f) noexcept nogil:
+    """The pending item is complete: put it into f's slot on its path (its key goes on below that slot)."""
+    cdef uint8_t slot = b.prev[f.depth]
+    cdef const uint8_t *rest = b.prev + f.depth + 1
+    cdef size_t n = b.prev_len - f.depth - 1, size
+    if b.pending == ST_LEAF:
+        size = _leaf_size(n, b.pvalue, b.pvalue_len)
+    elif n == 0:
+        return _frame_put(f, slot, b.pref, b.pref_len, True)
+    else:
+        size = _ext_size(n, b.pref_len)
+    if _grow(&f.buf, &f.buf_cap, f.buf_len + size) < 0:
+        return -1
+    if b.pending == ST_LEAF:
+        _put_leaf(f.buf + f.buf_len, rest, n, b.pvalue, b.pvalue_len)
+    else:
+        _put_ext(f.buf + f.buf_len, rest, n, b.pref, b.pref_len)
+    f.off[slot] = f.buf_len
+    f.len[slot] = size
+    f.is_ref[slot] = False
+    f.mask |= (<uint32_t>1) << slot
+    f.buf_len += size
+    return 0
+
+
+cdef inline int _notify(STBuilder *b, size_t depth, int slot, const uint8_t *digest, const uint8_t *blob,
+                        size_t blob_len) noexcept nogil:
+    # on_node for the node at prev[:depth] (+ slot when slot >= 0).
+    if _grow(&b.path, &b.path_cap, depth + 1) < 0:
+        return -1
+    memcpy(b.path, b.prev, depth)
+    if slot >= 0:
+        b.path[depth] = <uint8_t>slot
+        depth += 1
+    return b.on_node(b.ctx, b.path, depth, digest, blob, blob_len)
+
+
+cdef int _finish_frame(STBuilder *b, STFrame *f, size_t start, const uint8_t **out, size_t *out_len) noexcept nogil:
+    """Encode the complete branch f, whose node begins at nibble `start` of its path (an extension covers
+    prev[start:f.depth] when start < f.depth). The encoding lands in b.tmp or b.tmp2 (*out, *out_len)."""
+    cdef uint8_t digests[16 * ST_HASH_LENGTH]
+    cdef uint8_t digest[ST_HASH_LENGTH]
+    cdef const uint8_t *ptrs[16]
+    cdef size_t lens[16]
+    cdef int which[16]
+    cdef int i, count = 0
+    cdef size_t payload = 0, size, n
+    cdef uint8_t *o
+    cdef int slot_hashed[16]
+    for i in range(16):
+        slot_hashed[i] = -1
+        if f.mask & ((<uint32_t>1) << i):
+            if not f.is_ref[i] and f.len[i] >= ST_HASH_LENGTH:
+                ptrs[count] = f.buf + f.off[i]
+                lens[count] = f.len[i]
+                which[count] = i
+                slot_hashed[i] = count
+                count += 1
+                payload += 33
+            else:
+                payload += f.len[i]
+        else:
+            payload += 1
+    if count == 1:
+        mpt_keccak256(ptrs[0], lens[0], digests)
+    elif count > 1:
+        mpt_keccak256_many(b.backend, ptrs, lens, <size_t>count, digests)
+    if b.on_node != NULL:
+        for i in range(count):
+            if _notify(b, f.depth, which[i], digests + i * ST_HASH_LENGTH, ptrs[i], lens[i]) < 0:
+                return -1
+    if f.has_value:
+        payload += _str_size(f.value, f.value_len)
+    else:
+        payload += 1
+    size = _header_size(payload) + payload
+    if _grow(&b.tmp, &b.tmp_cap, size) < 0:
+        return -1
+    o = _put_header(b.tmp, 0xc0, payload)
+    for i in range(16):
+        if slot_hashed[i] >= 0:
+            o[0] = 0xa0
+            memcpy(o + 1, digests + slot_hashed[i] * ST_HASH_LENGTH, ST_HASH_LENGTH)
+            o += 33
+        elif f.mask & ((<uint32_t>1) << i):
+            memcpy(o, f.buf + f.off[i], f.len[i])
+            o += f.len[i]
+        else:
+            o[0] = 0x80
+            o += 1
+    if f.has_value:
+        o = _put_str(o, f.value, f.value_len)
+    else:
+        o[0] = 0x80
+    b.tmp_len = size
+    if start >= f.depth:
+        out[0] = b.tmp
+        out_len[0] = size
+        return 0
+    # An extension over the branch: it needs the branch's reference now.
+    n = f.depth - start
+    if size >= ST_HASH_LENGTH:
+        mpt_keccak256(b.tmp, size, digest + 0)
+        if b.on_node != NULL and _notify(b, f.depth, -1, digest, b.tmp, size) < 0:
+            return -1
+        size = _ext_size(n, 33)
+        if _grow(&b.tmp2, &b.tmp2_cap, size) < 0:
+            return -1
+        o = _put_header(b.tmp2, 0xc0, _hp_size(n) + 33)
+        o = _put_hp(o, b.prev + start, n, False)
+        o[0] = 0xa0
+        memcpy(o + 1, digest, ST_HASH_LENGTH)
+    else:
+        size = _ext_size(n, b.tmp_len)
+        if _grow(&b.tmp2, &b.tmp2_cap, size) < 0:
+            return -1
+        _put_ext(b.tmp2, b.prev + start, n, b.tmp, b.tmp_len)
+    b.tmp2_len = size
+    out[0] = b.tmp2
+    out_len[0] = size
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The builder
+# ---------------------------------------------------------------------------------------------------------------
+
+cdef int st_init(STBuilder *b, int backend) noexcept nogil:
+    memset(b, 0, sizeof(STBuilder))
+    b.backend = backend
+    return 0
+
+
+cdef void st_free(STBuilder *b) noexcept nogil:
+    cdef size_t i
+    st_reset(b)                                 # hands huge buffers back to the system first
+    for i in range(b.frames_cap):
+        PyMem_RawFree(b.frames[i].buf)
+        PyMem_RawFree(b.frames[i].value)
+    PyMem_RawFree(b.frames)
+    PyMem_RawFree(b.prev)
+    PyMem_RawFree(b.nib)
+    PyMem_RawFree(b.tmp)
+    PyMem_RawFree(b.tmp2)
+    PyMem_RawFree(b.path)
+    b.frames = NULL
+    b.frames_cap = 0
+    b.prev = b.nib = b.tmp = b.tmp2 = b.path = NULL
+    b.prev_cap = b.nib_cap = b.tmp_cap = b.tmp2_cap = b.path_cap = 0
+    st_reset(b)
+
+
+cdef extern from *:
+    """
+    #if defined(__GLIBC__)
+    #include <malloc.h>
+    #define MPT_RETURN_FREED_MEMORY() ((void)malloc_trim(0))
+    #else
+    #define MPT_RETURN_FREED_MEMORY() ((void)0)
+    #endif
+    """
+    void MPT_RETURN_FREED_MEMORY() nogil
+
+
+cdef inline void _trim(uint8_t **buf, size_t *cap) noexcept nogil:
+    if cap[0] > ST_MAX_IDLE_BUFFER:
+        PyMem_RawFree(buf[0])
+        buf[0] = NULL
+        cap[0] = 0
+        # glibc raises its trim threshold after freeing a large mapping, so a huge buffer freed from the heap
+        # would stay resident: hand it back now (rare: only after a value of megabytes).
+        MPT_RETURN_FREED_MEMORY()
+
+
+cdef void st_reset(STBuilder *b) noexcept nogil:
+    """Start over, keeping the buffers for the next trie (but not one that a huge value blew up)."""
+    cdef size_t i
+    for i in range(b.frames_cap):
+        _trim(&b.frames[i].buf, &b.frames[i].buf_cap)
+        _trim(&b.frames[i].value, &b.frames[i].value_cap)
+    _trim(&b.prev, &b.prev_cap)
+    _trim(&b.nib, &b.nib_cap)
+    _trim(&b.tmp, &b.tmp_cap)
+    _trim(&b.tmp2, &b.tmp2_cap)
+    _trim(&b.path, &b.path_cap)
+    b.nframes = 0
+    b.prev_len = 0
+    b.pending = ST_NONE
+    b.pvalue = NULL
+    b.pvalue_len = 0
+    b.pref_len = 0
+
+
+cdef int st_add_key(STBuilder *b, const uint8_t *key, size_t key_len, const uint8_t *value,
+                    size_t value_len) noexcept nogil:
+    """Add key -> value (value must stay valid until the next add or finish)."""
+    cdef size_t i
+    if _grow(&b.nib, &b.nib_cap, 2 * key_len) < 0:
+        return -1
+    for i in range(key_len):
+        b.nib[2 * i] = key[i] >> 4
+        b.nib[2 * i + 1] = key[i] & 0x0f
+    return st_add_nibbles(b, b.nib, 2 * key_len, ST_LEAF, value, value_len)
+
+
+cdef int st_add_nibbles(STBuilder *b, const uint8_t *nib, size_t n, int kind, const uint8_t *payload,
+                        size_t payload_len) noexcept nogil:
+    """Add an item at the path nib[:n]: a leaf (payload = value, borrowed) or a finished subtree (payload = the
+    reference to its top branch, copied). Paths must ascend; the builder is unchanged when they do not."""
+    cdef size_t L = 0
+    cdef STFrame *f
+    cdef STFrame *parent
+    cdef const uint8_t *enc
+    cdef size_t enc_len
+    cdef uint8_t *tmpbuf
+    if b.pending != ST_NONE:
+        L = _lcp(b.prev, b.prev_len, nib, n)
+        if L == n or (L < b.prev_len and nib[L] < b.prev[L]):
+            return ST_ERR_ORDER
+        if L == b.prev_len:
+            # The pending key is a prefix of this one: its value goes into a branch at its end.
+            if not b.allow_prefix or b.pending != ST_LEAF:
+                return ST_ERR_PREFIX
+            f = _push_frame(b, L)
+            if f == NULL:
+                return -1
+            if _grow(&f.value, &f.value_cap, b.pvalue_len) < 0:
+                return -1
+            memcpy(f.value, b.pvalue, b.pvalue_len)
+            f.value_len = b.pvalue_len
+            f.has_value = True
+        elif b.nframes == 0 or b.frames[b.nframes - 1].depth < L:
+            f = _push_frame(b, L)
+            if f == NULL or _emit_pending(b, f) < 0:
+                return -1
+        else:
+            f = &b.frames[b.nframes - 1]
+            if _emit_pending(b, f) < 0:
+                return -1
+            while f.depth > L:
+                if b.nframes >= 2 and b.frames[b.nframes - 2].depth >= L:
+                    parent = &b.frames[b.nframes - 2]
+                    if _finish_frame(b, f, parent.depth + 1, &enc, &enc_len) < 0:
+                        return -1
+                    if _frame_put(parent, b.prev[parent.depth], enc, enc_len, False) < 0:
+                        return -1
+                    b.nframes -= 1
+                    f = parent
+                else:
+                    # The new key parts from the old path above this branch: a new branch at L takes its place.
+                    if _finish_frame(b, f, L + 1, &enc, &enc_len) < 0:
+                        return -1
+                    _frame_clear(f, L)
+                    if _frame_put(f, b.prev[L], enc, enc_len, False) < 0:
+                        return -1
+                    break
+    # The new item is the pending one now.
+    if _grow(&b.prev, &b.prev_cap, n) < 0:
+        return -1
+    memcpy(b.prev, nib, n)
+    b.prev_len = n
+    b.pending = kind
+    if kind == ST_LEAF:
+        b.pvalue = payload
+        b.pvalue_len = payload_len
+    else:
+        memcpy(b.pref, payload, payload_len)
+        b.pref_len = payload_len
+    return 0
+
+
+cdef int _fold(STBuilder *b) noexcept nogil:
+    # Close every frame but the bottom one (the pending item included); there is at least one frame.
+    cdef STFrame *f = &b.frames[b.nframes - 1]
+    cdef STFrame *parent
+    cdef const uint8_t *enc
+    cdef size_t enc_len
+    if _emit_pending(b, f) < 0:
+        return -1
+    while b.nframes > 1:
+        parent = &b.frames[b.nframes - 2]
+        if _finish_frame(b, f, parent.depth + 1, &enc, &enc_len) < 0:
+            return -1
+        if _frame_put(parent, b.prev[parent.depth], enc, enc_len, False) < 0:
+            return -1
+        b.nframes -= 1
+        f = parent
+    return 0
+
+
+cdef int st_finish_root(STBuilder *b) noexcept nogil:
+    """Hash the root into b.root (the empty root when nothing was added). The builder needs st_reset after."""
+    cdef const uint8_t *enc
+    cdef size_t enc_len
+    if b.pending == ST_NONE:
+        memcpy(b.root, _EMPTY_ROOT_C, ST_HASH_LENGTH)
+        return 0
+    if b.nframes == 0:
+        if b.pending == ST_LEAF:
+            enc_len = _leaf_size(b.prev_len, b.pvalue, b.pvalue_len)
+            if _grow(&b.tmp, &b.tmp_cap, enc_len) < 0:
+                return -1
+            _put_leaf(b.tmp, b.prev, b.prev_len, b.pvalue, b.pvalue_len)
+        elif b.prev_len == 0:
+            if b.pref_len == 33:                        # the root is that subtree's (hashed) branch
+                memcpy(b.root, b.pref + 1, ST_HASH_LENGTH)
+                return 0
+            enc_len = b.pref_len
+            if _grow(&b.tmp, &b.tmp_cap, enc_len) < 0:
+                return -1
+            memcpy(b.tmp, b.pref, enc_len)
+        else:
+            enc_len = _ext_size(b.prev_len, b.pref_len)
+            if _grow(&b.tmp, &b.tmp_cap, enc_len) < 0:
+                return -1
+            _put_ext(b.tmp, b.prev, b.prev_len, b.pref, b.pref_len)
+        enc = b.tmp
+    else:
+        if _fold(b) < 0 or _finish_frame(b, &b.frames[0], 0, &enc, &enc_len) < 0:
+            return -1
+    mpt_keccak256(enc, enc_len, b.root)
+    if b.on_node != NULL:
+        return b.on_node(b.ctx, b.path, 0, b.root, enc, enc_len)
+    return 0
+
+
+cdef int st_finish_subtree(STBuilder *b, int *kind, size_t *depth, uint8_t *ref, size_t *ref_len) noexcept nogil:
+    """Finish without the part above the top branch, for a shard: *kind is ST_NONE (nothing added), ST_LEAF (a
+    single key: the caller has it) or ST_REF (*ref: the top branch's reference, *depth: its nibble depth)."""
+    cdef const uint8_t *enc
+    cdef size_t enc_len
+    kind[0] = b.pending
+    if b.pending == ST_NONE or b.nframes == 0:
+        return 0
+    kind[0] = ST_REF
+    if _fold(b) < 0 or _finish_frame(b, &b.frames[0], b.frames[0].depth, &enc, &enc_len) < 0:
+        return -1
+    depth[0] = b.frames[0].depth
+    if enc_len >= ST_HASH_LENGTH:
+        ref[0] = 0xa0
+        mpt_keccak256(enc, enc_len, ref + 1)
+        ref_len[0] = 33
+        if b.on_node != NULL:
+            return _notify(b, depth[0], -1, ref + 1, enc, enc_len)
+    else:
+        memcpy(ref, enc, enc_len)
+        ref_len[0] = enc_len
+    return 0
+
+
+cdef int st_current_backend() except -1:
+    """The Keccak backend the batched hasher uses (mpt.hasher.set_keccak_backend / MPT_KECCAK_BACKEND)."""
+    from mpt.hasher import keccak_backend
+    cdef bytes name = keccak_backend().encode()
+    cdef int i
+    for i in range(MPT_KECCAK_BACKENDS):
+        if mpt_keccak_backend_name(i) == name:
+            return i
+    return mpt_keccak_best_backend()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# StackTrie
+# ---------------------------------------------------------------------------------------------------------------
+
+cdef int _on_node_trampoline(void *ctx, const uint8_t *path, size_t path_len, const uint8_t *digest,
+                             const uint8_t *blob, size_t blob_len) noexcept nogil:
+    with gil:
+        return _call_on_node(<StackTrie>ctx, path, path_len, digest, blob, blob_len)
+
+
+cdef int _call_on_node(StackTrie st, const uint8_t *path, size_t path_len, const uint8_t *digest,
+                       const uint8_t *blob, size_t blob_len) noexcept:
+    try:
+        st.on_node(PyBytes_FromStringAndSize(<const char *>path, path_len),
+                   PyBytes_FromStringAndSize(<const char *>digest, ST_HASH_LENGTH),
+                   PyBytes_FromStringAndSize(<const char *>blob, blob_len))
+    except BaseException as exc:
+        st.error = exc
+        return -1
+    return 0
+
+
+cdef inline bytes _as_bytes(object data, str what):
+    # The key is copied into the builder; the value is kept (bytes are immutable, other buffers are copied).
     if type(data) is bytes:
         return <bytes>data
     if isinstance(data, (bytes, bytearray, memoryview)):
@@ -32,29 +584,8 @@ cdef inline bytes _bytes_copy(object data, str what):
     raise TypeError("%s must be bytes-like, not %s" % (what, type(data).__name__))
 
 
-cdef inline bint _is_leaf(object n) noexcept:
-    return type(n) is ShortNode and type((<ShortNode>n).val) is ValueNode
-
-
-cdef inline bint _can_wait(Node n) noexcept:
-    """A complete subtree small enough to wait for its parent's batch: a leaf, or a branch of leaves."""
-    cdef int i
-    cdef object c
-    if _is_leaf(n):
-        return True
-    if type(n) is not FullNode:
-        return False
-    for i in range(16):
-        if (<FullNode>n).slots[i] != NULL:
-            c = <object>(<FullNode>n).slots[i]
-            if type(c) is not HashNode and not _is_leaf(c):
-                return False
-    return True
-
-
-cdef str _keyhex(bytes hexkey):
-    # The key as hex digits: its nibbles without the terminator.
-    return "".join(["%x" % b for b in hexkey[:len(hexkey) - 1]])
+cdef str _nibbles_hex(const uint8_t *nib, size_t n):
+    return "".join(["%x" % nib[i] for i in range(n)])
 
 
 @cython.final
@@ -68,152 +599,75 @@ cdef class StackTrie:
     def __cinit__(self, on_node=None):
         if on_node is not None and not callable(on_node):
             raise TypeError("on_node must be callable")
+        st_init(&self.b, st_current_backend())
         self.on_node = on_node
-        self.hasher = default_pool().acquire()
+        if on_node is not None:
+            self.b.on_node = _on_node_trampoline
+            self.b.ctx = <void *>self
 
     def __dealloc__(self):
-        if self.hasher is not None:
-            default_pool().release(self.hasher)
-            self.hasher = None
+        st_free(&self.b)
 
     cpdef reset(self):
-        """Forget everything and start a new trie (the hasher and callback are kept)."""
-        self.root = None
-        self.last_key = None
+        """Forget everything and start a new trie (the callback is kept)."""
+        st_reset(&self.b)
+        self.hashed = False
+        self.failed = False
         self.root_hash = None
+        self.pending_value = None
+        self.error = None
 
     cpdef update(self, object key, object value):
         """Insert key -> value. Keys must be strictly ascending; values must not be empty."""
-        cdef bytes k = _bytes_copy(key, "key")
-        cdef bytes v = _bytes_copy(value, "value")
-        if self.root_hash is not None:
+        cdef bytes k = _as_bytes(key, "key")
+        cdef bytes v = _as_bytes(value, "value")
+        cdef int rc
+        if self.hashed:
             raise ValueError("the stack trie was hashed already; call reset() to start a new one")
+        if self.failed:
+            raise ValueError("an earlier on_node callback failed; call reset() to start a new trie")
         if PyBytes_GET_SIZE(v) == 0:
             raise ValueError("empty value for key %s: a stack trie cannot delete" % k.hex())
-        if self.last_key is not None and k <= self.last_key:
-            raise ValueError("keys must be strictly ascending: %s after %s" % (k.hex(), self.last_key.hex()))
-        hexkey = keybytes_to_hex_c(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k))
-        self.root = self._insert(self.root, hexkey, 0, v)
-        self.last_key = k
+        rc = st_add_key(&self.b, <const uint8_t *>PyBytes_AS_STRING(k), <size_t>PyBytes_GET_SIZE(k),
+                        <const uint8_t *>PyBytes_AS_STRING(v), <size_t>PyBytes_GET_SIZE(v))
+        if rc == ST_ERR_ORDER:
+            raise ValueError("keys must be strictly ascending: %s after %s" % (k.hex(), self._previous_key_hex()))
+        if rc == ST_ERR_PREFIX:
+            raise ValueError("key %s extends the previous key %s: a stack trie cannot hold a key that is a prefix "
+                             "of another" % (k.hex(), self._previous_key_hex()))
+        if rc != 0:
+            self._raise(rc)
+        self.pending_value = v
 
-    cdef Node _insert(self, Node n, bytes hexkey, Py_ssize_t pos, bytes value):
-        """Insert below n (hexkey[:pos] is n's path); returns the node that takes n's place."""
-        cdef const uint8_t *k = <const uint8_t *>PyBytes_AS_STRING(hexkey)
-        cdef Py_ssize_t klen = PyBytes_GET_SIZE(hexkey)
-        cdef FullNode fn, branch
-        cdef ShortNode sn
-        cdef Node child, orig
-        cdef const uint8_t *sk
-        cdef Py_ssize_t nk, matchlen, i
-        cdef int idx
-        cdef bytes path = None
-        if n is None:
-            return ShortNode.new(hexkey[pos:], ValueNode.new(value))
-        if type(n) is FullNode:
-            fn = <FullNode>n
-            idx = k[pos]
-            # The nearest elder sibling is complete now: hash it and keep only its reference. Without on_node a
-            # leaf, or a branch of leaves, waits instead, so that they are hashed together on the SIMD lanes
-            # when this branch is finalised: at most 16 x 17 waiting nodes per branch of the open path, so
-            # memory stays O(key length).
-            for i in range(idx - 1, -1, -1):
-                child = fn.child(i)
-                if child is not None:
-                    if type(child) is not HashNode and not (self.on_node is None and _can_wait(child)):
-                        if self.on_node is not None:
-                            path = hexkey[:pos] + _NIBBLES[i:i + 1]
-                        fn.set_child(i, self._finalize(child, path, False))
-                    break
-            fn.set_child(idx, self._insert(fn.child(idx), hexkey, pos + 1, value))
-            return fn
-        if type(n) is ShortNode:
-            sn = <ShortNode>n
-            sk = <const uint8_t *>PyBytes_AS_STRING(sn.key)
-            nk = PyBytes_GET_SIZE(sn.key)
-            matchlen = prefix_length(sk, nk, k + pos, klen - pos)
-            if type(sn.val) is ValueNode:
-                if matchlen >= nk - 1:
-                    raise ValueError("key %s extends the previous key: a stack trie cannot hold a key that is "
-                                     "a prefix of another" % _keyhex(hexkey))
-            elif matchlen == nk:
-                sn.val = self._insert(sn.val, hexkey, pos + nk, value)
-                return sn
-            if k[pos + matchlen] == TERMINATOR:
-                raise ValueError("key %s is a prefix of an earlier key" % _keyhex(hexkey))
-            # The keys part inside this node. Everything on the old side is complete (later keys are larger).
-            branch = FullNode.new()
-            if matchlen + 1 == nk:
-                orig = sn.val                       # an extension whose last nibble is where they part
-            else:
-                orig = ShortNode.new(sn.key[matchlen + 1:], sn.val)
-            if self.on_node is not None:
-                path = hexkey[:pos + matchlen] + _NIBBLES[sk[matchlen]:sk[matchlen] + 1]
-            branch.set_child(sk[matchlen], self._finalize(orig, path, False))
-            branch.set_child(k[pos + matchlen], ShortNode.new(hexkey[pos + matchlen + 1:], ValueNode.new(value)))
-            if matchlen == 0:
-                return branch
-            return ShortNode.new(hexkey[pos:pos + matchlen], branch)
-        raise ValueError("the stack trie was hashed already; call reset() to start a new one")
+    cdef str _previous_key_hex(self):
+        # The builder keeps the previous key as nibbles (an even number of them: keys are bytes).
+        return _nibbles_hex(self.b.prev, self.b.prev_len)
 
-    cdef Node _finalize(self, Node n, bytes path, bint is_root):
-        """Hash the complete subtree n; return what replaces it in its parent.
-
-        That is a HashNode when the encoding is 32 bytes or more, else n itself (it will be embedded).
-        """
-        cdef FullNode fn
-        cdef ShortNode sn
-        cdef Node child
-        cdef Py_ssize_t i, start, length
-        cdef Hasher h = self.hasher
-        cdef bytes blob, child_path = None
-        cdef HashNode done
-        if type(n) is HashNode or type(n) is ValueNode:
-            return n
-        if self.on_node is None and type(n) is FullNode:
-            # Nothing to stream: hash the subtree in batches, its waiting leaves side by side.
-            h.hash_levels(n, 1)
-            if n.has_hash:
-                return HashNode.from_digest(n.hash_value)
-            # Under 32 bytes: embedded in its parent (or hashed below when it is the root).
-        if type(n) is FullNode:
-            fn = <FullNode>n
-            for i in range(16):
-                child = fn.child(i)
-                if child is not None and type(child) is not HashNode:
-                    if path is not None:
-                        child_path = path + _NIBBLES[i:i + 1]
-                    fn.set_child(i, self._finalize(child, child_path, False))
-        else:
-            sn = <ShortNode>n
-            if type(sn.val) is not ValueNode:
-                if path is not None:
-                    child_path = path + sn.key
-                sn.val = self._finalize(sn.val, child_path, False)
-        start = h.buf._length
-        n.encode(h.buf)
-        length = h.buf._length - start
-        if length < HASH_LENGTH and not is_root:
-            h.buf._length = start
-            return n
-        mpt_keccak256(h.buf._buf + start, <size_t>length, h.digest)
-        done = HashNode.from_digest(h.digest)
-        if self.on_node is not None:
-            blob = PyBytes_FromStringAndSize(<char *>h.buf._buf + start, length)
-            h.buf._length = start
-            self.on_node(path, done.hash_bytes(), blob)
-        h.buf._length = start
-        return done
+    cdef int _raise(self, int rc) except -1:
+        # An on_node callback raised (its exception is re-raised) or memory ran out, possibly halfway through
+        # folding the path: the builder cannot go on.
+        cdef object exc
+        self.failed = True
+        exc = self.error
+        self.error = None
+        if exc is not None:
+            raise exc
+        raise MemoryError("stack trie: out of memory")
 
     cpdef bytes hash(self):
         """The root hash. Finalises the trie: further updates need reset() first."""
-        cdef HashNode done
-        if self.root_hash is not None:
+        cdef int rc
+        if self.hashed:
             return self.root_hash
-        if self.root is None:
-            return _EMPTY_ROOT
-        done = <HashNode>self._finalize(self.root, b"" if self.on_node is not None else None, True)
-        self.root_hash = done.hash_bytes()
-        self.root = done
+        if self.failed:
+            raise ValueError("an earlier on_node callback failed; call reset() to start a new trie")
+        rc = st_finish_root(&self.b)
+        if rc != 0:
+            self._raise(rc)
+        self.hashed = True
+        self.pending_value = None
+        st_reset(&self.b)                       # gives back buffers a huge value grew
+        self.root_hash = PyBytes_FromStringAndSize(<const char *>self.b.root, ST_HASH_LENGTH)
         return self.root_hash
 
     @property
@@ -222,5 +676,5 @@ cdef class StackTrie:
         return self.hash()
 
     def __repr__(self):
-        state = "hashed %s" % self.root_hash.hex() if self.root_hash is not None else "open"
+        state = "hashed %s" % self.root_hash.hex() if self.hashed else "open"
         return "<StackTrie %s>" % state

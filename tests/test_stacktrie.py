@@ -129,3 +129,44 @@ def test_equals_trie_and_streams_the_committed_nodes(items):
         # ...and the same (path, hash, blob) triples that Trie.commit() writes.
         t.commit()
         assert {(p, h, b) for p, (h, b) in t.last_commit.nodes.items()} == set(streamed)
+
+
+def test_on_node_error_propagates_and_needs_reset():
+    class Boom(Exception):
+        pass
+
+    def on_node(path, h, blob):
+        raise Boom(path)
+
+    s = StackTrie(on_node=on_node)
+    keys = [bytes([i]) * 32 for i in range(1, 40)]
+    with pytest.raises(Boom):
+        for k in keys:
+            s.update(k, b"v" * 40)
+    with pytest.raises(ValueError, match="reset"):
+        s.update(b"\xff" * 32, b"v" * 40)
+    with pytest.raises(ValueError, match="reset"):
+        s.hash()
+    s.reset()
+    s.update(b"\x01", b"v")
+    with pytest.raises(Boom):                   # the root is always streamed
+        s.hash()
+
+
+def test_error_leaves_the_trie_usable():
+    s = StackTrie()
+    s.update(b"\x10", b"a")
+    with pytest.raises(ValueError, match="ascending: 05 after 10"):
+        s.update(b"\x05", b"b")
+    with pytest.raises(ValueError, match="prefix"):
+        s.update(b"\x10\x01", b"b")
+    s.update(b"\x20", b"c")
+    assert s.hash() == trie_root({b"\x10": b"a", b"\x20": b"c"})
+
+
+def test_huge_values_and_keys():
+    items = {b"\x01" * 100: b"x" * 70000, b"\x01" * 99 + b"\x02": b"y", b"\x02": b"z" * 56, b"\x03": b"\x7f"}
+    s = StackTrie()
+    for k in sorted(items):
+        s.update(k, items[k])
+    assert s.hash() == trie_root(items)

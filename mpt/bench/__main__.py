@@ -204,6 +204,9 @@ class Runner:
             self.bar.update(1)
         bytes_per_op, allocs_per_op = self._allocs(case, state)
         result = Result(case.name, samples, iterations, bytes_per_op, allocs_per_op)
+        if case.peak_rss is not None:       # BuildRoot: one op in a fresh interpreter (mpt.bench.rss)
+            self.bar.set_description_str("%s (peak RSS)" % case.name)
+            result.extra.update(case.peak_rss())
         if blobs is not None:
             floor = median(floor_samples)
             scalar_floor = median(scalar_floor_samples) if scalar_floor_samples else floor
@@ -577,6 +580,12 @@ def format_text(results: List[Result], info: Dict[str, Any], settings: Dict[str,
                    for r in next(iter(peers.values())).values()]
         if details:
             out.append("  " + "; ".join(details))
+    rss = [r for r in results if r.extra.get("peak_rss")]
+    if rss:
+        out.append("")
+        out.append("peak RSS of one op in a fresh interpreter (of which the input it was given):")
+        for r in rss:
+            out.append("  %-28s %s (%s)" % (r.name, fmt_bytes(r.extra["peak_rss"]), fmt_bytes(r.extra["rss_before_op"])))
     for note in notes:
         out.append("note: " + note)
     return "\n".join(out) + "\n"

@@ -83,6 +83,7 @@ class Case:
     keccak_blobs: Optional[Callable[[Any], List[bytes]]] = None  # the encodings op keccaks (given a fresh state)
     doc: str = ""
     sha256_messages: Optional[Callable[[Any], List[bytes]]] = None  # the preimages op SHA-256s (mpt.merkle)
+    peak_rss: Optional[Callable[[], Dict[str, int]]] = None  # one op in a fresh interpreter: RSS before and peak
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -738,6 +739,79 @@ def _iavl_cases() -> List[Case]:
     return cases
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Roots at scale (mpt.build_root, mpt.dask)
+# ---------------------------------------------------------------------------------------------------------------
+
+@lru_cache(maxsize=None)
+def _shuffled_account_pairs(n: int) -> Tuple[Tuple[bytes, bytes], ...]:
+    """make_accounts(n) as (keccak key, account RLP) pairs in a seeded shuffled order (BENCHMARKS.md BuildRoot)."""
+    keys, values = _accounts(n)
+    pairs = list(zip(keys, values))
+    random.Random(n).shuffle(pairs)
+    return tuple(pairs)
+
+
+def _fresh_process_rss(name: str) -> Dict[str, int]:
+    from mpt.bench.rss import measure_in_subprocess
+
+    return measure_in_subprocess(name)
+
+
+def _build_root(label: str, n: int, workers: int) -> Case:
+    name = "BuildRoot/%s/workers=%d" % (label, workers)
+
+    def setup():
+        return _shuffled_account_pairs(n)
+
+    def op(pairs):
+        from mpt import build_root
+
+        return build_root(pairs, workers=workers)
+
+    def check(pairs):
+        _expect(name + " root", op(pairs), ACCOUNT_ROOTS[n])
+
+    return Case(
+        name=name, group="BuildRoot", size=n, setup=setup, op=op, check=check, small=False,
+        peak_rss=lambda: _fresh_process_rss(name),
+        doc="build_root of make_accounts(%d) pairs in shuffled order on %d thread(s)" % (n, workers),
+    )
+
+
+@lru_cache(maxsize=None)
+def _dask_client():
+    # One 2-process LocalCluster per benchmark process, kept until it exits.
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                           silence_logs=40)
+    return Client(cluster)
+
+
+def _build_root_dask(label: str, n: int) -> Case:
+    name = "BuildRootDask/%s" % label
+
+    def setup():
+        import dask.bag as db
+
+        return db.from_sequence(_shuffled_account_pairs(n), npartitions=8), _dask_client()
+
+    def op(state):
+        from mpt.dask import build_root_dask
+
+        bag, client = state
+        return build_root_dask(bag, client=client)
+
+    def check(state):
+        _expect(name + " root", op(state), ACCOUNT_ROOTS[n])
+
+    return Case(
+        name=name, group="BuildRootDask", size=n, setup=setup, op=op, check=check, small=False,
+        doc="build_root_dask of make_accounts(%d) pairs (a bag of 8 partitions) on a 2-worker LocalCluster" % n,
+    )
+
+
 def _build_cases() -> Dict[str, Case]:
     cases: List[Case] = []
     cases += [_hash_fixed_size(label, n) for label, n in ACCOUNT_SIZES.items()]
@@ -750,6 +824,8 @@ def _build_cases() -> Dict[str, Case]:
     cases += [_verify_range_no_proof(label, n) for label, n in ((10, 100), (500, 500), (1000, 1000))]
     cases += _merkle_cases()
     cases += _iavl_cases()
+    cases += [_build_root(label, n, w) for label, n in (("100K", 100000), ("1M", 1000000)) for w in (1, 2)]
+    cases.append(_build_root_dask("1M", 1000000))
     return {c.name: c for c in cases}
 
 

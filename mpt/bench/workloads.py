@@ -198,6 +198,8 @@ ACCOUNT_ROOTS: Dict[int, bytes] = {
     1000: bytes.fromhex("72f9d3f3fe1e1dd7b8936442e7642aef76371472d94319900790053c493f3fe6"),
     10000: bytes.fromhex("57c0e2e0202b7a52670678080718925b93df6742a5259e7c5064eae65272a2e3"),
     100000: bytes.fromhex("61cd842b37356ab2f50dc4b3e8136175aeb63b21cee235ab041500b70d9a3844"),
+    # BuildRoot/1M's (not in geth's table): Trie, a StackTrie over the sorted keys and build_root agree on it.
+    1000000: bytes.fromhex("766f6d26382c5107288a9f751138d2e2b2e9c345418ae2dc816e2c1f0a01d071"),
 }
 """Root of the trie holding all ``make_accounts(n)`` accounts under ``account_keys``, by ``n``."""
 

@@ -1,0 +1,707 @@
+# cython: language_level=3
+"""Roots of unsorted (key, value) pairs at any scale: shards built in parallel without the GIL.
+
+``build_root(pairs)`` returns exactly the root a ``Trie`` gets from ``update(key, value)`` of every pair in order
+and ``hash()``: duplicates resolve to the last value, an empty value deletes.
+
+How:
+
+1. Partition. Each pair is copied into the arena of its shard, chosen by the key's first k nibbles (16**k shards,
+   k from the input size unless ``shard_nibbles`` says). Records are ``u32 key length, u32 value length, key,
+   value`` in input order. Keys shorter than k nibbles sit above every shard and are kept apart.
+2. Spill (with ``spill_dir``). When the arenas outgrow ``memory_limit``, they are appended to a run file (one per
+   spill, with every shard's offset and length) and emptied, so memory stays bounded however large the input.
+3. Build. Each shard is sorted (key, then input position, so the last duplicate wins) and fed to the C StackTrie
+   builder (mpt.stacktrie's STBuilder) with the GIL released: ``workers`` threads really run in parallel. A shard
+   yields nothing, a single leaf (its key and value, placed above the shard level), or the reference to its top
+   branch at the nibble depth where its keys part.
+4. Combine. The shard results and the short keys, in path order, go through one more builder that accepts
+   finished subtrees as items: empty shards vanish, single keys become leaves with their whole remaining key,
+   levels with one child become extensions, nodes under 32 bytes are embedded, exactly as in the one-thread trie.
+
+``executor`` may also be another ``concurrent.futures.Executor`` (a process pool) or a ``dask.distributed.Client``:
+then each task receives its shards' records as bytes and returns their results (see :func:`build_shard_records`).
+"""
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc, PyMem_RawRealloc
+from cpython.ref cimport PyObject
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport qsort
+from libc.string cimport memcmp, memcpy, memset
+from posix.unistd cimport pread
+
+from mpt.stacktrie cimport (
+    ST_LEAF,
+    ST_NONE,
+    ST_REF,
+    ST_REF_MAX,
+    STBuilder,
+    st_add_key,
+    st_add_nibbles,
+    st_current_backend,
+    st_finish_root,
+    st_finish_subtree,
+    st_free,
+    st_init,
+    st_reset,
+)
+
+__all__ = ["build_root", "build_shard_records", "choose_shard_nibbles", "MAX_SHARD_NIBBLES"]
+
+MAX_SHARD_NIBBLES = 4
+DEFAULT_MEMORY_LIMIT = 512 * 1024 * 1024        # bytes of arenas before a spill, when spill_dir is given
+cdef enum:
+    _RECORD_HEADER = 8            # u32 key length, u32 value length
+_PROGRESS_EVERY = 65536
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Shard build (no GIL)
+# ---------------------------------------------------------------------------------------------------------------
+
+cdef struct Entry:
+    uint64_t head                   # the key's first 8 bytes, big-endian, zero-padded: most comparisons end here
+    const uint8_t *key
+    const uint8_t *value
+    uint32_t key_len
+    uint32_t value_len
+    uint64_t seq                    # input position within the shard: the later duplicate wins
+
+
+cdef struct ShardResult:
+    int kind                        # ST_NONE, ST_LEAF or ST_REF
+    int error                       # 0, -1 out of memory, -2 malformed records
+    size_t depth                    # ST_REF: nibble depth of the top branch
+    uint8_t ref[ST_REF_MAX]
+    size_t ref_len
+    uint8_t *key                    # ST_LEAF: the key and value; ST_REF: a key of the shard (its path)
+    size_t key_len
+    uint8_t *value
+    size_t value_len
+    size_t count                    # distinct live keys
+
+
+cdef int _compare_entries(const void *pa, const void *pb) noexcept nogil:
+    cdef const Entry *a = <const Entry *>pa
+    cdef const Entry *b = <const Entry *>pb
+    cdef size_t m
+    cdef int c
+    if a.head != b.head:
+        return -1 if a.head < b.head else 1
+    m = a.key_len if a.key_len < b.key_len else b.key_len
+    if m > 8:
+        c = memcmp(a.key + 8, b.key + 8, m - 8)
+        if c != 0:
+            return c
+    if a.key_len != b.key_len:
+        return -1 if a.key_len < b.key_len else 1
+    if a.seq != b.seq:
+        return -1 if a.seq < b.seq else 1
+    return 0
+
+
+cdef inline uint32_t _load_u32(const uint8_t *p) noexcept nogil:
+    return (<uint32_t>p[0]) | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
+
+
+cdef inline void _store_u32(uint8_t *p, uint32_t v) noexcept nogil:
+    p[0] = <uint8_t>v
+    p[1] = <uint8_t>(v >> 8)
+    p[2] = <uint8_t>(v >> 16)
+    p[3] = <uint8_t>(v >> 24)
+
+
+cdef inline uint64_t _head(const uint8_t *key, size_t n) noexcept nogil:
+    cdef uint64_t h = 0
+    cdef size_t i
+    for i in range(8):
+        h = (h << 8) | (key[i] if i < n else 0)
+    return h
+
+
+cdef uint8_t *_copy_out(const uint8_t *data, size_t n) noexcept nogil:
+    cdef uint8_t *p = <uint8_t *>PyMem_RawMalloc(n if n else 1)
+    if p != NULL:
+        memcpy(p, data, n)
+    return p
+
+
+cdef void _build_records(STBuilder *b, const uint8_t *buf, size_t length, ShardResult *out) noexcept nogil:
+    """Sort one shard's records, keep the last value of every key, drop deletions, and build the subtrie."""
+    cdef size_t n = 0, pos = 0, i, j, cap = 0
+    cdef uint32_t kl, vl
+    cdef Entry *entries = NULL
+    cdef Entry *e
+    cdef const Entry *last = NULL
+    cdef int kind = ST_NONE
+    memset(out, 0, sizeof(ShardResult))
+    while pos < length:                         # count first: one allocation
+        if length - pos < _RECORD_HEADER:
+            out.error = -2
+            return
+        kl = _load_u32(buf + pos)
+        vl = _load_u32(buf + pos + 4)
+        if length - pos - _RECORD_HEADER < <size_t>kl + vl:
+            out.error = -2
+            return
+        pos += _RECORD_HEADER + kl + vl
+        n += 1
+    if n == 0:
+        return
+    entries = <Entry *>PyMem_RawMalloc(n * sizeof(Entry))
+    if entries == NULL:
+        out.error = -1
+        return
+    pos = 0
+    for i in range(n):
+        e = &entries[i]
+        e.key_len = _load_u32(buf + pos)
+        e.value_len = _load_u32(buf + pos + 4)
+        e.key = buf + pos + _RECORD_HEADER
+        e.value = e.key + e.key_len
+        e.head = _head(e.key, e.key_len)
+        e.seq = i
+        pos += _RECORD_HEADER + e.key_len + e.value_len
+    qsort(entries, n, sizeof(Entry), _compare_entries)
+    st_reset(b)
+    b.allow_prefix = True
+    i = 0
+    while i < n:
+        j = i
+        while j + 1 < n and entries[j + 1].key_len == entries[i].key_len and entries[j + 1].head == entries[i].head \
+                and memcmp(entries[j + 1].key, entries[i].key, entries[i].key_len) == 0:
+            j += 1
+        e = &entries[j]                         # the last write of this key
+        i = j + 1
+        if e.value_len == 0:
+            continue                            # deleted
+        if st_add_key(b, e.key, e.key_len, e.value, e.value_len) != 0:
+            out.error = -1
+            PyMem_RawFree(entries)
+            return
+        last = e
+        out.count += 1
+    if last != NULL:
+        if st_finish_subtree(b, &kind, &out.depth, out.ref, &out.ref_len) != 0:
+            out.error = -1
+        else:
+            out.kind = kind
+            out.key = _copy_out(last.key, last.key_len)
+            out.key_len = last.key_len
+            if kind == ST_LEAF:
+                out.value = _copy_out(last.value, last.value_len)
+                out.value_len = last.value_len
+                if out.value == NULL:
+                    out.error = -1
+            if out.key == NULL:
+                out.error = -1
+    st_reset(b)
+    PyMem_RawFree(entries)
+
+
+cdef object _result_tuple(ShardResult *r):
+    """(kind, depth, ref, key, value, count) of a shard; frees the result's copies."""
+    cdef object key = None, value = None
+    try:
+        if r.error == -1:
+            raise MemoryError("build_root: out of memory while building a shard")
+        if r.error == -2:
+            raise ValueError("build_root: malformed shard records")
+        if r.key != NULL:
+            key = PyBytes_FromStringAndSize(<const char *>r.key, r.key_len)
+        if r.value != NULL:
+            value = PyBytes_FromStringAndSize(<const char *>r.value, r.value_len)
+        return (r.kind, r.depth, PyBytes_FromStringAndSize(<const char *>r.ref, r.ref_len), key, value, r.count)
+    finally:
+        PyMem_RawFree(r.key)
+        PyMem_RawFree(r.value)
+        r.key = r.value = NULL
+
+
+def build_shard_records(records, int backend=-1):
+    """Build one shard from its records (``u32le key length, u32le value length, key, value``, in input order).
+
+    Returns ``(kind, depth, ref, key, value, count)``: what :func:`build_root` combines. This is the task other
+    executors (process pools, Dask workers) run, so it takes and returns only picklable values.
+    """
+    cdef STBuilder b
+    cdef ShardResult r
+    cdef const uint8_t *p
+    cdef size_t n
+    cdef bytes data = records if type(records) is bytes else bytes(records)
+    if backend < 0:
+        backend = st_current_backend()
+    p = <const uint8_t *>PyBytes_AS_STRING(data)
+    n = <size_t>PyBytes_GET_SIZE(data)
+    st_init(&b, backend)
+    with nogil:
+        _build_records(&b, p, n, &r)
+        st_free(&b)
+    return _result_tuple(&r)
+
+
+def build_shard_many(list blobs, int backend=-1):
+    """:func:`build_shard_records` of each blob (one task for several shards)."""
+    return [build_shard_records(blob, backend) for blob in blobs]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Partition
+# ---------------------------------------------------------------------------------------------------------------
+
+cdef struct Arena:
+    uint8_t *buf
+    size_t len
+    size_t cap
+
+
+cdef inline int _arena_reserve(Arena *a, size_t extra) noexcept nogil:
+    cdef size_t need = a.len + extra, cap
+    cdef uint8_t *p
+    if need <= a.cap:
+        return 0
+    cap = a.cap * 2 if a.cap else 1024
+    if cap < need:
+        cap = need
+    p = <uint8_t *>PyMem_RawRealloc(a.buf, cap)
+    if p == NULL:
+        return -1
+    a.buf = p
+    a.cap = cap
+    return 0
+
+
+cdef inline bytes _as_bytes(object data, str what, Py_ssize_t index):
+    if type(data) is bytes:
+        return <bytes>data
+    if isinstance(data, (bytearray, memoryview)):
+        return bytes(data)
+    raise TypeError("pair %d: %s must be bytes, not %s" % (index, what, type(data).__name__))
+
+
+cdef class _Partition:
+    """The input split into 16**k shard arenas, spilled to run files when it outgrows the memory limit."""
+    cdef:
+        int k
+        size_t nshards
+        Arena *arenas
+        size_t arena_bytes          # sum of the arenas' lengths
+        size_t memory_limit
+        object spill_dir            # a directory of our own under the user's spill_dir, or None
+        list runs                   # per spill: offsets table as bytes (file offset, length: 2 x u64 per shard)
+        int spill_fd                # the one spill file every run is appended to (-1: none yet)
+        uint64_t spill_end          # its length
+        readonly dict short_keys    # keys shorter than k nibbles: key -> last value
+        Py_ssize_t count            # pairs read
+
+    def __cinit__(self, int k, object spill_dir, size_t memory_limit):
+        self.k = k
+        self.nshards = 1 << (4 * k)
+        self.arenas = <Arena *>PyMem_RawMalloc(self.nshards * sizeof(Arena))
+        if self.arenas == NULL:
+            raise MemoryError()
+        memset(self.arenas, 0, self.nshards * sizeof(Arena))
+        self.memory_limit = memory_limit
+        self.runs = []
+        self.spill_fd = -1
+        self.spill_end = 0
+        self.short_keys = {}
+        self.spill_dir = tempfile.mkdtemp(prefix="mpt-build-root-", dir=spill_dir) if spill_dir is not None else None
+
+    def __dealloc__(self):
+        cdef size_t i
+        if self.arenas != NULL:
+            for i in range(self.nshards):
+                PyMem_RawFree(self.arenas[i].buf)
+            PyMem_RawFree(self.arenas)
+            self.arenas = NULL
+
+    def close(self):
+        """Close and delete the run files."""
+        if self.spill_fd >= 0:
+            try:
+                os.close(self.spill_fd)
+            except OSError:
+                pass
+            self.spill_fd = -1
+        self.runs = []
+        if self.spill_dir is not None:
+            shutil.rmtree(self.spill_dir, ignore_errors=True)
+            self.spill_dir = None
+
+    cdef int _add(self, bytes key, bytes value) except -1:
+        cdef const uint8_t *k = <const uint8_t *>PyBytes_AS_STRING(key)
+        cdef size_t kl = <size_t>PyBytes_GET_SIZE(key), vl = <size_t>PyBytes_GET_SIZE(value)
+        cdef size_t shard
+        cdef Arena *a
+        cdef uint8_t *o
+        if kl > 0xffffffff or vl > 0xffffffff:
+            raise ValueError("pair %d: keys and values are limited to 4 GiB" % self.count)
+        if 2 * kl < <size_t>self.k:
+            self.short_keys[key] = value
+            return 0
+        if self.k == 0:
+            shard = 0
+        elif self.k <= 2:
+            shard = k[0] >> (8 - 4 * self.k)
+        else:
+            shard = ((<size_t>k[0] << 8) | k[1]) >> (16 - 4 * self.k)
+        a = &self.arenas[shard]
+        if _arena_reserve(a, _RECORD_HEADER + kl + vl) < 0:
+            raise MemoryError()
+        o = a.buf + a.len
+        _store_u32(o, <uint32_t>kl)
+        _store_u32(o + 4, <uint32_t>vl)
+        memcpy(o + _RECORD_HEADER, k, kl)
+        memcpy(o + _RECORD_HEADER + kl, PyBytes_AS_STRING(value), vl)
+        a.len += _RECORD_HEADER + kl + vl
+        self.arena_bytes += _RECORD_HEADER + kl + vl
+        if self.spill_dir is not None and self.arena_bytes > self.memory_limit:
+            self.spill()
+        return 0
+
+    def add_all(self, pairs, progress=None):
+        """Read every pair; progress(n) is called every 65536 pairs with how many were read since."""
+        cdef Py_ssize_t i, n
+        cdef object item
+        cdef PyObject *kp
+        cdef PyObject *vp
+        if isinstance(pairs, Mapping):
+            pairs = pairs.items()
+        for item in pairs:
+            if type(item) is tuple and PyTuple_GET_SIZE(item) == 2:
+                kp = PyTuple_GET_ITEM(item, 0)
+                vp = PyTuple_GET_ITEM(item, 1)
+                if type(<object>kp) is bytes and type(<object>vp) is bytes:
+                    self._add(<bytes>kp, <bytes>vp)
+                else:
+                    self._add(_as_bytes(<object>kp, "key", self.count), _as_bytes(<object>vp, "value", self.count))
+            else:
+                try:
+                    key, value = item
+                except (TypeError, ValueError):
+                    raise TypeError("pair %d: expected a (key, value) pair, got %s"
+                                    % (self.count, type(item).__name__)) from None
+                self._add(_as_bytes(key, "key", self.count), _as_bytes(value, "value", self.count))
+            self.count += 1
+            if progress is not None and self.count % _PROGRESS_EVERY == 0:
+                progress(_PROGRESS_EVERY)
+        if progress is not None:
+            progress(self.count % _PROGRESS_EVERY)
+
+    def spill(self):
+        """Append every arena to the spill file as a new run and empty them."""
+        cdef size_t i
+        cdef uint64_t *offsets
+        cdef bytes table = PyBytes_FromStringAndSize(NULL, 16 * self.nshards)
+        cdef uint64_t off = self.spill_end
+        offsets = <uint64_t *>PyBytes_AS_STRING(table)
+        if self.spill_fd < 0:
+            # One file for every run (a few descriptors however many spills): each run is appended to it.
+            path = os.path.join(self.spill_dir, "spill.bin")
+            self.spill_fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+        with os.fdopen(os.dup(self.spill_fd), "wb", buffering=1 << 20) as f:
+            f.seek(off)
+            for i in range(self.nshards):
+                offsets[2 * i] = off
+                offsets[2 * i + 1] = self.arenas[i].len
+                if self.arenas[i].len:
+                    f.write((<char *>self.arenas[i].buf)[:self.arenas[i].len])
+                    off += self.arenas[i].len
+        self.spill_end = off
+        self.runs.append(table)
+        for i in range(self.nshards):
+            self.arenas[i].len = 0
+            # Give the memory back: the next spill's arenas regrow to what that part of the input needs.
+            PyMem_RawFree(self.arenas[i].buf)
+            self.arenas[i].buf = NULL
+            self.arenas[i].cap = 0
+        self.arena_bytes = 0
+
+    def finish_input(self):
+        """After the last pair: when anything was spilled, spill the rest too (every shard then lives on disk)."""
+        if self.runs and self.arena_bytes:
+            self.spill()
+
+    @property
+    def spilled(self):
+        return len(self.runs)
+
+    cdef size_t _shard_size(self, size_t s):
+        cdef size_t total = self.arenas[s].len
+        cdef const uint64_t *offsets
+        for table in self.runs:
+            offsets = <const uint64_t *>PyBytes_AS_STRING(table)
+            total += <size_t>offsets[2 * s + 1]
+        return total
+
+    def shard_bytes(self, size_t s):
+        """The records of shard s as bytes (from the run files and the arena, in input order)."""
+        cdef size_t size = self._shard_size(s), pos = 0
+        cdef bytes out = PyBytes_FromStringAndSize(NULL, size)
+        cdef uint8_t *o = <uint8_t *>PyBytes_AS_STRING(out)
+        cdef int err = self._load(s, o, &pos)
+        if err != 0:
+            raise OSError(err, "build_root: reading a spilled shard failed")
+        return out
+
+    cdef int _load(self, size_t s, uint8_t *o, size_t *pos) except -1:
+        # Copy shard s's spilled segments and then its arena to o (GIL held: the run table is a Python list).
+        cdef const uint64_t *offsets
+        cdef int fd = self.spill_fd
+        cdef size_t seg
+        cdef Py_ssize_t got
+        cdef int64_t off
+        for table in self.runs:
+            offsets = <const uint64_t *>PyBytes_AS_STRING(table)
+            off = <int64_t>offsets[2 * s]
+            seg = <size_t>offsets[2 * s + 1]
+            while seg > 0:
+                with nogil:
+                    got = pread(fd, o + pos[0], seg, off)
+                if got <= 0:
+                    raise OSError("build_root: short read from a spill file")
+                pos[0] += got
+                off += got
+                seg -= got
+        if self.arenas[s].len:
+            memcpy(o + pos[0], self.arenas[s].buf, self.arenas[s].len)
+            pos[0] += self.arenas[s].len
+        return 0
+
+    def build_range(self, size_t lo, size_t hi, int backend):
+        """Build shards lo..hi-1 on this thread (the GIL is released while each shard is sorted and built)."""
+        cdef STBuilder b
+        cdef ShardResult r
+        cdef size_t s, size, pos
+        cdef uint8_t *loaded = NULL
+        cdef list out = []
+        st_init(&b, backend)
+        try:
+            for s in range(lo, hi):
+                if self.runs:
+                    size = self._shard_size(s)
+                    loaded = <uint8_t *>PyMem_RawMalloc(size if size else 1)
+                    if loaded == NULL:
+                        raise MemoryError()
+                    pos = 0
+                    try:
+                        self._load(s, loaded, &pos)
+                        with nogil:
+                            _build_records(&b, loaded, size, &r)
+                    finally:
+                        PyMem_RawFree(loaded)
+                        loaded = NULL
+                else:
+                    with nogil:
+                        _build_records(&b, self.arenas[s].buf, self.arenas[s].len, &r)
+                out.append(_result_tuple(&r))
+        finally:
+            st_free(&b)
+        return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Combine
+# ---------------------------------------------------------------------------------------------------------------
+
+cdef bytes _nibbles(bytes key):
+    cdef Py_ssize_t i, n = PyBytes_GET_SIZE(key)
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, 2 * n)
+    cdef uint8_t *o = <uint8_t *>PyBytes_AS_STRING(out)
+    cdef const uint8_t *k = <const uint8_t *>PyBytes_AS_STRING(key)
+    for i in range(n):
+        o[2 * i] = k[i] >> 4
+        o[2 * i + 1] = k[i] & 0x0f
+    return out
+
+
+def combine(results, short_keys=None, int backend=-1):
+    """The root over shard results (``(kind, depth, ref, key, value, count)`` tuples, any order) and the keys
+    shorter than the shard prefix (a dict; empty values are deletions)."""
+    cdef STBuilder b
+    cdef list items = []
+    cdef bytes path, payload
+    cdef int rc
+    for kind, depth, ref, key, value, _count in results:
+        if kind == ST_LEAF:
+            items.append((_nibbles(key), ST_LEAF, value))
+        elif kind == ST_REF:
+            items.append((_nibbles(key)[:depth], ST_REF, ref))
+    if short_keys:
+        for key, value in short_keys.items():
+            if len(value):
+                items.append((_nibbles(key), ST_LEAF, value))
+    items.sort()
+    if backend < 0:
+        backend = st_current_backend()
+    st_init(&b, backend)
+    b.allow_prefix = True
+    try:
+        for path, kind, payload in items:
+            rc = st_add_nibbles(&b, <const uint8_t *>PyBytes_AS_STRING(path), <size_t>PyBytes_GET_SIZE(path), kind,
+                                <const uint8_t *>PyBytes_AS_STRING(payload), <size_t>PyBytes_GET_SIZE(payload))
+            if rc == -1:
+                raise MemoryError()
+            if rc != 0:
+                raise ValueError("build_root: shard results overlap (path %s)" % path.hex())
+        if st_finish_root(&b) != 0:
+            raise MemoryError()
+        return PyBytes_FromStringAndSize(<const char *>b.root, 32)
+    finally:
+        st_free(&b)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Front end
+# ---------------------------------------------------------------------------------------------------------------
+
+def choose_shard_nibbles(n, workers, spilling=False):
+    """Shard prefix length for about n pairs: shards of a few thousand keys (cache-sized sorts, many tasks to
+    spread), none for tiny inputs; with spilling and an unknown size, 4096 shards."""
+    if n is None or n <= 0:
+        return 3 if spilling else 2
+    k = 0
+    while k < MAX_SHARD_NIBBLES and n > 4096 * (16 ** k):
+        k += 1
+    if workers > 1 and k == 0 and n > 256:
+        k = 1
+    return k
+
+
+def _is_dask_client(obj):
+    return type(obj).__module__.startswith("distributed") and hasattr(obj, "submit") and hasattr(obj, "gather")
+
+
+def build_root(pairs, *, workers=None, shard_nibbles=None, executor=None, spill_dir=None, memory_limit=None,
+               progress=False):
+    """The root hash of the trie holding ``pairs`` (any iterable of ``(key, value)`` bytes, in any order).
+
+    Exactly what ``Trie`` + ``update`` of every pair in order + ``hash()`` gives: the last value of a repeated
+    key wins and an empty value deletes. ``workers`` threads build the shards (default: the CPU count);
+    ``shard_nibbles`` fixes the shard prefix length k (0..4; default from the input size). ``executor``: a
+    ``concurrent.futures.Executor`` or a ``dask.distributed.Client`` to run the shard builds on instead.
+    ``spill_dir``: spill the partitioned input to files there whenever it exceeds ``memory_limit`` bytes
+    (default 512 MiB), so memory stays bounded. ``progress``: tqdm progress bars (or a tqdm-like class).
+    """
+    from concurrent.futures import Executor, ThreadPoolExecutor
+
+    if workers is None:
+        workers = os.cpu_count() or 1
+    workers = int(workers)
+    if workers < 1:
+        raise ValueError("workers must be at least 1, got %d" % workers)
+    if memory_limit is None:
+        memory_limit = DEFAULT_MEMORY_LIMIT
+    if memory_limit < 0:
+        raise ValueError("memory_limit must not be negative")
+    if executor is not None and not isinstance(executor, Executor) and not _is_dask_client(executor):
+        raise TypeError("executor must be a concurrent.futures.Executor or a dask.distributed.Client, not %s"
+                        % type(executor).__name__)
+    if isinstance(pairs, Mapping):
+        pairs = pairs.items()
+    try:
+        size_hint = len(pairs)
+    except TypeError:
+        size_hint = None
+    if shard_nibbles is None:
+        k = choose_shard_nibbles(size_hint, workers, spill_dir is not None)
+    else:
+        k = int(shard_nibbles)
+        if not 0 <= k <= MAX_SHARD_NIBBLES:
+            raise ValueError("shard_nibbles must be between 0 and %d, got %d" % (MAX_SHARD_NIBBLES, k))
+    if spill_dir is not None and not os.path.isdir(spill_dir):
+        raise FileNotFoundError("spill_dir %s is not a directory" % spill_dir)
+
+    bar = _progress_bar(progress, size_hint, "pairs")
+    part = _Partition(k, spill_dir, memory_limit)
+    try:
+        part.add_all(pairs, bar.update if bar is not None else None)
+        part.finish_input()
+        if bar is not None:
+            bar.close()
+        backend = st_current_backend()
+        nshards = 1 << (4 * k)
+        bar = _progress_bar(progress, nshards, "shards")
+        results = _run_shards(part, nshards, backend, workers, executor, bar)
+        if bar is not None:
+            bar.close()
+            bar = None
+        return combine(results, part.short_keys, backend)
+    finally:
+        if bar is not None:
+            bar.close()
+        part.close()
+
+
+def _progress_bar(progress, total, unit):
+    if not progress:
+        return None
+    if progress is True:
+        try:
+            from tqdm import tqdm
+        except ImportError:         # progress bars are optional
+            return None
+        return tqdm(total=total, unit=" " + unit, unit_scale=True, desc="build_root", leave=False)
+    return progress(total=total, unit=" " + unit)
+
+
+def _chunks(nshards, parts):
+    step = max(1, -(-nshards // parts))
+    return [(lo, min(nshards, lo + step)) for lo in range(0, nshards, step)]
+
+
+def _run_shards(_Partition part, nshards, backend, workers, executor, bar):
+    from concurrent.futures import ThreadPoolExecutor
+
+    def done(n):
+        if bar is not None:
+            bar.update(n)
+
+    # Several chunks per worker, so that a slow shard does not leave the other threads idle at the end.
+    chunks = _chunks(nshards, workers * 8 if nshards > 1 else 1)
+    results = []
+    if executor is None or isinstance(executor, ThreadPoolExecutor):
+        if executor is None and (workers == 1 or len(chunks) == 1):
+            for lo, hi in chunks:
+                results.extend(part.build_range(lo, hi, backend))
+                done(hi - lo)
+            return results
+        own = executor is None
+        pool = ThreadPoolExecutor(max_workers=workers) if own else executor
+        try:
+            futures = [pool.submit(part.build_range, lo, hi, backend) for lo, hi in chunks]
+            for (lo, hi), future in zip(chunks, futures):
+                results.extend(future.result())
+                done(hi - lo)
+        finally:
+            if own:
+                pool.shutdown(wait=True, cancel_futures=True)
+        return results
+    # Other executors run in other processes: send each chunk's records as bytes, submitted as they are read so
+    # that a spilled input never sits in memory whole (at most a window of chunks is in flight).
+    window = max(2, 2 * workers)
+    pending = []
+    dask = _is_dask_client(executor)
+    backend = -1                # another machine: its own widest Keccak backend
+    for lo, hi in chunks:
+        blobs = [part.shard_bytes(s) for s in range(lo, hi)]
+        if dask:
+            pending.append((hi - lo, executor.submit(build_shard_many, blobs, backend, pure=False)))
+        else:
+            pending.append((hi - lo, executor.submit(build_shard_many, blobs, backend)))
+        del blobs
+        while len(pending) >= window:
+            n, future = pending.pop(0)
+            results.extend(future.result())
+            done(n)
+    for n, future in pending:
+        results.extend(future.result())
+        done(n)
+    return results
