@@ -63,3 +63,4 @@ cdef class HasherPool:
 
 cdef HasherPool default_pool()
 cdef int hash_threads() noexcept
+cdef int keccak_backend_number() noexcept

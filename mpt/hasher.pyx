@@ -171,6 +171,11 @@ cdef int _backend_from_env() except -1:
 cdef int _KECCAK_BACKEND = _backend_from_env()
 
 
+cdef int keccak_backend_number() noexcept:
+    """The backend number (MPT_KECCAK_*) mpt_keccak256_many should use for batches of node encodings."""
+    return _KECCAK_BACKEND
+
+
 def keccak_backend():
     """Name of the Keccak backend the batched hasher uses for node encodings."""
     return mpt_keccak_backend_name(_KECCAK_BACKEND).decode()
