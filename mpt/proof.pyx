@@ -14,7 +14,7 @@ from libc.string cimport memcmp, memcpy, memset
 
 from mpt._keccak.keccak cimport mpt_keccak256, mpt_keccak256_many
 from mpt.encoding cimport COMPACT_LEAF_FLAG, COMPACT_ODD_FLAG, TERMINATOR, keybytes_to_hex_c, prefix_length
-from mpt.hasher cimport Hasher, HasherPool, default_pool, keccak_backend_number
+from mpt.hasher cimport Hasher, HasherPool, KnownEncodings, default_pool, hash_threads, keccak_backend_number, known_key
 from mpt.rlp cimport RLPItem, count_items, read_item
 from mpt.node cimport FullNode, HashNode, Node, ShortNode, ValueNode, decode_node_c
 from mpt.stacktrie cimport StackTrie
@@ -167,6 +167,7 @@ ctypedef struct ProofSet:
     Py_ssize_t n
     Py_ssize_t mask             # table size - 1
     Py_ssize_t next_index       # proofs usually come root first: the node after the last found is tried first
+    KnownEncodings known        # the same nodes by encoding, for the hasher (verify_range_proof); table NULL until built
     const uint8_t *data_inline[INLINE_PROOF_NODES]
     size_t lengths_inline[INLINE_PROOF_NODES]
     uint8_t digests_inline[INLINE_PROOF_NODES * HASH_LENGTH]
@@ -265,6 +266,44 @@ cdef int _proofset_init(ProofSet *ps, tuple blobs) except -1:
     return 0
 
 
+cdef int _proofset_build_known(ProofSet *ps) except -1:
+    """Index the nodes by their encoding too, so that the hasher can take their digests (KnownEncodings)."""
+    cdef Py_ssize_t size = 1, i, slot
+    while size < 2 * ps.n:
+        size <<= 1
+    ps.known.table = <int32_t *>PyMem_Malloc(size * sizeof(int32_t))
+    if ps.known.table == NULL:
+        raise MemoryError()
+    memset(ps.known.table, 0xff, size * sizeof(int32_t))
+    ps.known.mask = size - 1
+    ps.known.data = ps.data
+    ps.known.lengths = ps.lengths
+    ps.known.digests = ps.digests
+    for i in range(ps.n):
+        if ps.lengths[i] < HASH_LENGTH:
+            continue                                # never hashed on its own: embedded in its parent
+        slot = <Py_ssize_t>(known_key(ps.data[i], ps.lengths[i]) & <uint64_t>ps.known.mask)
+        while ps.known.table[slot] >= 0:
+            slot = (slot + 1) & ps.known.mask
+        ps.known.table[slot] = <int32_t>i
+    return 0
+
+
+cdef bytes _hash_rebuilt(Node root, ProofSet *ps):
+    """The root hash of the tree rebuilt from a range proof. Its edge nodes mostly encode exactly like proof
+    nodes, whose digests we have: the hasher takes those instead of hashing the same bytes again."""
+    cdef HasherPool pool = default_pool()
+    cdef Hasher h = pool.acquire()
+    try:
+        h.known = &ps.known
+        h.hash_levels(root, hash_threads())
+        h.known = NULL
+        return h.root_hash(root)
+    finally:
+        h.known = NULL
+        pool.release(h)
+
+
 cdef void _proofset_free(ProofSet *ps) noexcept:
     if ps.data != ps.data_inline:
         PyMem_Free(ps.data)
@@ -273,6 +312,8 @@ cdef void _proofset_free(ProofSet *ps) noexcept:
     if ps.digests != ps.digests_inline:
         PyMem_Free(ps.digests)
     PyMem_Free(ps.table)
+    PyMem_Free(ps.known.table)
+    ps.known.table = NULL
     ps.data = ps.data_inline
     ps.lengths = ps.lengths_inline
     ps.digests = ps.digests_inline
@@ -533,6 +574,7 @@ def verify_proof(root, key, proof):
     ps.lengths = ps.lengths_inline
     ps.digests = ps.digests_inline
     ps.table = NULL
+    ps.known.table = NULL
     try:
         _proofset_init(&ps, blobs)
         return _walk_proof(&ps, <const uint8_t *>PyBytes_AS_STRING(wanted), hexkey, klen)
@@ -813,6 +855,7 @@ def verify_range_proof(root, first_key, keys, values, proof):
     ps.lengths = ps.lengths_inline
     ps.digests = ps.digests_inline
     ps.table = NULL
+    ps.known.table = NULL
     try:
         _proofset_init(&ps, blobs)
         if n == 0:
@@ -841,7 +884,8 @@ def verify_range_proof(root, first_key, keys, values, proof):
             t.root = tree
         for i in range(n):
             t.update(ks[i], vs[i])
-        have = t.hash()
+        _proofset_build_known(&ps)
+        have = _hash_rebuilt(t.root, &ps) if t.root is not None else t.hash()
         if have != root_hash:
             raise ProofError("invalid proof, want hash %s, got %s" % (root_hash.hex(), have.hex()))
         return _has_right_element(t.root, last)
