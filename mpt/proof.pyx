@@ -15,7 +15,7 @@ from libc.string cimport memcmp, memcpy, memset
 from mpt._keccak.keccak cimport mpt_keccak256, mpt_keccak256_many
 from mpt.encoding cimport COMPACT_LEAF_FLAG, COMPACT_ODD_FLAG, TERMINATOR, keybytes_to_hex_c, prefix_length
 from mpt.hasher cimport Hasher, HasherPool, KnownEncodings, default_pool, hash_threads, keccak_backend_number, known_key
-from mpt.rlp cimport RLPItem, count_items, read_item
+from mpt.rlp cimport RLPItem, read_item_fast
 from mpt.node cimport FullNode, HashNode, Node, ShortNode, ValueNode, decode_node_c
 from mpt.stacktrie cimport StackTrie
 from mpt.trie cimport Trie, check_bytes
@@ -363,54 +363,6 @@ ctypedef struct NodeItems:
     int count
 
 
-cdef inline bint _read_item(const uint8_t *data, Py_ssize_t pos, Py_ssize_t limit, RLPItem *item) noexcept:
-    """mpt.rlp.read_item as a yes/no answer (canonical headers only, inside limit)."""
-    cdef uint8_t b
-    cdef Py_ssize_t i, length_of_length
-    cdef uint64_t length
-    if pos >= limit:
-        return False
-    b = data[pos]
-    if b == 0xa0 or b == 0x80:                      # a hash reference or an empty slot: most items of a branch
-        item.is_list = False
-        item.payload_offset = pos + 1
-        item.payload_length = b - 0x80
-        item.end = pos + 1 + item.payload_length
-        return item.end <= limit
-    if b < 0x80:
-        item.is_list = False
-        item.payload_offset = pos
-        item.payload_length = 1
-        item.end = pos + 1
-        return True
-    if b < 0xb8 or (0xc0 <= b < 0xf8):
-        item.is_list = b >= 0xc0
-        length = b - (0xc0 if item.is_list else 0x80)
-        if <uint64_t>(limit - pos - 1) < length:
-            return False
-        if not item.is_list and length == 1 and data[pos + 1] < 0x80:
-            return False
-        item.payload_offset = pos + 1
-    else:
-        item.is_list = b >= 0xf8
-        length_of_length = b - (0xf7 if item.is_list else 0xb7)
-        if limit - pos - 1 < length_of_length:
-            return False
-        if data[pos + 1] == 0:
-            return False
-        length = 0
-        for i in range(length_of_length):
-            length = (length << 8) | data[pos + 1 + i]
-        if length < 56:
-            return False
-        if <uint64_t>(limit - pos - 1 - length_of_length) < length:
-            return False
-        item.payload_offset = pos + 1 + length_of_length
-    item.payload_length = <Py_ssize_t>length
-    item.end = item.payload_offset + item.payload_length
-    return True
-
-
 cdef inline bint _compact_ok(const uint8_t *compact, Py_ssize_t n) noexcept:
     """compact_to_hex_c's checks: not empty, flag <= 3, zero pad nibble in an even key."""
     cdef uint8_t flag
@@ -438,11 +390,11 @@ cdef bint _scan_node(const uint8_t *data, Py_ssize_t start, Py_ssize_t end, Node
     cdef Py_ssize_t pos
     cdef int c = 0, i
     cdef uint8_t flag
-    if not _read_item(data, start, end, &outer) or not outer.is_list or outer.end != end:
+    if not read_item_fast(data, start, end, &outer) or not outer.is_list or outer.end != end:
         return False
     pos = outer.payload_offset
     while pos < outer.end:
-        if c == BRANCH_WIDTH or not _read_item(data, pos, outer.end, &out.items[c]):
+        if c == BRANCH_WIDTH or not read_item_fast(data, pos, outer.end, &out.items[c]):
             return False
         out.starts[c] = pos
         pos = out.items[c].end

@@ -1,5 +1,7 @@
 """Proofs: prove / verify_proof (presence and absence), tampering, multiproofs, and geth's range-proof families."""
 import random
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -7,6 +9,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from mpt import ProofError, SecureTrie, Trie, keccak256, verify_proof, verify_range_proof
 from mpt.bench.workloads import random_trie_items
 from mpt.db import MemoryDB
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "fuzz"))
+from fuzz_support import Rejected, reference_decode_node  # noqa: E402
 
 
 def trie_of(items):
@@ -187,7 +192,7 @@ def _node_encodings():
 _NODES = _node_encodings()
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(_NODES), st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), max_size=3),
        st.integers(0, 10**6), st.binary(max_size=4))
 def test_proof_walk_accepts_exactly_what_the_decoder_accepts(blob, flips, cut, key):
@@ -205,6 +210,12 @@ def test_proof_walk_accepts_exactly_what_the_decoder_accepts(blob, flips, cut, k
         why = None
     except NodeDecodeError as e:
         why = str(e)
+    # Both C readers against the pure-Python rules of the fuzz harnesses (fuzz/fuzz_support.py).
+    try:
+        reference_decode_node(data)
+        assert why is None, "decode_node refused a node the reference accepts: %s" % why
+    except Rejected:
+        assert why is not None, "decode_node accepted a node the reference refuses"
     try:
         verify_proof(keccak256(data), key, [data])
         refused = None
