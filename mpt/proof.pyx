@@ -221,7 +221,7 @@ cdef inline uint64_t _digest_slot(const uint8_t *digest) noexcept:
 
 
 cdef int _proofset_init(ProofSet *ps, tuple blobs) except -1:
-    cdef Py_ssize_t n = PyTuple_GET_SIZE(blobs), i, size, slot
+    cdef Py_ssize_t n = PyTuple_GET_SIZE(blobs), i, j, size, slot
     cdef int backend
     cdef bytes blob
     ps.n = n
@@ -241,6 +241,15 @@ cdef int _proofset_init(ProofSet *ps, tuple blobs) except -1:
         blob = <bytes>blobs[i]
         ps.data[i] = <const uint8_t *>PyBytes_AS_STRING(blob)
         ps.lengths[i] = <size_t>PyBytes_GET_SIZE(blob)
+    if n <= INLINE_PROOF_NODES:
+        # Longest first (insertion sort): the lanes start the long chains (a branch is 4 Keccak blocks) together
+        # and fill up with the short ones, instead of finishing a long one alone at the end.
+        for i in range(1, n):
+            j = i
+            while j > 0 and ps.lengths[j - 1] < ps.lengths[j]:
+                ps.lengths[j - 1], ps.lengths[j] = ps.lengths[j], ps.lengths[j - 1]
+                ps.data[j - 1], ps.data[j] = ps.data[j], ps.data[j - 1]
+                j -= 1
     backend = keccak_backend_number()
     if n > 64:
         with nogil:                                 # the tuple keeps every encoding alive
