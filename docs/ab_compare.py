@@ -70,9 +70,14 @@ def main():
     p.add_argument("old")
     p.add_argument("new")
     p.add_argument("--rounds", type=int, default=6)
-    p.add_argument("-b", "--bench", metavar="REGEX", help="only the cases matching REGEX")
+    p.add_argument("-b", "--bench", metavar="REGEX", help="the cases matching REGEX (any case of mpt.bench)")
     args = p.parse_args()
-    names = [n for n in DEFAULT_CASES if not args.bench or re.search(args.bench, n)]
+    if args.bench:
+        # Any case of the runner (the new checkout's list), not only the default ones.
+        from mpt.bench.cases import CASES
+        names = [n for n in CASES if re.search(args.bench, n)]
+    else:
+        names = list(DEFAULT_CASES)
     best = {"old": {}, "new": {}}
     for _ in range(args.rounds):
         for side, checkout in (("old", args.old), ("new", args.new)):

@@ -2,7 +2,8 @@
 """Hashing nodes (geth trie/hasher.go), with pooled hashers whose buffers stay grown."""
 cimport cython
 from cpython.ref cimport PyObject
-from libc.stdint cimport uint8_t
+from libc.stdint cimport int32_t, uint8_t, uint64_t
+from libc.string cimport memcmp, memcpy
 from mpt.node cimport Node
 from mpt.rlp cimport WriteBuffer
 
@@ -26,7 +27,40 @@ cdef struct FlushScratch:
     # One level of a flush, handed to the multi-message Keccak.
     const uint8_t *messages[FLUSH_AT]
     size_t lengths[FLUSH_AT]
+    Py_ssize_t entries[FLUSH_AT]    # the pending entry of each message
     uint8_t digests[FLUSH_AT * 32]
+
+
+cdef struct KnownEncodings:
+    # Encodings whose keccak256 the caller already has (verify_range_proof: the proof's nodes, hashed once on
+    # arrival). A flush copies the digest of a pending encoding found here instead of hashing the same bytes
+    # again: a rebuilt edge node of a valid range proof encodes exactly like the proof node it came from.
+    const uint8_t **data
+    const size_t *lengths
+    const uint8_t *digests          # 32 bytes per encoding
+    int32_t *table                  # encoding indices by known_key() & mask, open addressing, -1 where empty
+    Py_ssize_t mask
+
+
+cdef inline uint64_t known_key(const uint8_t *data, size_t length) noexcept:
+    """Lookup key of an encoding of 32 bytes or more: its last 8 bytes (a child hash or value bytes, well
+    spread) mixed with its length."""
+    cdef uint64_t v
+    memcpy(&v, data + length - 8, 8)
+    return v ^ (<uint64_t>length * <uint64_t>0x9E3779B97F4A7C15)
+
+
+cdef inline Py_ssize_t known_find(const KnownEncodings *known, const uint8_t *data, size_t length) noexcept:
+    """Index of an encoding equal to data[:length] (32 bytes or more), or -1."""
+    cdef Py_ssize_t slot = <Py_ssize_t>(known_key(data, length) & <uint64_t>known.mask)
+    cdef int32_t j
+    while True:
+        j = known.table[slot]
+        if j < 0:
+            return -1
+        if known.lengths[j] == length and memcmp(known.data[j], data, length) == 0:
+            return j
+        slot = (slot + 1) & known.mask
 
 
 @cython.final
@@ -39,6 +73,7 @@ cdef class Hasher:
         Py_ssize_t flushes      # flushes so far: an entry index is stale once this moved on
         FlushScratch *scratch   # allocated on first use and kept
         int threads             # hashing threads of the current batched pass
+        const KnownEncodings *known     # digests a flush may take instead of hashing (NULL: none)
 
     @staticmethod
     cdef Hasher new()
@@ -63,3 +98,4 @@ cdef class HasherPool:
 
 cdef HasherPool default_pool()
 cdef int hash_threads() noexcept
+cdef int keccak_backend_number() noexcept

@@ -108,6 +108,13 @@ cdef inline void _prefetch_pending_subtrees(FullNode fn) noexcept:
             _prefetch_value(<object>c)
 
 
+cdef inline void _store_digest(WriteBuffer buf, PendingNode *entry, const uint8_t *digest) noexcept:
+    # A flushed node's hash goes into the node and into the hole its parent's encoding left for it.
+    memcpy((<Node>entry.node).hash_value, digest, HASH_LENGTH)
+    if entry.hole >= 0:
+        memcpy(buf._buf + entry.hole, digest, HASH_LENGTH)
+
+
 cdef int _threads_from_env() noexcept:
     cdef int n
     try:
@@ -169,6 +176,11 @@ cdef int _backend_from_env() except -1:
 
 
 cdef int _KECCAK_BACKEND = _backend_from_env()
+
+
+cdef int keccak_backend_number() noexcept:
+    """The backend number (MPT_KECCAK_*) mpt_keccak256_many should use for batches of node encodings."""
+    return _KECCAK_BACKEND
 
 
 def keccak_backend():
@@ -409,7 +421,7 @@ cdef class Hasher:
         """Hash every pending entry, level by level from height 0, each level's encodings together on the SIMD
         lanes (and over the hashing threads), writing each digest into its node and into its parent's hole.
         Then the buffer holds nothing pending: it starts over empty."""
-        cdef Py_ssize_t n = self.n_pending, i, k, level_start
+        cdef Py_ssize_t n = self.n_pending, i, j, k, level_start
         cdef Py_ssize_t by_height[FLUSH_AT]    # entry indices sorted by height
         cdef Py_ssize_t level_end_inline[FLUSH_INLINE_HEIGHTS]
         cdef Py_ssize_t *level_end             # one past the last index of each height in by_height
@@ -444,18 +456,23 @@ cdef class Hasher:
                 level_end[h] += 1
             level_start = 0
             for h in range(top + 1):
-                k = level_end[h] - level_start
-                for i in range(k):
-                    entry = &self.pending[by_height[level_start + i]]
-                    self.scratch.messages[i] = self.buf._buf + entry.offset
-                    self.scratch.lengths[i] = <size_t>entry.length
+                k = 0
+                for i in range(level_start, level_end[h]):
+                    entry = &self.pending[by_height[i]]
+                    if self.known != NULL:
+                        j = known_find(self.known, self.buf._buf + entry.offset, <size_t>entry.length)
+                        if j >= 0:
+                            _store_digest(self.buf, entry, self.known.digests + j * HASH_LENGTH)
+                            continue
+                    self.scratch.messages[k] = self.buf._buf + entry.offset
+                    self.scratch.lengths[k] = <size_t>entry.length
+                    self.scratch.entries[k] = by_height[i]
+                    k += 1
                 _keccak_many_threads(_KECCAK_BACKEND, self.scratch.messages, self.scratch.lengths, <size_t>k,
                                      self.scratch.digests, self.threads if k >= PARALLEL_MIN_LEVEL else 1)
                 for i in range(k):
-                    entry = &self.pending[by_height[level_start + i]]
-                    memcpy((<Node>entry.node).hash_value, self.scratch.digests + i * HASH_LENGTH, HASH_LENGTH)
-                    if entry.hole >= 0:
-                        memcpy(self.buf._buf + entry.hole, self.scratch.digests + i * HASH_LENGTH, HASH_LENGTH)
+                    _store_digest(self.buf, &self.pending[self.scratch.entries[i]],
+                                  self.scratch.digests + i * HASH_LENGTH)
                 level_start = level_end[h]
         finally:
             if level_end != level_end_inline:

@@ -12,7 +12,8 @@ from libc.stdint cimport uint8_t
 from libc.string cimport memcpy
 
 from mpt.encoding cimport TERMINATOR, compact_size, write_compact, compact_to_hex_c
-from mpt.rlp cimport (MAX_HEADER_SIZE, RLPItem, WriteBuffer, count_items, header_size, put_header, read_item,
+from mpt.rlp cimport (MAX_HEADER_SIZE, RLPItem, WriteBuffer, header_size, put_header, read_item,
+                      read_item_fast,
                       string_size)
 
 from mpt.errors import NodeDecodeError, RLPDecodeError
@@ -295,6 +296,23 @@ cdef class ValueNode(Node):
 #   - compact keys: flag nibble above 3, or a non-zero pad nibble in an even key, are rejected;
 #   - an extension must have a non-empty key and a child; a leaf value must not be empty.
 
+cdef inline int _read(const uint8_t *data, Py_ssize_t pos, Py_ssize_t limit, RLPItem *item) except -1:
+    # The inline reader decides; only a bad header pays for the call that raises the reason.
+    if read_item_fast(data, pos, limit, item):
+        return 0
+    return read_item(data, pos, limit, item)
+
+
+cdef inline int _count(const uint8_t *data, Py_ssize_t pos, Py_ssize_t limit) except -1:
+    cdef RLPItem item
+    cdef int count = 0
+    while pos < limit:
+        _read(data, pos, limit, &item)
+        pos = item.end
+        count += 1
+    return count
+
+
 cdef Node _decode_ref(const uint8_t *data, RLPItem *item, Py_ssize_t offset):
     cdef Py_ssize_t size
     if item.is_list:
@@ -317,20 +335,20 @@ cdef Node _decode_at(bytes node_hash, const uint8_t *data, Py_ssize_t start, Py_
     cdef bytes hexkey
     cdef FullNode fn
     cdef Node child, n
-    read_item(data, start, end, &outer)
+    _read(data, start, end, &outer)
     if not outer.is_list:
         raise NodeDecodeError("node at offset %d is not an RLP list" % start)
     if outer.end != end:
         raise NodeDecodeError("%d trailing bytes after node at offset %d" % (end - outer.end, outer.end))
-    count = count_items(data, outer.payload_offset, outer.end)
+    count = _count(data, outer.payload_offset, outer.end)
     pos = outer.payload_offset
     if count == 2:
-        read_item(data, pos, outer.end, &item)
+        _read(data, pos, outer.end, &item)
         if item.is_list:
             raise NodeDecodeError("short node key at offset %d is a list" % pos)
         hexkey = compact_to_hex_c(data + item.payload_offset, item.payload_length)
         pos = item.end
-        read_item(data, pos, outer.end, &item)
+        _read(data, pos, outer.end, &item)
         if PyBytes_GET_SIZE(hexkey) and (<const uint8_t *>PyBytes_AS_STRING(hexkey))[PyBytes_GET_SIZE(hexkey) - 1] == TERMINATOR:
             if item.is_list:
                 raise NodeDecodeError("leaf value at offset %d is a list" % pos)
@@ -348,10 +366,10 @@ cdef Node _decode_at(bytes node_hash, const uint8_t *data, Py_ssize_t start, Py_
     elif count == BRANCH_WIDTH:
         fn = FullNode.new()
         for i in range(16):
-            read_item(data, pos, outer.end, &item)
+            _read(data, pos, outer.end, &item)
             fn.set_child(i, _decode_ref(data, &item, pos))
             pos = item.end
-        read_item(data, pos, outer.end, &item)
+        _read(data, pos, outer.end, &item)
         if item.is_list:
             raise NodeDecodeError("branch value slot at offset %d is a list" % pos)
         if item.payload_length:

@@ -6,17 +6,21 @@ order of a proof does not matter and a caller cannot make a node stand in for an
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from libc.stdint cimport uint8_t
-from libc.string cimport memcmp
+from cpython.list cimport PyList_AsTuple
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.tuple cimport PyTuple_GET_SIZE
+from libc.stdint cimport int32_t, uint8_t, uint64_t
+from libc.string cimport memcmp, memcpy, memset
 
-from mpt._keccak.keccak cimport mpt_keccak256
-from mpt.encoding cimport keybytes_to_hex_c, prefix_length
-from mpt.hasher cimport Hasher, HasherPool, default_pool
+from mpt._keccak.keccak cimport mpt_keccak256, mpt_keccak256_many
+from mpt.encoding cimport COMPACT_LEAF_FLAG, COMPACT_ODD_FLAG, TERMINATOR, keybytes_to_hex_c, prefix_length
+from mpt.hasher cimport Hasher, HasherPool, KnownEncodings, default_pool, hash_threads, keccak_backend_number, known_key
+from mpt.rlp cimport RLPItem, read_item_fast
 from mpt.node cimport FullNode, HashNode, Node, ShortNode, ValueNode, decode_node_c
 from mpt.stacktrie cimport StackTrie
 from mpt.trie cimport Trie, check_bytes
 
-from mpt.errors import MissingNodeError, NodeDecodeError, ProofError
+from mpt.errors import MissingNodeError, NodeDecodeError, ProofError, RLPDecodeError
 
 cdef enum:
     HASH_LENGTH = 32
@@ -112,53 +116,6 @@ def prove_many(Trie t not None, keys):
 
 # ------------------------------------------------------------------------------------------------ verify
 
-@cython.final
-cdef class _ProofNodes:
-    """Proof nodes looked up by their own hash. Tries the next node in order first (proofs usually come
-    root-to-leaf), hashing a node only when it is needed; a miss hashes the rest once."""
-    cdef list blobs
-    cdef dict by_hash
-    cdef Py_ssize_t next_index
-
-    def __cinit__(self, proof):
-        cdef list blobs = []
-        if isinstance(proof, (bytes, bytearray, str)):
-            raise TypeError("proof must be an iterable of node encodings, not %s" % type(proof).__name__)
-        if hasattr(proof, "items"):
-            proof = [v for _, v in proof.items()]   # a proof database: the caller's keys are not trusted
-        for blob in proof:
-            if type(blob) is not bytes:
-                if isinstance(blob, (bytearray, memoryview)):
-                    blob = bytes(blob)
-                else:
-                    raise TypeError("proof nodes must be bytes, not %s" % type(blob).__name__)
-            blobs.append(blob)
-        self.blobs = blobs
-        self.by_hash = None
-        self.next_index = 0
-
-    cdef bytes get(self, bytes wanted):
-        cdef bytes blob
-        if self.by_hash is None and self.next_index < len(self.blobs):
-            blob = <bytes>self.blobs[self.next_index]
-            self.next_index += 1
-            if _keccak(blob) == wanted:
-                return blob
-            self.by_hash = {_keccak(b): b for b in self.blobs}
-        elif self.by_hash is None:
-            self.by_hash = {_keccak(b): b for b in self.blobs}
-        return self.by_hash.get(wanted)
-
-    cdef Node resolve(self, bytes wanted, int index):
-        cdef bytes blob = self.get(wanted)
-        if blob is None:
-            raise ProofError("proof node %d (hash %s) missing" % (index, wanted.hex()))
-        try:
-            return decode_node_c(wanted, <const unsigned char *>PyBytes_AS_STRING(blob), PyBytes_GET_SIZE(blob))
-        except NodeDecodeError as e:
-            raise ProofError("bad proof node %d (hash %s): %s" % (index, wanted.hex(), e)) from None
-
-
 cdef bytes _root_bytes(object root):
     cdef bytes r = check_bytes(root, "root")
     if PyBytes_GET_SIZE(r) != HASH_LENGTH:
@@ -189,42 +146,433 @@ cdef object _get_child(Node n, bytes hexkey, Py_ssize_t *pos, bint skip_resolved
             return n
 
 
+cdef enum:
+    BRANCH_WIDTH = 17
+    # Proofs up to this many nodes are looked up without allocating (a path of a 2**32-entry trie has ~9).
+    INLINE_PROOF_NODES = 16
+    # Above this many nodes a lookup goes through an open-addressing table instead of a scan.
+    LINEAR_LOOKUP_MAX = 16
+    # Hex keys (2 nibbles a byte + terminator) of keys up to 64 bytes live on the C stack.
+    INLINE_HEX_KEY = 129
+
+
+ctypedef struct ProofSet:
+    # The supplied node encodings, each hashed once (in one multi-lane Keccak batch) and looked up by that
+    # hash: no bytes object per hash, no dict. The pointers look into the bytes objects of a tuple the caller
+    # holds for as long as the set lives.
+    const uint8_t **data
+    size_t *lengths
+    uint8_t *digests            # 32 bytes per node
+    int32_t *table              # n > LINEAR_LOOKUP_MAX: node indices by digest prefix, -1 where empty
+    Py_ssize_t n
+    Py_ssize_t mask             # table size - 1
+    Py_ssize_t next_index       # proofs usually come root first: the node after the last found is tried first
+    KnownEncodings known        # the same nodes by encoding, for the hasher (verify_range_proof); table NULL until built
+    const uint8_t *data_inline[INLINE_PROOF_NODES]
+    size_t lengths_inline[INLINE_PROOF_NODES]
+    uint8_t digests_inline[INLINE_PROOF_NODES * HASH_LENGTH]
+
+
+cdef inline str _proof_type_message(object proof):
+    return "proof must be an iterable of node encodings, not %s" % type(proof).__name__
+
+
+cdef tuple _converted_blobs(tuple blobs):
+    cdef list out = []
+    for blob in blobs:
+        if type(blob) is not bytes:
+            if isinstance(blob, (bytearray, memoryview)):
+                blob = bytes(blob)
+            else:
+                raise TypeError("proof nodes must be bytes, not %s" % type(blob).__name__)
+        out.append(blob)
+    return tuple(out)
+
+
+cdef tuple _proof_blobs(object proof):
+    """The proof's node encodings as a tuple of bytes: it owns every encoding while C pointers look into them
+    (a list could change under us if anything ran Python code)."""
+    cdef tuple blobs
+    if type(proof) is tuple:
+        blobs = <tuple>proof
+    elif type(proof) is list:
+        blobs = PyList_AsTuple(proof)
+    else:
+        if proof is None or isinstance(proof, (bytes, bytearray, memoryview, str)):
+            raise TypeError(_proof_type_message(proof))
+        if hasattr(proof, "items"):
+            blobs = tuple([v for _, v in proof.items()])   # a proof database: the caller's keys are not trusted
+        else:
+            try:
+                it = iter(proof)
+            except TypeError:
+                raise TypeError(_proof_type_message(proof)) from None
+            blobs = tuple(it)
+    for blob in blobs:
+        if type(blob) is not bytes:
+            return _converted_blobs(blobs)
+    return blobs
+
+
+cdef inline uint64_t _digest_slot(const uint8_t *digest) noexcept:
+    cdef uint64_t v
+    memcpy(&v, digest, 8)
+    return v
+
+
+cdef int _proofset_init(ProofSet *ps, tuple blobs) except -1:
+    cdef Py_ssize_t n = PyTuple_GET_SIZE(blobs), i, j, size, slot
+    cdef int backend
+    cdef bytes blob
+    ps.n = n
+    ps.table = NULL
+    ps.mask = 0
+    ps.next_index = 0
+    ps.data = ps.data_inline
+    ps.lengths = ps.lengths_inline
+    ps.digests = ps.digests_inline
+    if n > INLINE_PROOF_NODES:
+        ps.data = <const uint8_t **>PyMem_Malloc(n * sizeof(uint8_t *))
+        ps.lengths = <size_t *>PyMem_Malloc(n * sizeof(size_t))
+        ps.digests = <uint8_t *>PyMem_Malloc(n * HASH_LENGTH)
+        if ps.data == NULL or ps.lengths == NULL or ps.digests == NULL:
+            raise MemoryError()
+    for i in range(n):
+        blob = <bytes>blobs[i]
+        ps.data[i] = <const uint8_t *>PyBytes_AS_STRING(blob)
+        ps.lengths[i] = <size_t>PyBytes_GET_SIZE(blob)
+    if n <= INLINE_PROOF_NODES:
+        # Longest first (insertion sort): the lanes start the long chains (a branch is 4 Keccak blocks) together
+        # and fill up with the short ones, instead of finishing a long one alone at the end.
+        for i in range(1, n):
+            j = i
+            while j > 0 and ps.lengths[j - 1] < ps.lengths[j]:
+                ps.lengths[j - 1], ps.lengths[j] = ps.lengths[j], ps.lengths[j - 1]
+                ps.data[j - 1], ps.data[j] = ps.data[j], ps.data[j - 1]
+                j -= 1
+    backend = keccak_backend_number()
+    if n > 64:
+        with nogil:                                 # the tuple keeps every encoding alive
+            mpt_keccak256_many(backend, ps.data, ps.lengths, <size_t>n, ps.digests)
+    else:
+        mpt_keccak256_many(backend, ps.data, ps.lengths, <size_t>n, ps.digests)
+    if n > LINEAR_LOOKUP_MAX:
+        size = 1
+        while size < 2 * n:
+            size <<= 1
+        ps.table = <int32_t *>PyMem_Malloc(size * sizeof(int32_t))
+        if ps.table == NULL:
+            raise MemoryError()
+        memset(ps.table, 0xff, size * sizeof(int32_t))
+        ps.mask = size - 1
+        for i in range(n):
+            slot = <Py_ssize_t>(_digest_slot(ps.digests + i * HASH_LENGTH) & <uint64_t>ps.mask)
+            while ps.table[slot] >= 0 and memcmp(ps.digests + ps.table[slot] * HASH_LENGTH,
+                                                 ps.digests + i * HASH_LENGTH, HASH_LENGTH) != 0:
+                slot = (slot + 1) & ps.mask
+            if ps.table[slot] < 0:
+                ps.table[slot] = <int32_t>i          # a repeated node keeps its first index
+    return 0
+
+
+cdef int _proofset_build_known(ProofSet *ps) except -1:
+    """Index the nodes by their encoding too, so that the hasher can take their digests (KnownEncodings)."""
+    cdef Py_ssize_t size = 1, i, slot
+    while size < 2 * ps.n:
+        size <<= 1
+    ps.known.table = <int32_t *>PyMem_Malloc(size * sizeof(int32_t))
+    if ps.known.table == NULL:
+        raise MemoryError()
+    memset(ps.known.table, 0xff, size * sizeof(int32_t))
+    ps.known.mask = size - 1
+    ps.known.data = ps.data
+    ps.known.lengths = ps.lengths
+    ps.known.digests = ps.digests
+    for i in range(ps.n):
+        if ps.lengths[i] < HASH_LENGTH:
+            continue                                # never hashed on its own: embedded in its parent
+        slot = <Py_ssize_t>(known_key(ps.data[i], ps.lengths[i]) & <uint64_t>ps.known.mask)
+        while ps.known.table[slot] >= 0:
+            slot = (slot + 1) & ps.known.mask
+        ps.known.table[slot] = <int32_t>i
+    return 0
+
+
+cdef bytes _hash_rebuilt(Node root, ProofSet *ps):
+    """The root hash of the tree rebuilt from a range proof. Its edge nodes mostly encode exactly like proof
+    nodes, whose digests we have: the hasher takes those instead of hashing the same bytes again."""
+    cdef HasherPool pool = default_pool()
+    cdef Hasher h = pool.acquire()
+    try:
+        h.known = &ps.known
+        h.hash_levels(root, hash_threads())
+        h.known = NULL
+        return h.root_hash(root)
+    finally:
+        h.known = NULL
+        pool.release(h)
+
+
+cdef void _proofset_free(ProofSet *ps) noexcept:
+    if ps.data != ps.data_inline:
+        PyMem_Free(ps.data)
+    if ps.lengths != ps.lengths_inline:
+        PyMem_Free(ps.lengths)
+    if ps.digests != ps.digests_inline:
+        PyMem_Free(ps.digests)
+    PyMem_Free(ps.table)
+    PyMem_Free(ps.known.table)
+    ps.known.table = NULL
+    ps.data = ps.data_inline
+    ps.lengths = ps.lengths_inline
+    ps.digests = ps.digests_inline
+    ps.table = NULL
+
+
+cdef Py_ssize_t _proofset_find(ProofSet *ps, const uint8_t *wanted) noexcept:
+    """Index of a node whose keccak256 is wanted, or -1."""
+    cdef Py_ssize_t i = ps.next_index, slot
+    cdef int32_t j
+    if i < ps.n and memcmp(ps.digests + i * HASH_LENGTH, wanted, HASH_LENGTH) == 0:
+        ps.next_index = i + 1
+        return i
+    if ps.table == NULL:
+        for i in range(ps.n):
+            if memcmp(ps.digests + i * HASH_LENGTH, wanted, HASH_LENGTH) == 0:
+                ps.next_index = i + 1
+                return i
+        return -1
+    slot = <Py_ssize_t>(_digest_slot(wanted) & <uint64_t>ps.mask)
+    while True:
+        j = ps.table[slot]
+        if j < 0:
+            return -1
+        if memcmp(ps.digests + j * HASH_LENGTH, wanted, HASH_LENGTH) == 0:
+            ps.next_index = j + 1
+            return j
+        slot = (slot + 1) & ps.mask
+
+
+cdef str _missing_message(const uint8_t *wanted, Py_ssize_t index):
+    cdef str h = PyBytes_FromStringAndSize(<const char *>wanted, HASH_LENGTH).hex()
+    if index == 0:
+        return "proof node 0 missing: no supplied node hashes to the root hash %s" % h
+    return ("proof node %d missing: no supplied node hashes to %s, the child hash in proof node %d"
+            % (index, h, index - 1))
+
+
+# Node checks without node objects: the rules of mpt.node's decoder (strict RLP, geth's node rules and the
+# stricter compact keys), as C functions that answer yes or no. On "no" the real decoder runs on the same bytes
+# to raise its exact NodeDecodeError; tests/test_proof.py checks that both accept exactly the same encodings.
+
+ctypedef struct NodeItems:
+    # The items of one checked node encoding, in order: 2 for a short node, 17 for a branch.
+    RLPItem items[BRANCH_WIDTH]
+    Py_ssize_t starts[BRANCH_WIDTH]     # where each item's header starts
+    int count
+
+
+cdef inline bint _compact_ok(const uint8_t *compact, Py_ssize_t n) noexcept:
+    """compact_to_hex_c's checks: not empty, flag <= 3, zero pad nibble in an even key."""
+    cdef uint8_t flag
+    if n == 0:
+        return False
+    flag = compact[0] >> 4
+    if flag > 3:
+        return False
+    return (flag & COMPACT_ODD_FLAG) or not (compact[0] & 0x0f)
+
+
+cdef bint _ref_ok(const uint8_t *data, RLPItem *item, Py_ssize_t start) noexcept:
+    """A child reference (mpt.node's _decode_ref) that decodes: empty, a 32-byte hash or a small embedded node."""
+    cdef NodeItems inner
+    if item.is_list:
+        return item.end - start < HASH_LENGTH and _scan_node(data, start, item.end, &inner)
+    return item.payload_length == 0 or item.payload_length == HASH_LENGTH
+
+
+cdef bint _scan_node(const uint8_t *data, Py_ssize_t start, Py_ssize_t end, NodeItems *out) noexcept:
+    """Whether data[start:end] decodes as a node (mpt.node's _decode_at, embedded nodes included); fills out
+    with its items."""
+    cdef RLPItem outer
+    cdef RLPItem *item
+    cdef Py_ssize_t pos
+    cdef int c = 0, i
+    cdef uint8_t flag
+    if not read_item_fast(data, start, end, &outer) or not outer.is_list or outer.end != end:
+        return False
+    pos = outer.payload_offset
+    while pos < outer.end:
+        if c == BRANCH_WIDTH or not read_item_fast(data, pos, outer.end, &out.items[c]):
+            return False
+        out.starts[c] = pos
+        pos = out.items[c].end
+        c += 1
+    out.count = c
+    if c == 2:
+        item = &out.items[0]
+        if item.is_list or not _compact_ok(data + item.payload_offset, item.payload_length):
+            return False
+        flag = data[item.payload_offset] >> 4
+        if flag & COMPACT_LEAF_FLAG:
+            return not out.items[1].is_list and out.items[1].payload_length != 0
+        if item.payload_length == 1 and not (flag & COMPACT_ODD_FLAG):
+            return False                            # an extension with an empty key
+        item = &out.items[1]
+        if not item.is_list and item.payload_length == 0:
+            return False                            # an extension without a child
+        return _ref_ok(data, item, out.starts[1])
+    if c == BRANCH_WIDTH:
+        for i in range(16):
+            if not _ref_ok(data, &out.items[i], out.starts[i]):
+                return False
+        return not out.items[16].is_list
+    return False
+
+
+cdef int _raise_bad_node(const uint8_t *data, Py_ssize_t length, const uint8_t *digest, Py_ssize_t index) except -1:
+    """The node failed _scan_node: let the decoder say why, as a ProofError."""
+    cdef str why = "rejected by the node checks"
+    try:
+        decode_node_c(None, <const unsigned char *>data, length)
+    except NodeDecodeError as e:
+        why = str(e)
+    raise ProofError("bad proof node %d (hash %s): %s"
+                     % (index, PyBytes_FromStringAndSize(<const char *>digest, HASH_LENGTH).hex(), why))
+
+
+cdef inline bint _compact_matches(const uint8_t *compact, Py_ssize_t n, const uint8_t *hexkey, Py_ssize_t klen,
+                                  Py_ssize_t *pos) noexcept:
+    """Whether the hex form of a (checked) compact key is a prefix of hexkey[pos:]; advances pos past it."""
+    cdef uint8_t flag = compact[0] >> 4
+    cdef Py_ssize_t nibbles = 2 * (n - 1) + (flag & COMPACT_ODD_FLAG) + ((flag & COMPACT_LEAF_FLAG) >> 1)
+    cdef const uint8_t *q = hexkey + pos[0]
+    cdef Py_ssize_t i
+    if klen - pos[0] < nibbles:
+        return False
+    if flag & COMPACT_ODD_FLAG:
+        if q[0] != (compact[0] & 0x0f):
+            return False
+        q += 1
+    for i in range(1, n):
+        if q[0] != (compact[i] >> 4) or q[1] != (compact[i] & 0x0f):
+            return False
+        q += 2
+    if (flag & COMPACT_LEAF_FLAG) and q[0] != TERMINATOR:
+        return False
+    pos[0] += nibbles
+    return True
+
+
+cdef object _walk_proof(ProofSet *ps, const uint8_t *root, const uint8_t *hexkey, Py_ssize_t klen):
+    """geth's VerifyProof straight on the encodings: the value, or None for a proven absence."""
+    cdef const uint8_t *wanted = root
+    cdef const uint8_t *data
+    cdef Py_ssize_t index = 0, found, pos = 0, length
+    cdef NodeItems node
+    cdef RLPItem *item
+    cdef int nib, i
+    while True:
+        found = _proofset_find(ps, wanted)
+        if found < 0:
+            raise ProofError(_missing_message(wanted, index))
+        data = ps.data[found]
+        length = <Py_ssize_t>ps.lengths[found]
+        if not _scan_node(data, 0, length, &node):
+            _raise_bad_node(data, length, wanted, index)
+        while True:                                 # this node, then the nodes embedded in it along the key
+            if node.count == 2:
+                item = &node.items[0]
+                if not _compact_matches(data + item.payload_offset, item.payload_length, hexkey, klen, &pos):
+                    return None
+                i = 1
+                item = &node.items[1]
+                if (data[node.items[0].payload_offset] >> 4) & COMPACT_LEAF_FLAG:
+                    return PyBytes_FromStringAndSize(<const char *>data + item.payload_offset, item.payload_length)
+            else:
+                if pos >= klen:
+                    raise ProofError("proof path runs past the end of the key")
+                i = hexkey[pos]
+                pos += 1
+                item = &node.items[i]
+                if i == 16 or (not item.is_list and item.payload_length == 0):
+                    if item.payload_length == 0:
+                        return None
+                    return PyBytes_FromStringAndSize(<const char *>data + item.payload_offset, item.payload_length)
+            if item.is_list:                        # an embedded node: walk on inside this encoding (checked)
+                _scan_node(data, node.starts[i], item.end, &node)
+                continue
+            wanted = data + item.payload_offset     # a 32-byte hash (checked)
+            index += 1
+            break
+
+
 def verify_proof(root, key, proof):
     """The value for key proven by proof under root, or None when the proof shows the key is absent.
 
-    Raises ProofError naming the failing node when the proof shows neither.
+    Raises ProofError naming the failing node when the proof shows neither. Each supplied node is hashed once
+    and the path is walked on the encodings themselves: no node objects are built.
     """
     cdef bytes wanted = _root_bytes(root)
-    cdef bytes hexkey = _hex(check_bytes(key, "key"))
-    cdef _ProofNodes nodes = _ProofNodes(proof)
-    if wanted == _EMPTY_ROOT:
+    cdef bytes keyb = check_bytes(key, "key")
+    cdef tuple blobs = _proof_blobs(proof)
+    cdef ProofSet ps
+    cdef uint8_t hex_inline[INLINE_HEX_KEY]
+    cdef uint8_t *hexkey = hex_inline
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(keyb), klen = 2 * n + 1, i
+    cdef const uint8_t *kb = <const uint8_t *>PyBytes_AS_STRING(keyb)
+    if memcmp(PyBytes_AS_STRING(wanted), PyBytes_AS_STRING(_EMPTY_ROOT), HASH_LENGTH) == 0:
         return None                                 # the empty trie holds no key: nothing more to prove
-    cdef Py_ssize_t pos = 0
-    cdef int index = 0
-    cdef Node n
-    cdef object child
-    while True:
-        n = nodes.resolve(wanted, index)
-        child = _get_child(n, hexkey, &pos, True)
-        if child is None:
-            return None
-        if type(child) is ValueNode:
-            return (<ValueNode>child).value
-        wanted = (<HashNode>child).hash_bytes()
-        index += 1
+    if klen > INLINE_HEX_KEY:
+        hexkey = <uint8_t *>PyMem_Malloc(klen)
+        if hexkey == NULL:
+            raise MemoryError()
+    for i in range(n):
+        hexkey[2 * i] = kb[i] >> 4
+        hexkey[2 * i + 1] = kb[i] & 0x0f
+    hexkey[2 * n] = TERMINATOR
+    ps.data = ps.data_inline
+    ps.lengths = ps.lengths_inline
+    ps.digests = ps.digests_inline
+    ps.table = NULL
+    ps.known.table = NULL
+    try:
+        _proofset_init(&ps, blobs)
+        return _walk_proof(&ps, <const uint8_t *>PyBytes_AS_STRING(wanted), hexkey, klen)
+    finally:
+        _proofset_free(&ps)
+        if hexkey != hex_inline:
+            PyMem_Free(hexkey)
 
 
 # ------------------------------------------------------------------------------------------------ ranges
 
-cdef Node _proof_to_path(bytes root_hash, Node root, bytes key, _ProofNodes nodes, bint allow_absent,
+cdef Node _resolve_node(ProofSet *ps, const uint8_t *wanted, Py_ssize_t index):
+    """The supplied node hashing to wanted, decoded (its hash cached in it)."""
+    cdef Py_ssize_t found = _proofset_find(ps, wanted), length
+    cdef Node n
+    if found < 0:
+        raise ProofError(_missing_message(wanted, index))
+    length = <Py_ssize_t>ps.lengths[found]
+    try:
+        n = decode_node_c(None, <const unsigned char *>ps.data[found], length)
+    except NodeDecodeError as e:
+        raise ProofError("bad proof node %d (hash %s): %s"
+                         % (index, PyBytes_FromStringAndSize(<const char *>wanted, HASH_LENGTH).hex(), e)) from None
+    if length >= HASH_LENGTH:
+        n.set_hash(wanted)
+    return n
+
+
+cdef Node _proof_to_path(const uint8_t *root_hash, Node root, bytes key, ProofSet *ps, bint allow_absent,
                          list value_out):
     """Resolve the path of key from the proof into a node tree; hash nodes stay where the path does not go."""
     cdef bytes hexkey = _hex(key)
-    cdef Py_ssize_t pos = 0, before
+    cdef Py_ssize_t pos = 0, before, depth = 0
     cdef Node parent, child
     cdef object got
     if root is None:
-        root = nodes.resolve(root_hash, 0)
+        root = _resolve_node(ps, root_hash, 0)
     parent = root
     while True:
         before = pos
@@ -238,7 +586,8 @@ cdef Node _proof_to_path(bytes root_hash, Node root, bytes key, _ProofNodes node
             parent = child
             continue
         if type(child) is HashNode:
-            child = nodes.resolve((<HashNode>child).hash_bytes(), 1)
+            depth += 1
+            child = _resolve_node(ps, child.hash_value, depth)
         elif type(child) is ValueNode:
             value_out.append((<ValueNode>child).value)
         # Link the parent and the resolved child (the parent's own encoding, and hash, do not change).
@@ -435,7 +784,8 @@ def verify_range_proof(root, first_key, keys, values, proof):
     cdef list vs = [check_bytes(v, "value") for v in values]
     cdef bytes first = check_bytes(first_key, "first_key")
     cdef Py_ssize_t i, n = len(ks)
-    cdef _ProofNodes nodes
+    cdef ProofSet ps
+    cdef tuple blobs
     cdef StackTrie st
     cdef Trie t
     cdef Node tree
@@ -459,17 +809,24 @@ def verify_range_proof(root, first_key, keys, values, proof):
         if have != root_hash:
             raise ProofError("invalid proof, want hash %s, got %s" % (root_hash.hex(), have.hex()))
         return False
-    nodes = _ProofNodes(proof)
+    blobs = _proof_blobs(proof)
     value_out = []
+    cdef const uint8_t *rh = <const uint8_t *>PyBytes_AS_STRING(root_hash)
+    ps.data = ps.data_inline
+    ps.lengths = ps.lengths_inline
+    ps.digests = ps.digests_inline
+    ps.table = NULL
+    ps.known.table = NULL
     try:
+        _proofset_init(&ps, blobs)
         if n == 0:
-            tree = _proof_to_path(root_hash, None, first, nodes, True, value_out)
+            tree = _proof_to_path(rh, None, first, &ps, True, value_out)
             if value_out or _has_right_element(tree, first):
                 raise ProofError("more entries available")
             return False
         last = ks[n - 1]
         if n == 1 and first == last:
-            tree = _proof_to_path(root_hash, None, first, nodes, False, value_out)
+            tree = _proof_to_path(rh, None, first, &ps, False, value_out)
             if value_out[0] != vs[0]:
                 raise ProofError("correct proof but invalid data")
             return _has_right_element(tree, first)
@@ -481,17 +838,20 @@ def verify_range_proof(root, first_key, keys, values, proof):
             raise ProofError("range starts before first_key")
         if PyBytes_GET_SIZE(first) != PyBytes_GET_SIZE(last):
             raise ProofError("inconsistent edge keys (%d != %d)" % (PyBytes_GET_SIZE(first), PyBytes_GET_SIZE(last)))
-        tree = _proof_to_path(root_hash, None, first, nodes, True, value_out)
-        tree = _proof_to_path(root_hash, tree, last, nodes, True, value_out)
+        tree = _proof_to_path(rh, None, first, &ps, True, value_out)
+        tree = _proof_to_path(rh, tree, last, &ps, True, value_out)
         t = Trie()
         if not _unset_internal(tree, first, last):
             t.root = tree
         for i in range(n):
             t.update(ks[i], vs[i])
-        have = t.hash()
+        _proofset_build_known(&ps)
+        have = _hash_rebuilt(t.root, &ps) if t.root is not None else t.hash()
         if have != root_hash:
             raise ProofError("invalid proof, want hash %s, got %s" % (root_hash.hex(), have.hex()))
         return _has_right_element(t.root, last)
     except MissingNodeError as e:
         raise ProofError("invalid proof: the range reaches node %s that the proof does not hold"
                          % (e.node_hash.hex() if e.node_hash else "?")) from None
+    finally:
+        _proofset_free(&ps)

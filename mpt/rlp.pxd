@@ -113,4 +113,54 @@ ctypedef struct RLPItem:
 
 
 cdef int read_item(const uint8_t *data, Py_ssize_t pos, Py_ssize_t limit, RLPItem *item) except -1
+
+
+cdef inline bint read_item_fast(const uint8_t *data, Py_ssize_t pos, Py_ssize_t limit, RLPItem *item) noexcept:
+    """read_item as a yes/no answer, inline (the same rules: canonical headers only, inside limit). A caller
+    that needs the reason calls read_item on the same bytes."""
+    cdef uint8_t b
+    cdef Py_ssize_t i, length_of_length
+    cdef uint64_t length
+    if pos >= limit:
+        return False
+    b = data[pos]
+    if b == 0xa0 or b == 0x80:                      # a hash reference or an empty slot: most items of a branch
+        item.is_list = False
+        item.payload_offset = pos + 1
+        item.payload_length = b - 0x80
+        item.end = pos + 1 + item.payload_length
+        return item.end <= limit
+    if b < 0x80:
+        item.is_list = False
+        item.payload_offset = pos
+        item.payload_length = 1
+        item.end = pos + 1
+        return True
+    if b < 0xb8 or (0xc0 <= b < 0xf8):
+        item.is_list = b >= 0xc0
+        length = b - (0xc0 if item.is_list else 0x80)
+        if <uint64_t>(limit - pos - 1) < length:
+            return False
+        if not item.is_list and length == 1 and data[pos + 1] < 0x80:
+            return False
+        item.payload_offset = pos + 1
+    else:
+        item.is_list = b >= 0xf8
+        length_of_length = b - (0xf7 if item.is_list else 0xb7)
+        if limit - pos - 1 < length_of_length:
+            return False
+        if data[pos + 1] == 0:
+            return False
+        length = 0
+        for i in range(length_of_length):
+            length = (length << 8) | data[pos + 1 + i]
+        if length < 56:
+            return False
+        if <uint64_t>(limit - pos - 1 - length_of_length) < length:
+            return False
+        item.payload_offset = pos + 1 + length_of_length
+    item.payload_length = <Py_ssize_t>length
+    item.end = item.payload_offset + item.payload_length
+    return True
+
 cdef int count_items(const uint8_t *data, Py_ssize_t pos, Py_ssize_t limit) except -1

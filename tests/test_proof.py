@@ -1,5 +1,7 @@
 """Proofs: prove / verify_proof (presence and absence), tampering, multiproofs, and geth's range-proof families."""
 import random
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -7,6 +9,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from mpt import ProofError, SecureTrie, Trie, keccak256, verify_proof, verify_range_proof
 from mpt.bench.workloads import random_trie_items
 from mpt.db import MemoryDB
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "fuzz"))
+from fuzz_support import Rejected, reference_decode_node  # noqa: E402
 
 
 def trie_of(items):
@@ -129,6 +134,97 @@ def test_proof_errors(random_trie):
         verify_proof(root, "key", proof)
     with pytest.raises(ValueError):
         verify_proof(b"short", k, proof)
+
+
+def test_proof_missing_node_messages(random_trie):
+    # A node was supplied but none hashes to what the path needs: the message says which hash is missing
+    # (the root, or a child hash and the proof node that refers to it), not that "node 0" was absent.
+    t, items = random_trie
+    root = t.hash()
+    k = sorted(items)[100]
+    proof = t.prove(k)
+    with pytest.raises(ProofError) as e:
+        verify_proof(root, k, [b"garbage"])
+    assert str(e.value) == "proof node 0 missing: no supplied node hashes to the root hash %s" % root.hex()
+    wanted = keccak256(proof[1])
+    with pytest.raises(ProofError) as e:
+        verify_proof(root, k, [proof[0], b"garbage"])
+    assert str(e.value) == ("proof node 1 missing: no supplied node hashes to %s, the child hash in proof node 0"
+                            % wanted.hex())
+
+
+@pytest.mark.parametrize("bad", [None, 5, b"\xc0", "text", bytearray(b"\xc0"), memoryview(b"\xc0")])
+def test_proof_argument_type_errors(random_trie, bad):
+    t, items = random_trie
+    with pytest.raises(TypeError) as e:
+        verify_proof(t.hash(), sorted(items)[0], bad)
+    assert type(e.value) is TypeError
+    assert str(e.value) == "proof must be an iterable of node encodings, not %s" % type(bad).__name__
+
+
+def test_proof_node_type_errors(random_trie):
+    t, items = random_trie
+    k = sorted(items)[0]
+    proof = t.prove(k)
+    with pytest.raises(TypeError) as e:
+        verify_proof(t.hash(), k, proof + [17])
+    assert type(e.value) is TypeError and str(e.value) == "proof nodes must be bytes, not int"
+    # bytes-like nodes, tuples, generators and proof databases all verify
+    assert verify_proof(t.hash(), k, [bytearray(b) for b in proof]) == items[k]
+    assert verify_proof(t.hash(), k, tuple(memoryview(b) for b in proof)) == items[k]
+    assert verify_proof(t.hash(), k, (b for b in proof)) == items[k]
+    assert verify_proof(t.hash(), k, {i: b for i, b in enumerate(proof)}) == items[k]
+
+
+def _node_encodings():
+    """Node encodings of every kind: branches with hashes, embedded nodes and values, extensions, leaves."""
+    t = Trie()
+    rng = random.Random(3)
+    for i in range(60):
+        t[bytes([i % 7, i % 3]) + rng.randbytes(i % 3)] = rng.randbytes(1 + i % 40)
+    t.hash()
+    out = set()
+    for k in list(t.keys()) + [b"\x05\x05\x05"]:
+        out.update(t.prove(k))
+    return sorted(out)
+
+
+_NODES = _node_encodings()
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(_NODES), st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), max_size=3),
+       st.integers(0, 10**6), st.binary(max_size=4))
+def test_proof_walk_accepts_exactly_what_the_decoder_accepts(blob, flips, cut, key):
+    # verify_proof checks nodes on their bytes without decoding them; it must refuse a node exactly when
+    # mpt.node's decoder does (and say why in the decoder's words).
+    from mpt.errors import NodeDecodeError
+    from mpt.node import decode_node
+
+    data = bytearray(blob)
+    for where, byte in flips:
+        data[where % len(data)] ^= byte or 1
+    data = bytes(data[:len(data) - cut % 3])
+    try:
+        decode_node(data)
+        why = None
+    except NodeDecodeError as e:
+        why = str(e)
+    # Both C readers against the pure-Python rules of the fuzz harnesses (fuzz/fuzz_support.py).
+    try:
+        reference_decode_node(data)
+        assert why is None, "decode_node refused a node the reference accepts: %s" % why
+    except Rejected:
+        assert why is not None, "decode_node accepted a node the reference refuses"
+    try:
+        verify_proof(keccak256(data), key, [data])
+        refused = None
+    except ProofError as e:
+        refused = str(e)
+    if why is None:
+        assert refused is None or "bad proof node" not in refused
+    else:
+        assert refused is not None and refused.endswith(": " + why)
 
 
 def test_tampering_never_verifies_a_wrong_value(random_trie):
