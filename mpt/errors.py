@@ -33,3 +33,7 @@ class MissingNodeError(MptError, KeyError):
 
 class ProofError(MptError, ValueError):
     """A Merkle proof that proves neither presence nor absence."""
+
+
+class StoreClosedError(MptError, ValueError):
+    """A node store used after ``close()`` (or after its ``with`` block); a ValueError like I/O on a closed file."""

@@ -5,6 +5,7 @@ A proof is a list of node encodings. Verification looks nodes up by the keccak25
 order of a proof does not matter and a caller cannot make a node stand in for another.
 """
 cimport cython
+from cpython.buffer cimport PyObject_CheckBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport uint8_t
 from libc.string cimport memcmp
@@ -128,8 +129,8 @@ cdef class _ProofNodes:
             proof = [v for _, v in proof.items()]   # a proof database: the caller's keys are not trusted
         for blob in proof:
             if type(blob) is not bytes:
-                if isinstance(blob, (bytearray, memoryview)):
-                    blob = bytes(blob)
+                if PyObject_CheckBuffer(blob):      # any bytes-like object (issue 16)
+                    blob = bytes(memoryview(blob))
                 else:
                     raise TypeError("proof nodes must be bytes, not %s" % type(blob).__name__)
             blobs.append(blob)

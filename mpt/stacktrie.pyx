@@ -7,6 +7,7 @@ key length, not to the number of keys. With ``on_node`` every finished node of 3
 streamed out, which is how a StackTrie writes a trie into a database without holding it.
 """
 cimport cython
+from cpython.buffer cimport PyObject_CheckBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport uint8_t
 
@@ -27,9 +28,9 @@ cdef inline bytes _bytes_copy(object data, str what):
     # Callers may reuse their buffers: keep an immutable copy (bytes already is one).
     if type(data) is bytes:
         return <bytes>data
-    if isinstance(data, (bytes, bytearray, memoryview)):
-        return bytes(data)
-    raise TypeError("%s must be bytes-like, not %s" % (what, type(data).__name__))
+    if PyObject_CheckBuffer(data):      # any bytes-like object (buffer protocol), as hashlib takes
+        return bytes(memoryview(data))
+    raise TypeError("%s must be a bytes-like object, not %s" % (what, type(data).__name__))
 
 
 cdef inline bint _is_leaf(object n) noexcept:
