@@ -180,17 +180,18 @@ def _draw_bench_figures(app):
     except ImportError:
         log.warning("matplotlib is missing, so the benchmark figures are not drawn: pip install -e '.[docs]'")
         return
-    import importlib.util
+    import subprocess
+    import sys
 
-    spec = importlib.util.spec_from_file_location("_mpt_plot_bench", script)
-    plot_bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(plot_bench)
     log.info("drawing the benchmark figures from %s" % os.path.relpath(BENCH_REPORT))
     for name in FIGURES:                # a figure the report has no data for must not survive from another run
         if os.path.isfile(os.path.join(out, name)):
             os.remove(os.path.join(out, name))
-    if plot_bench.main([BENCH_REPORT, "--out", out]) != 0:
-        log.warning("docs/plot_bench.py could not plot %s" % BENCH_REPORT)
+    # A process of its own: matplotlib's state (backend, rcParams) stays out of Sphinx's.
+    proc = subprocess.run([sys.executable, script, BENCH_REPORT, "--out", out], capture_output=True, text=True,
+                          env=dict(os.environ, MPLBACKEND="Agg"))
+    if proc.returncode != 0:
+        log.warning("docs/plot_bench.py could not plot %s: %s" % (BENCH_REPORT, proc.stderr.strip()[-2000:]))
         return
     with open(stamp_path, "w", encoding="utf-8") as f:
         f.write(stamp)
