@@ -629,7 +629,7 @@ def load_base(path: str) -> Dict[str, Dict[str, Any]]:
 EPILOG = """\
 cases:
   The default run takes the small sizes (about a minute on 2 cores); -b REGEX or --all adds the 100K ones.
-  -b splits REGEX at '/' and matches each part against a whole level of the name (see -b below).
+  -b splits REGEX at '/' and matches each part against a whole level of the name (see -b above).
   --list shows every case. Names follow go-ethereum's benchmarks, so tables line up with geth's.
 
 metrics:
