@@ -148,6 +148,29 @@ for sha in "${SHAS[@]}"; do
     fi
 done
 
+# `asv run --python=same` records the interpreter's *path* as the "python" parameter, and the dashboard then
+# labels every graph with it (python-_tmp_..._bin_python3): a different path for every clone or venv, each its
+# own line. Record the version instead, as asv's own virtualenv builds do ("3.11"), so the dashboard's selectors
+# are the machine and the Python version.
+RESULTS_DIR="$("$PYTHON" -c 'import os, sys
+from asv.config import Config
+print(os.path.join(os.path.dirname(sys.argv[1]), Config.load(sys.argv[1]).results_dir))' "$CONF")"
+"$PYTHON" - "$RESULTS_DIR/$MACHINE" <<'PY'
+import glob, json, os, sys
+version = "%d.%d" % sys.version_info[:2]
+for path in glob.glob(os.path.join(sys.argv[1], "*.json")):
+    if os.path.basename(path) == "machine.json":
+        continue
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    if doc.get("params", {}).get("python") in (None, version):
+        continue
+    doc["params"]["python"] = doc["python"] = version
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(doc, f)
+    os.replace(path + ".tmp", path)
+PY
+
 say "asv publish"
 asv publish --config "$CONF" >&2
 HTML_DIR="$("$PYTHON" -c 'import os, sys

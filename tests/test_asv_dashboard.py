@@ -320,6 +320,8 @@ def test_offline_dashboard_renders_hash_graph(tmp_path):
     assert re.fullmatch(r"[A-Za-z0-9.-]+-%dcores" % (os.cpu_count() or 1), machine), machine
     index = json.loads((tmp_path / "html" / "index.json").read_text())
     assert index["params"]["machine"] == [machine], index["params"]
+    # The interpreter shows as its version, as in asv's own virtualenv builds, not as the venv's path.
+    assert index["params"]["python"] == ["%d.%d" % sys.version_info[:2]], index["params"]
     recorded = json.loads(result_files[0].read_text())
     columns = recorded["result_columns"]
     entry = dict(zip(columns, recorded["results"][GRAPH]))
