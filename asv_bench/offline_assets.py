@@ -7,7 +7,9 @@ ordinary registry client; the tarballs' sha512 is pinned below and checked), unp
 ``<html_dir>/vendor/``, rewrites the tags to point there (dropping the CDN's ``integrity``/``crossorigin``
 attributes, which describe the CDN's bytes) and then checks that no page of the dashboard still loads anything
 from another host. Nothing third-party is committed to the repository: the tarballs live in a cache directory
-(git-ignored under asv_bench/.asv/) and the copies only in the published HTML directory.
+outside the repository (``~/.cache/mpt-engine/asv-assets``, see :func:`default_cache_dir`), so only the first run
+on a machine needs the npm registry and every later one, from any clone, is offline; the copies live only in the
+published HTML directory.
 
 What it replaces (asv 0.6's index.html; any other remote <script>/<link> is an error, naming the URL to add):
 
@@ -137,12 +139,19 @@ def fetch(packages: Sequence[Package], cache_dir: str, npm: str = "npm") -> Dict
     missing = [p for p in packages if not os.path.exists(os.path.join(cache_dir, p.tarball))]
     if missing:
         if shutil.which(npm) is None:
-            raise OfflineError("npm is not installed and %s lacks %s" % (cache_dir, ", ".join(p.tarball for p in missing)))
+            raise OfflineError("npm is not installed and %s lacks %s (the first run on a machine fetches the "
+                               "dashboard's JavaScript/CSS from the npm registry; later runs use this cache)"
+                               % (cache_dir, ", ".join(p.tarball for p in missing)))
         with tempfile.TemporaryDirectory(prefix="npm-pack-") as tmp:
             cmd = [npm, "pack", "--silent", "--ignore-scripts"] + [p.spec for p in missing]
             print("offline_assets: %s" % " ".join(cmd), file=sys.stderr)
             # cwd=tmp: npm pack writes the tarballs into the working directory.
-            subprocess.run(cmd, cwd=tmp, check=True, stdout=subprocess.DEVNULL)
+            try:
+                subprocess.run(cmd, cwd=tmp, check=True, stdout=subprocess.DEVNULL)
+            except subprocess.CalledProcessError as e:
+                raise OfflineError("`%s` failed (exit %d): the first run on a machine needs the npm registry for "
+                                   "the dashboard's JavaScript/CSS; later runs use %s offline"
+                                   % (" ".join(cmd), e.returncode, cache_dir)) from e
             for p in missing:
                 shutil.move(os.path.join(tmp, p.tarball), os.path.join(cache_dir, p.tarball))
     paths = {}
@@ -293,12 +302,23 @@ def _table() -> str:
     return "\n".join(lines)
 
 
+def default_cache_dir() -> str:
+    """Where the npm tarballs are kept: outside the repository, so that a fresh clone (or ``git clean``) still
+    finds them and only the very first run on a machine needs the npm registry. MPT_ASV_ASSETS_CACHE overrides
+    it; else ``$XDG_CACHE_HOME/mpt-engine/asv-assets`` (``~/.cache/...`` by default)."""
+    explicit = os.environ.get("MPT_ASV_ASSETS_CACHE")
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "mpt-engine", "asv-assets")
+
+
 def main(argv: Sequence[str] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("html_dir", nargs="?", help="the directory `asv publish` wrote")
-    ap.add_argument("--cache-dir", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".asv",
-                                                        "offline-assets"),
-                    help="where the npm tarballs are kept (default: asv_bench/.asv/offline-assets)")
+    ap.add_argument("--cache-dir", default=default_cache_dir(),
+                    help="where the npm tarballs are kept (default: $MPT_ASV_ASSETS_CACHE, else "
+                         "$XDG_CACHE_HOME/mpt-engine/asv-assets, i.e. ~/.cache/mpt-engine/asv-assets)")
     ap.add_argument("--npm", default="npm", help="the npm executable")
     ap.add_argument("--list", action="store_true", help="print what is replaced by what, and exit")
     args = ap.parse_args(argv)

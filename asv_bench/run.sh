@@ -6,7 +6,8 @@
 #   COMMITS="abc123 def456" bash asv_bench/run.sh
 #   bash asv_bench/run.sh -b 'HashFixedSize\.' # anything after the options goes to `asv run` (-b regex, --quick)
 #
-# How it works (offline: nothing is fetched but the dashboard's JS/CSS, from the npm registry, in step 4):
+# How it works (offline, except the very first run on a machine, which fetches the dashboard's JS/CSS from the npm
+# registry in step 4 and caches it outside the repository, ~/.cache/mpt-engine/asv-assets):
 #   asv's own per-commit builds (a virtualenv per commit, Cython from PyPI) are not used. With
 #   `asv run --python=same` asv benchmarks whatever `mpt` the benchmark processes import, and
 #   `--set-commit-hash <sha>` files the results under that commit. So for each commit this script
@@ -27,7 +28,9 @@
 # Environment: K (default 3), COMMITS (explicit list, oldest first; overrides K), PYTHON (default python3; needs
 # asv, Cython and setuptools: pip install -e '.[bench]'), ASV_CONFIG (default asv_bench/asv.conf.json),
 # MPT_ASV_BUILD_ROOT (default asv_bench/.asv/builds; one subdirectory per interpreter), JOBS (compile jobs,
-# default nproc), MPT_ASV_ASSETS_CACHE (npm tarballs, default asv_bench/.asv/offline-assets).
+# default nproc), MPT_ASV_ASSETS_CACHE (npm tarballs, default $XDG_CACHE_HOME/mpt-engine/asv-assets, i.e.
+# ~/.cache/mpt-engine/asv-assets), MPT_ASV_MACHINE (the dashboard's machine name, default: the CPU model and
+# core count, e.g. AMD-EPYC-2cores).
 # Exit status: non-zero when a step fails or HEAD's benchmarks fail; an older commit that does not build or whose
 # benchmarks fail only gets a warning (its points are missing from the graphs).
 set -euo pipefail
@@ -38,7 +41,6 @@ PYTHON="${PYTHON:-python3}"
 CONF_IN="${ASV_CONFIG:-$ROOT/asv_bench/asv.conf.json}"
 CONF="$(cd "$(dirname "$CONF_IN")" && pwd)/$(basename "$CONF_IN")"
 JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
-ASSETS_CACHE="${MPT_ASV_ASSETS_CACHE:-$ROOT/asv_bench/.asv/offline-assets}"
 
 say() { printf '\n=== %s\n' "$*" >&2; }
 warn() { printf 'run.sh: warning: %s\n' "$*" >&2; }
@@ -61,8 +63,23 @@ else
 fi
 HEAD_SHA="$(git rev-parse HEAD)"
 
-say "asv machine --yes"
-asv machine --yes --config "$CONF" >&2
+# The dashboard's machine selector shows this name. asv's default is the host name, which on a VM or container is
+# a throwaway id (and the interpreter shows up as a path): name the machine by what it is instead, so results of
+# every session on the same kind of machine line up, and a different CPU is a different line.
+MACHINE="${MPT_ASV_MACHINE:-$("$PYTHON" - <<'PY'
+import os, platform, re
+model = platform.processor() or platform.machine()
+try:
+    with open("/proc/cpuinfo") as f:
+        model = next(line.split(":", 1)[1] for line in f if line.lower().startswith("model name"))
+except (OSError, StopIteration):
+    pass
+model = re.sub(r"\((R|TM)\)|\bCPU\b|\b\d+-Core Processor\b|\bProcessor\b", " ", model)
+print(re.sub(r"[^A-Za-z0-9.]+", "-", "%s %dcores" % (model.strip(), os.cpu_count() or 1)).strip("-"))
+PY
+)}"
+say "asv machine --machine $MACHINE"
+asv machine --yes --machine "$MACHINE" --config "$CONF" >&2
 
 # --- the harness: the current checkout's mpt/bench, its allocator hook compiled on its own --------------------------
 # The hand-written Keccak (not binding.c, which Cython generates next to it in an in-place build).
@@ -120,7 +137,7 @@ for sha in "${SHAS[@]}"; do
     say "asv run $subject"
     rc=0
     ASV_PYTHONPATH="$tree" MPT_ASV_EXPECT_DIR="$tree/mpt" \
-        asv run --python=same --set-commit-hash "$sha" --config "$CONF" --show-stderr "$@" >&2 || rc=$?
+        asv run --python=same --machine "$MACHINE" --set-commit-hash "$sha" --config "$CONF" --show-stderr "$@" >&2 || rc=$?
     if [[ $rc -ne 0 ]]; then
         if [[ "$sha" == "$HEAD_SHA" ]]; then
             warn "asv run failed for HEAD ($subject, exit $rc)"
@@ -131,6 +148,29 @@ for sha in "${SHAS[@]}"; do
     fi
 done
 
+# `asv run --python=same` records the interpreter's *path* as the "python" parameter, and the dashboard then
+# labels every graph with it (python-_tmp_..._bin_python3): a different path for every clone or venv, each its
+# own line. Record the version instead, as asv's own virtualenv builds do ("3.11"), so the dashboard's selectors
+# are the machine and the Python version.
+RESULTS_DIR="$("$PYTHON" -c 'import os, sys
+from asv.config import Config
+print(os.path.join(os.path.dirname(sys.argv[1]), Config.load(sys.argv[1]).results_dir))' "$CONF")"
+"$PYTHON" - "$RESULTS_DIR/$MACHINE" <<'PY'
+import glob, json, os, sys
+version = "%d.%d" % sys.version_info[:2]
+for path in glob.glob(os.path.join(sys.argv[1], "*.json")):
+    if os.path.basename(path) == "machine.json":
+        continue
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    if doc.get("params", {}).get("python") in (None, version):
+        continue
+    doc["params"]["python"] = doc["python"] = version
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(doc, f)
+    os.replace(path + ".tmp", path)
+PY
+
 say "asv publish"
 asv publish --config "$CONF" >&2
 HTML_DIR="$("$PYTHON" -c 'import os, sys
@@ -138,7 +178,7 @@ from asv.config import Config
 print(os.path.join(os.path.dirname(sys.argv[1]), Config.load(sys.argv[1]).html_dir))' "$CONF")"
 
 say "offline dashboard"
-"$PYTHON" "$ROOT/asv_bench/offline_assets.py" "$HTML_DIR" --cache-dir "$ASSETS_CACHE" >&2
+"$PYTHON" "$ROOT/asv_bench/offline_assets.py" "$HTML_DIR" >&2     # MPT_ASV_ASSETS_CACHE is read there
 
 echo "dashboard: $HTML_DIR (view: $PYTHON -m http.server -d $HTML_DIR 8080 --bind 127.0.0.1)" >&2
 exit $status

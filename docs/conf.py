@@ -21,7 +21,11 @@ author = "mpt developers"
 copyright = "mpt developers"
 version = release = mpt.__version__
 
-extensions = ["sphinx.ext.autodoc"]
+# myst_parser: pages written in Markdown (performance.md) are pages of the site like the .rst ones.
+extensions = ["sphinx.ext.autodoc", "myst_parser"]
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+# Markdown headings get anchors, so a page can link to a section of another ("file.md#section").
+myst_heading_anchors = 3
 
 # Plain reStructuredText docstrings (no Google/NumPy sections), so no napoleon.
 autodoc_default_options = {
@@ -35,7 +39,7 @@ autodoc_typehints = "signature"
 autoclass_content = "class"
 add_module_names = False
 
-exclude_patterns = ["_build", "_static/*.json"]
+exclude_patterns = ["_build", "_static/*.json", "_static/*.png"]
 html_theme = "alabaster"
 html_theme_options = {
     "description": "A compiled Ethereum Merkle Patricia Trie for Python",
@@ -143,7 +147,58 @@ def _process_signature(app, what, name, obj, options, signature, return_annotati
     return _python_signature(name, signature), return_annotation
 
 
+# ------------------------------------------------------------------------------------------------ figures
+# The benchmark figures are drawn at every build from one JSON report: the reference run kept in the repository
+# (bench_reference.json), or the report named by MPT_BENCH_REPORT (`make docs BENCH_JSON=...`). They land in
+# _static/ (git-ignored) and are redrawn only when the report or docs/plot_bench.py changed since the last draw.
+
+BENCH_REPORT = os.environ.get("MPT_BENCH_REPORT") or os.path.join(HERE, "bench_reference.json")
+FIGURES = ("bench_hash.png", "bench_peers.png", "bench_vs_geth.png")
+
+
+def _draw_bench_figures(app):
+    from sphinx.util import logging
+
+    log = logging.getLogger("mpt.docs")
+    out = os.path.join(HERE, "_static")
+    script = os.path.join(HERE, "plot_bench.py")
+    if not os.path.isfile(BENCH_REPORT):
+        log.warning("no benchmark report at %s: the figures are missing (run make docs-plots)" % BENCH_REPORT)
+        return
+    stamp_path = os.path.join(out, ".bench_figures")
+    stamp = "%s %d %d" % (os.path.abspath(BENCH_REPORT), os.stat(BENCH_REPORT).st_mtime_ns,
+                          os.stat(script).st_mtime_ns)
+    try:
+        with open(stamp_path, encoding="utf-8") as f:
+            fresh = f.read() == stamp and all(os.path.isfile(os.path.join(out, p)) for p in FIGURES)
+    except OSError:
+        fresh = False
+    if fresh:
+        return
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        log.warning("matplotlib is missing, so the benchmark figures are not drawn: pip install -e '.[docs]'")
+        return
+    import subprocess
+    import sys
+
+    log.info("drawing the benchmark figures from %s" % os.path.relpath(BENCH_REPORT))
+    for name in FIGURES:                # a figure the report has no data for must not survive from another run
+        if os.path.isfile(os.path.join(out, name)):
+            os.remove(os.path.join(out, name))
+    # A process of its own: matplotlib's state (backend, rcParams) stays out of Sphinx's.
+    proc = subprocess.run([sys.executable, script, BENCH_REPORT, "--out", out], capture_output=True, text=True,
+                          env=dict(os.environ, MPLBACKEND="Agg"))
+    if proc.returncode != 0:
+        log.warning("docs/plot_bench.py could not plot %s: %s" % (BENCH_REPORT, proc.stderr.strip()[-2000:]))
+        return
+    with open(stamp_path, "w", encoding="utf-8") as f:
+        f.write(stamp)
+
+
 def setup(app):
+    app.connect("builder-inited", _draw_bench_figures)
     app.connect("autodoc-process-signature", _process_signature)
     from docutils import nodes
     from docutils.parsers.rst import directives
@@ -151,7 +206,8 @@ def setup(app):
 
     class BenchFigure(Figure):
         """``.. bench-figure:: _static/bench_x.png``: a figure when the PNG exists, else a note saying how to
-        make it (the PNGs come from ``make docs-plots`` and need a benchmark run, so a fresh checkout has none).
+        make it (the build draws the PNGs from the reference run; a report without data for a figure, or a
+        build without matplotlib, leaves it out).
         """
 
         option_spec = dict(Figure.option_spec, missing=directives.unchanged)
@@ -166,13 +222,13 @@ def setup(app):
             para = nodes.paragraph()
             para += nodes.Text("%s " % (self.options.get("missing") or "Figure not generated yet."))
             para += nodes.literal(text="docs/" + self.arguments[0])
-            para += nodes.Text(" does not exist yet: run ")
+            para += nodes.Text(" was not drawn: the benchmark report (")
+            para += nodes.literal(text=os.path.relpath(BENCH_REPORT, os.path.dirname(HERE)))
+            para += nodes.Text(") has no data for it, or matplotlib is missing. ")
             para += nodes.literal(text="make docs-plots")
-            para += nodes.Text(" (it runs ")
+            para += nodes.Text(" runs ")
             para += nodes.literal(text="python -m mpt.bench --peers --format json")
-            para += nodes.Text(" once, then ")
-            para += nodes.literal(text="docs/plot_bench.py")
-            para += nodes.Text(") and build the docs again.")
+            para += nodes.Text(" and draws the figures again.")
             note = nodes.note()
             note += para
             return [note]

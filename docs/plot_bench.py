@@ -2,10 +2,10 @@
 
 Usage::
 
-    python -m mpt.bench --peers --format json -o docs/_static/bench.json
-    python docs/plot_bench.py docs/_static/bench.json --out docs/_static
+    python -m mpt.bench --peers --format json -o docs/bench_reference.json
+    python docs/plot_bench.py docs/bench_reference.json --out docs/_static
 
-(``make docs-plots`` does both, running the benchmarks only when the JSON file is missing.)
+(``make docs-plots`` does both; every docs build runs the second step on the reference run, docs/conf.py.)
 
 Figures written (each only when the report has the data for it):
 
@@ -39,7 +39,7 @@ without data is simply not written):
 
 - An implementation called "mpt" inside the peer data is our own time measured alternating with the peers;
   the peer figure prefers it over the plain ``Insert/N`` benchmark of the same size.
-- geth's figures are not in the report: they are the reference table of BENCHMARKS.md (go-ethereum 02b73d4e,
+- geth's figures are not in the report: they are the reference table of the docs' Benchmarks page (go-ethereum 02b73d4e,
   one core, a 2 vCPU Xeon), copied below as ``GETH``. They come from another run on another machine, so the
   figures label them as a reference, not as a measurement of this run.
 - A report whose ``machine`` mapping has an ``"illustration"`` key (such as a hand-made sample) is stamped
@@ -56,7 +56,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-# go-ethereum's own benchmarks on the same workloads (BENCHMARKS.md, "Where we are headed"), in ns/op:
+# go-ethereum's own benchmarks on the same workloads (docs/benchmarks.rst, "geth's reference figures"), in ns/op:
 # (low, high, B/op, allocs/op). A single figure has low == high.
 US = 1e3
 MS = 1e6
@@ -78,10 +78,10 @@ GETH: Dict[str, Tuple[float, float, Optional[float], Optional[float]]] = {
     "VerifyRangeProof1000": (2.1 * MS, 2.1 * MS, None, None),
     "VerifyRangeProof5000": (10 * MS, 10 * MS, None, None),
 }
-GETH_LABEL = "geth 02b73d4e, 1 core (reference, BENCHMARKS.md)"
+GETH_LABEL = "geth 02b73d4e, 1 core (reference figures, docs: Benchmarks)"
 GETH_TWO_CORES = {"DeriveSha200/std_trie", "DeriveSha200/stack_trie"}   # geth's DeriveSha figures used 2 cores
 
-# The Python peers on the same data (BENCHMARKS.md): insert all + root, one core, in ns.
+# The Python peers on the same data (docs/benchmarks.rst): insert all + root, one core, in ns.
 PEER_REFERENCE: Dict[str, Dict[int, float]] = {
     "py-trie": {10000: 2.7e9, 100000: 33e9},
     "execution-specs": {10000: 0.8e9, 100000: 10.6e9},
@@ -361,7 +361,7 @@ def plot_peers(doc: Dict[str, Any], ours: Dict[str, Measure], peers: Dict[str, D
                     next(markers, "o"))
     for impl, ref in PEER_REFERENCE.items():
         ax.scatter(list(ref), list(ref.values()), facecolors="none", edgecolors=COLORS.get(impl, "#9467bd"),
-                   marker="o", s=60, label="%s (reference, BENCHMARKS.md)" % impl)
+                   marker="o", s=60, label="%s (reference machine, docs: Benchmarks)" % impl)
     _time_axis(ax)
     sizes = sorted({s for pts in by_impl.values() for s, _ in pts} | {s for r in PEER_REFERENCE.values() for s in r})
     _size_axis(ax, sizes)

@@ -6,6 +6,7 @@ in the order 1..127, 0, 128.. which is ascending once RLP-encoded (rlp(0) is 0x8
 ``impl="simple"``: a binary keccak Merkle tree over keccak(item) (klaytn DeriveShaSimple).
 ``impl="concat"``: keccak of the concatenation (klaytn DeriveShaConcat).
 """
+from cpython.buffer cimport PyObject_CheckBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport uint8_t
 
@@ -43,14 +44,18 @@ cdef bytes _keccak(const uint8_t *data, Py_ssize_t n):
     return PyBytes_FromStringAndSize(<char *>digest, 32)
 
 
-cdef list _as_bytes_list(items):
+cdef list _as_bytes_list(items, str func):
     cdef list out = []
+    # A single encoding (bytes, str...) would iterate as ints or characters: name the argument instead.
+    if isinstance(items, (str, bytes, bytearray, memoryview)) or not hasattr(items, "__iter__"):
+        raise TypeError("%s() items must be an iterable of consensus encodings (bytes), not %s"
+                        % (func, type(items).__name__))
     for i, item in enumerate(items):
         if type(item) is not bytes:
-            if isinstance(item, (bytes, bytearray, memoryview)):
-                item = bytes(item)
+            if PyObject_CheckBuffer(item):      # any bytes-like object, as hashlib takes
+                item = bytes(memoryview(item))
             else:
-                raise TypeError("item %d is %s; derive_sha takes consensus-encoded bytes" % (i, type(item).__name__))
+                raise TypeError("item %d is %s; %s takes consensus-encoded bytes" % (i, type(item).__name__, func))
         out.append(item)
     return out
 
@@ -100,7 +105,7 @@ def derive_sha(items, impl="orig", StackTrie stack_trie=None):
     ``impl`` is "orig" (geth DeriveSha: the header's transactionsRoot etc.), "simple" or "concat" (klaytn).
     ``stack_trie`` lets a caller reuse one StackTrie across calls (it is reset first).
     """
-    cdef list data = _as_bytes_list(items)
+    cdef list data = _as_bytes_list(items, "derive_sha")
     if impl == "orig":
         return _derive_orig(data, stack_trie)
     if impl == "simple":
@@ -112,7 +117,7 @@ def derive_sha(items, impl="orig", StackTrie stack_trie=None):
 
 def derive_sha_trie(items):
     """DeriveSha through a plain Trie (geth's ListHasher path); equals derive_sha(items, "orig")."""
-    cdef list data = _as_bytes_list(items)
+    cdef list data = _as_bytes_list(items, "derive_sha_trie")
     cdef Trie t = Trie()
     cdef Py_ssize_t i
     for i in range(len(data)):

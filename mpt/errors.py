@@ -44,9 +44,15 @@ class VersionError(MptError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
 class InputFormatError(MptError, ValueError):
     """A malformed input record (genesis alloc, state dump, pairs file); the message names the line or account."""
 
     def __init__(self, message: str, line: Optional[int] = None) -> None:
         super().__init__(message)
         self.line = line
+
+
+class StoreClosedError(MptError, ValueError):
+    """A node store used after ``close()`` (or after its ``with`` block); a ValueError like I/O on a closed file."""

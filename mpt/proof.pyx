@@ -5,6 +5,7 @@ A proof is a list of node encodings. Verification looks nodes up by the keccak25
 order of a proof does not matter and a caller cannot make a node stand in for another.
 """
 cimport cython
+from cpython.buffer cimport PyObject_CheckBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_AsTuple
 from cpython.mem cimport PyMem_Free, PyMem_Malloc

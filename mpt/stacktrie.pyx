@@ -18,6 +18,7 @@ how mpt.parallel combines shard results into the top levels. Keys that are prefi
 branch) are allowed when ``allow_prefix`` is set; StackTrie refuses them, like geth.
 """
 cimport cython
+from cpython.buffer cimport PyObject_CheckBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_RawFree, PyMem_RawRealloc
 from libc.stdint cimport uint8_t, uint32_t
@@ -579,9 +580,9 @@ cdef inline bytes _as_bytes(object data, str what):
     # The key is copied into the builder; the value is kept (bytes are immutable, other buffers are copied).
     if type(data) is bytes:
         return <bytes>data
-    if isinstance(data, (bytes, bytearray, memoryview)):
-        return bytes(data)
-    raise TypeError("%s must be bytes-like, not %s" % (what, type(data).__name__))
+    if PyObject_CheckBuffer(data):      # any bytes-like object (buffer protocol), as hashlib takes
+        return bytes(memoryview(data))
+    raise TypeError("%s must be a bytes-like object, not %s" % (what, type(data).__name__))
 
 
 cdef str _nibbles_hex(const uint8_t *nib, size_t n):

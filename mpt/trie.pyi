@@ -2,7 +2,8 @@
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal, Protocol, TypeVar, overload
 
-from typing_extensions import Self
+# Buffer: any bytes-like object (bytes, bytearray, memoryview...), copied to bytes on the way in.
+from typing_extensions import Buffer, Self
 
 from mpt.committer import NodeSet
 from mpt.node import FullNode, HashNode, Node, ShortNode
@@ -21,7 +22,7 @@ class Trie:
     """An Ethereum Merkle Patricia Trie."""
 
     def __init__(
-        self, db: _NodeReader | None = None, root: bytes | None = None, *, verify_reads: bool = True
+        self, db: _NodeReader | None = None, root: Buffer | None = None, *, verify_reads: bool = True
     ) -> None: ...
     @property
     def db(self) -> Any:
@@ -30,12 +31,12 @@ class Trie:
     def last_commit(self) -> NodeSet | None:
         """NodeSet written by the last commit, or None."""
     @overload
-    def get(self, key: bytes) -> bytes | None: ...
+    def get(self, key: Buffer) -> bytes | None: ...
     @overload
-    def get(self, key: bytes, default: _T) -> bytes | _T: ...
-    def update(self, key: bytes, value: bytes) -> None:
+    def get(self, key: Buffer, default: _T) -> bytes | _T: ...
+    def update(self, key: Buffer, value: Buffer) -> None:
         """Set key to value; an empty value deletes the key (geth semantics)."""
-    def delete(self, key: bytes) -> None:
+    def delete(self, key: Buffer) -> None:
         """Remove key; a missing key is not an error (geth semantics)."""
     def hash(self) -> bytes:
         """The root hash (EMPTY_ROOT for an empty trie)."""
@@ -52,16 +53,16 @@ class Trie:
     def commit(
         self, collect_leaves: bool, *, set_head: bool = False
     ) -> bytes | tuple[bytes, list[tuple[bytes, bytes]]]: ...
-    def items(self, start: bytes = b"") -> Iterator[tuple[bytes, bytes]]:
+    def items(self, start: Buffer = b"") -> Iterator[tuple[bytes, bytes]]:
         """(key, value) pairs in ascending key order, from the first key >= start."""
-    def keys(self, start: bytes = b"") -> Iterator[bytes]:
+    def keys(self, start: Buffer = b"") -> Iterator[bytes]:
         """Keys in ascending order, from the first key >= start."""
-    def values(self, start: bytes = b"") -> Iterator[bytes]:
+    def values(self, start: Buffer = b"") -> Iterator[bytes]:
         """Values in ascending key order, from the first key >= start."""
     def __iter__(self) -> Iterator[bytes]: ...
     def node_iter(self) -> Iterator[tuple[bytes, bytes | None, bytes]]:
         """(path, hash or None, blob) of every node in pre-order."""
-    def prove(self, key: bytes) -> list[bytes]:
+    def prove(self, key: Buffer) -> list[bytes]:
         """Merkle proof for key: node encodings from the root down."""
     def prove_many(self, keys: Iterable[bytes]) -> list[bytes]:
         """One deduplicated proof covering every key in keys."""
@@ -76,7 +77,7 @@ class Trie:
     def copy(self) -> Self:
         """An independent trie with the same content. O(1): nodes are shared copy-on-write."""
     def __copy__(self) -> Self: ...
-    def __getitem__(self, key: bytes, /) -> bytes: ...
-    def __setitem__(self, key: bytes, value: bytes, /) -> None: ...
-    def __delitem__(self, key: bytes, /) -> None: ...
-    def __contains__(self, key: bytes, /) -> bool: ...
+    def __getitem__(self, key: Buffer, /) -> bytes: ...
+    def __setitem__(self, key: Buffer, value: Buffer, /) -> None: ...
+    def __delitem__(self, key: Buffer, /) -> None: ...
+    def __contains__(self, key: Buffer, /) -> bool: ...

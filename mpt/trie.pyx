@@ -6,6 +6,7 @@ unchanged subtree keeps its cached hash and `copy()` costs O(1).
 """
 cimport cython
 from cpython.ref cimport Py_REFCNT
+from cpython.buffer cimport PyObject_CheckBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport uint8_t
 from libc.string cimport memcmp
@@ -30,12 +31,17 @@ cdef object _MISSING = object()
 
 
 cdef bytes check_bytes(object value, str what):
-    """value as exact bytes; TypeError naming the type otherwise (bytes subclasses are accepted and copied)."""
+    """value as exact bytes; TypeError naming the type otherwise.
+
+    Like hashlib, any bytes-like object (buffer protocol: bytearray, memoryview, array.array, bytes
+    subclasses...) is accepted and copied, so a caller reusing its buffer cannot change what the trie holds.
+    The exact-type check comes first: ``bytes``, the common case, costs one pointer comparison.
+    """
     if type(value) is bytes:
         return <bytes>value
-    if isinstance(value, bytes):
-        return bytes(value)
-    raise TypeError("%s must be bytes, not %s" % (what, type(value).__name__))
+    if PyObject_CheckBuffer(value):
+        return bytes(memoryview(value))
+    raise TypeError("%s must be a bytes-like object, not %s" % (what, type(value).__name__))
 
 
 cdef inline FullNode _empty_branch():
@@ -63,8 +69,10 @@ cdef class Trie:
 
     ``Trie()`` is empty, backed by a fresh MemoryDB. ``Trie(db=..., root=hash)`` opens the trie with that root
     from a node database (see mpt.db; a plain dict works too); nodes load lazily on first touch and are checked
-    against their hash unless ``verify_reads=False``. Keys and values are bytes. Like geth, updating a key
-    with an empty value deletes it.
+    against their hash unless ``verify_reads=False``. As geth's ``trie.New``, the root node itself is read at
+    construction: a root the database does not hold raises :class:`~mpt.errors.MissingNodeError` here, not
+    at the first access. Keys and values are bytes, or any bytes-like object (bytearray, memoryview...: copied
+    to bytes). Like geth, updating a key with an empty value deletes it.
     """
 
     def __init__(self, db=None, root=None, *, bint verify_reads=True):
@@ -82,7 +90,8 @@ cdef class Trie:
             if len(root) != HASH_LENGTH:
                 raise ValueError("root must be a 32-byte hash, got %d bytes" % len(root))
             if root != _EMPTY_ROOT:
-                self.root = HashNode.new(root)
+                # Resolved now (geth's trie.New): a root missing from db fails here, with its hash.
+                self.root = self._resolve(HashNode.new(root), b"", 0)
                 self._root_hash = root
 
     # -------------------------------------------------------------------------------------- key hook

@@ -15,6 +15,7 @@ import html.parser
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -168,7 +169,9 @@ def test_offline_assets_rewrite():
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 HAVE_ASV = all(importlib.util.find_spec(m) is not None for m in ("asv", "Cython", "setuptools"))
-HAVE_ASSETS = shutil.which("npm") is not None or (ASV_BENCH / ".asv" / "offline-assets").is_dir()
+# The npm tarballs are cached outside the repository (offline_assets.default_cache_dir()).
+HAVE_ASSETS = shutil.which("npm") is not None or Path(
+    _load("mpt_asv_offline_assets_cache", ASV_BENCH / "offline_assets.py").default_cache_dir()).is_dir()
 GRAPH = "bench_trie.HashFixedSize.time_op"
 FILTER = r"^bench_trie\.HashFixedSize\..*\('10'\)$"
 
@@ -312,6 +315,13 @@ def test_offline_dashboard_renders_hash_graph(tmp_path):
                           check=True).stdout.strip()
     result_files = [p for p in (tmp_path / "results").glob("*/%s-*.json" % head[:8])]
     assert len(result_files) == 1, list((tmp_path / "results").rglob("*.json"))
+    # The machine is named by what it is (CPU model, cores), not by the host name or the interpreter's path.
+    machine = result_files[0].parent.name
+    assert re.fullmatch(r"[A-Za-z0-9.-]+-%dcores" % (os.cpu_count() or 1), machine), machine
+    index = json.loads((tmp_path / "html" / "index.json").read_text())
+    assert index["params"]["machine"] == [machine], index["params"]
+    # The interpreter shows as its version, as in asv's own virtualenv builds, not as the venv's path.
+    assert index["params"]["python"] == ["%d.%d" % sys.version_info[:2]], index["params"]
     recorded = json.loads(result_files[0].read_text())
     columns = recorded["result_columns"]
     entry = dict(zip(columns, recorded["results"][GRAPH]))

@@ -2,6 +2,7 @@
 
 Everything here runs tiny cases with two short samples: the numbers are not looked at, only their shape.
 """
+import io
 import json
 import re
 import subprocess
@@ -60,6 +61,7 @@ def test_default_run_leaves_out_100k():
     assert not any("100K" in name for name in default)
     assert {c.name for c in cases.select(everything=True)} == set(cases.CASES)
     assert [c.name for c in cases.select("^HashFixedSize/100K$")] == ["HashFixedSize/100K"]
+    assert [c.name for c in cases.select("HashFixedSize/100K")] == ["HashFixedSize/100K"]
 
 
 def smallest_per_group():
@@ -164,20 +166,148 @@ def test_no_match_is_an_error(capsys):
     assert main(["-b", "^NoSuchCase$", *FAST]) == 1
 
 
-def test_peers_missing_ones_are_skipped(capsys, monkeypatch):
+def test_peers_missing_ones_are_skipped_with_one_install_hint(capsys, monkeypatch):
     real = cases.peers()
-    fake = cases.Peer("not-a-peer", None, "not installed")
-    monkeypatch.setattr(cases, "peers", lambda: [real[0], fake])
-    code, out = run(capsys, "-b", r"^HashFixedSize/10$", *FAST, "--peers")
+    fakes = [cases.Peer("not-a-peer", None, "not installed"), cases.Peer("other", None, "needs Python >= 3.11")]
+    monkeypatch.setattr(cases, "peers", lambda: [real[0], *fakes])
+    code, out = run(capsys, "-b", "Insert/1K", *FAST, "--peers")
     assert code == 0
-    assert "peer not-a-peer skipped: not installed" in out
-    assert re.search(r"^Insert/10 ", out, re.M)
+    notes = [line for line in out.splitlines() if line.startswith("note:")]
+    assert notes == ["note: peers skipped: not-a-peer (not installed); other (needs Python >= 3.11); install them "
+                     "with pip install 'mpt-engine[peers]'"]
+    assert out.count("pip install") == 1
+
+
+def _fake_peer(name, calls, mpt_build):
+    """A peer (mpt's own build under another name) whose op records its calls."""
+
+    def build(keys, values):
+        calls.append(name)
+        return mpt_build(keys, values)
+
+    return cases.Peer(name, build, detail="%s (test double)" % name)
+
+
+def test_peers_share_the_main_measurement_and_run_only_listed_cases(capsys, monkeypatch, tmp_path):
+    calls = []
+    real = cases.peers()
+    fake = _fake_peer("fake-peer", calls, real[0].build)
+    monkeypatch.setattr(cases, "peers", lambda: [real[0], fake])
+    path = tmp_path / "run.json"
+    code, out = run(capsys, "-b", r"(HashFixedSize/10|Insert/1K)", *FAST, "--peers", "--format", "json",
+                    "-o", str(path))
+    assert code == 0
+    # Rows of the peer table are listed case names only (no Insert/10 from HashFixedSize/10).
+    listed = set(cases.CASES)
+    peer_table = out[out.index("fake-peer"):out.index("peers: insert all")]
+    rows = [line.split()[0] for line in peer_table.splitlines()[1:] if line.strip()]
+    assert rows == ["Insert/1K"] and set(rows) <= listed
+    assert "Insert/10 " not in out
+    doc = json.loads(path.read_text())
+    main_row = next(b for b in doc["benchmarks"] if b["name"] == "Insert/1K")
+    by_impl = {p["extra"]["impl"]: p for p in doc["peers"]}
+    assert set(by_impl) == {"mpt", "fake-peer"}
+    # mpt is measured once: its peer entry is the main table's result, sample for sample.
+    assert by_impl["mpt"]["samples"] == main_row["samples"]
+    assert {p["name"] for p in doc["peers"]} == {"Insert/1K"}
+    assert by_impl["fake-peer"]["extra"]["ratio_vs_mpt"] == pytest.approx(
+        by_impl["fake-peer"]["median"] / main_row["median"])
+    assert len(by_impl["fake-peer"]["samples"]) == 2
+    assert calls and set(calls) == {"fake-peer"}        # check, calibration and the samples ran the peer
+    # The peer's text row uses the same mpt median as the main table.
+    mpt_cell = re.search(r"^Insert/1K\s+(\S+) ±", out, re.M).group(1)
+    assert re.search(r"^Insert/1K\s+%s ± .*\(\d+\.\d×\)" % re.escape(mpt_cell), peer_table, re.M)
+
+
+def test_peers_without_an_insert_case_say_so(capsys):
+    code, out = run(capsys, "-b", "HashFixedSize/10", *FAST, "--peers")
+    assert code == 0
+    assert "note: --peers compares the Insert/N cases" in out
+    assert "py-trie" not in out.split("note:")[0]
+
+
+# ------------------------------------------------------------------------------------------------ -b matching
+
+@pytest.mark.parametrize("pattern, names", [
+    ("HashFixedSize", ["HashFixedSize/%s" % s for s in ("10", "100", "1K", "10K", "100K")]),
+    ("HashFixedSize/1K", ["HashFixedSize/1K"]),
+    ("HashFixedSize/10", ["HashFixedSize/10"]),
+    ("Insert/", ["Insert/1K", "Insert/10K", "Insert/100K"]),
+    ("Insert", ["Insert/1K", "Insert/10K", "Insert/100K"]),
+    ("Insert100K", ["Insert100K"]),
+    ("DeriveSha200/stack.*", ["DeriveSha200/stack_trie"]),
+    ("VerifyRangeProof1.*", ["VerifyRangeProof10", "VerifyRangeProof100", "VerifyRangeProof1000"]),
+    ("(HashFixedSize/10|Prove)", ["HashFixedSize/10", "Prove"]),
+    ("Hash", []),
+])
+def test_bench_pattern_is_anchored_per_level(pattern, names):
+    assert [c.name for c in cases.select(pattern)] == names
+
+
+def test_search_flag_keeps_substring_matching(capsys):
+    assert [c.name for c in cases.select("HashFixedSize/10$", search=True)] == [
+        "HashFixedSize/10", "CommitAfterHashFixedSize/10"]
+    code, out = run(capsys, "-b", "HashFixedSize/10$", "--search", *FAST)
+    assert code == 0
+    assert re.search(r"^CommitAfterHashFixedSize/10 ", out, re.M) and re.search(r"^HashFixedSize/10 ", out, re.M)
+    code, out = run(capsys, "-b", "HashFixedSize/10", *FAST)
+    assert code == 0
+    assert "CommitAfter" not in out
+
+
+def test_no_match_suggests_widening(capsys):
+    assert main(["-b", "VerifyRange", *FAST]) == 1
+    err = capsys.readouterr().err
+    assert "no case matches 'VerifyRange'" in err and "'VerifyRange.*'" in err and "--search" in err
+
+
+def test_split_pattern_like_go():
+    assert cases.split_pattern("a/b") == ["a", "b"]
+    assert cases.split_pattern(r"a\/b/[/]/(c/d)/") == [r"a\/b", "[/]", "(c/d)", ""]
+
+
+# ------------------------------------------------------------------------------------------------ progress
+
+def test_progress_without_a_terminal_is_one_line_per_case():
+    # stderr is a pipe here: no bar frames, one line per finished case, as it finishes.
+    proc = subprocess.run([sys.executable, "-m", "mpt.bench", "-b", TINY, "--count", "2", "--min-time", "0.001"],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 2 and "\r" not in proc.stderr
+    assert re.match(r"^\[1/2\] HashFixedSize/10 [\d.]+(ns|µs|ms|s) ± [\d.]+%$", lines[0]), lines
+    assert re.match(r"^\[2/2\] VerifyRangeNoProof10 [\d.]+(ns|µs|ms|s) ± [\d.]+%$", lines[1]), lines
+
+
+def test_no_progress_is_silent():
+    proc = subprocess.run([sys.executable, "-m", "mpt.bench", "-b", TINY, *FAST], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stderr == ""
+
+
+def test_progress_on_a_terminal_is_a_bar():
+    from mpt.bench.__main__ import _BarProgress, _LineProgress, _progress
+
+    class Tty:
+        def isatty(self):
+            return True
+
+        def write(self, s):
+            pass
+
+        def flush(self):
+            pass
+
+    bar = _progress(10, 2, True, Tty())
+    assert isinstance(bar, _BarProgress)
+    bar.close()
+    assert isinstance(_progress(10, 2, True, io.StringIO()), _LineProgress)     # not a terminal
 
 
 def test_peers_that_are_installed_agree_on_the_root():
     for peer in cases.peers():
         if peer.build is not None:
-            case = cases.peer_case(peer, "10")
+            case = cases.peer_case(peer, "1K")
             case.check(case.setup())
 
 

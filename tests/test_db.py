@@ -16,7 +16,7 @@ from mpt import EMPTY_ROOT, FullNode, ShortNode, Trie, ValueNode, decode_node, k
 from mpt.db import LMDBStore, MemoryDB, NodeDatabase, write_nodes
 from mpt.db.lmdb_store import HEAD_KEY
 from mpt.db.tools import copy_reachable, inspect_trie
-from mpt.errors import MissingNodeError, NodeDecodeError
+from mpt.errors import MissingNodeError, NodeDecodeError, StoreClosedError
 
 lmdb = pytest.importorskip("lmdb")
 
@@ -126,7 +126,7 @@ def test_lmdb_store_protocol(tmp_path):
         assert "read-only" not in repr(s)
     assert s.closed
     s.close()                                     # a second close does nothing
-    with pytest.raises(lmdb.Error):
+    with pytest.raises(StoreClosedError, match="the LMDB store at .* is closed"):
         s.get(b"\x07" * 32)
     with LMDBStore(path, readonly=True) as ro:
         assert ro.get(b"\x07" * 32) == b"blob" and ro.head() == b"\x07" * 32

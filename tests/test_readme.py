@@ -21,3 +21,44 @@ def test_ci_runs_the_readme_test_command_verbatim():
     test_command = _readme_commands()[1]
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     assert test_command in ci
+
+
+# ------------------------------------------------------------------------------------------------ issue 16
+
+def _make_targets():
+    targets = []
+    for line in (ROOT / "Makefile").read_text().splitlines():
+        m = re.match(r"^([A-Za-z0-9_-]+(?:\s+[A-Za-z0-9_-]+)*)\s*:(?!=)", line)
+        if m:
+            targets += m.group(1).split()
+    return targets
+
+
+def test_bare_make_prints_help_listing_every_target():
+    import shutil
+    import subprocess
+
+    import pytest
+
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    dry = subprocess.run(["make", "-n"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert dry.returncode == 0 and "sphinx-build" not in dry.stdout     # a bare make builds nothing
+    bare = subprocess.run(["make"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    helped = subprocess.run(["make", "help"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert bare.returncode == 0 and bare.stdout == helped.stdout
+    listed = [line.split()[0] for line in bare.stdout.splitlines() if line.startswith("  ")]
+    targets = _make_targets()
+    assert {"docs", "docs-plots", "asv", "help"} <= set(targets)
+    assert listed == targets                              # every target, in the Makefile's order
+    for line in bare.stdout.splitlines():
+        if line.startswith("  "):
+            assert len(line.split(None, 1)) == 2, "target without a ## description: %r" % line
+
+
+def test_readme_says_how_to_build_docs_and_dashboard():
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Docs and dashboard", 1)[1].split("\n## ", 1)[0]
+    for needle in ('pip install -e ".[docs]"', "make docs", "make docs-plots", 'pip install -e ".[bench]"',
+                   "make asv", "make help", "npm registry", "~/.cache/mpt-engine/asv-assets"):
+        assert needle in section, needle

@@ -118,10 +118,10 @@ def test_mapping_api():
     assert t.hash() == EMPTY_ROOT
 
 
-@pytest.mark.parametrize("bad", ["dog", 5, None, bytearray(b"dog"), [b"d"]])
+@pytest.mark.parametrize("bad", ["dog", 5, None, [b"d"], 1.5])
 def test_type_errors(bad):
     t = Trie()
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="must be a bytes-like object, not %s" % type(bad).__name__):
         t.update(bad, b"v")
     with pytest.raises(TypeError):
         t.update(b"k", bad)
@@ -169,12 +169,33 @@ def test_opening_without_db_is_refused():
     assert Trie(root=EMPTY_ROOT).hash() == EMPTY_ROOT
 
 
-def test_missing_node():
-    t = Trie(db={}, root=b"\x11" * 32)
+def test_missing_root_fails_at_construction():
+    # geth's trie.New resolves the root: a root the database lacks fails at once, not at the first access.
     with pytest.raises(MissingNodeError) as info:
-        t.get(b"abc")
-    assert info.value.node_hash == b"\x11" * 32
+        Trie(db={}, root=b"\x11" * 32)
+    assert info.value.node_hash == b"\x11" * 32 and info.value.path == b""
+    assert str(info.value) == "missing trie node %s (path <root>)" % ("11" * 32)
     assert isinstance(info.value, mpt.MptError)
+    with pytest.raises(MissingNodeError):
+        mpt.SecureTrie(db={}, root=b"\x11" * 32)
+
+
+def test_missing_inner_node_fails_on_access():
+    t = build([(bytes([i]) * 4, b"v" * 40) for i in range(40)])
+    db = {h: blob for _, h, blob in t.node_iter() if h is not None}
+    root = t.hash()
+    child = next(h for h in db if h != root)
+    del db[child]
+    opened = Trie(db=db, root=root)             # the root is there: construction succeeds
+    with pytest.raises(MissingNodeError) as info:
+        for _ in opened.items():
+            pass
+    assert info.value.node_hash == child
+
+
+def test_corrupt_root_fails_at_construction():
+    with pytest.raises(mpt.errors.NodeDecodeError, match="does not hash to its key"):
+        Trie(db={b"\x22" * 32: b"\xc0"}, root=b"\x22" * 32)
 
 
 # -------------------------------------------------------------------------------------------- normalisation

@@ -1,7 +1,7 @@
 """Tests of the benchmark workloads (mpt.bench.workloads): the data must be bit-identical to go-ethereum's.
 
 Each workload's root, computed with the pure-Python reference trie, must equal the root geth computes on the
-same data (BENCHMARKS.md). The Go math/rand port is checked against outputs of Go itself.
+same data (docs/benchmarks.rst). The Go math/rand port is checked against outputs of Go itself.
 """
 
 import json

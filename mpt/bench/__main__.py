@@ -1,7 +1,8 @@
 """``python -m mpt.bench``: go-ethereum's trie benchmarks on the same data, reported like ``go test -bench``.
 
 Run ``python -m mpt.bench --help`` for the options. The cases live in :mod:`mpt.bench.cases` and the workloads in
-:mod:`mpt.bench.workloads`; BENCHMARKS.md describes both and geth's numbers on this kind of machine.
+:mod:`mpt.bench.workloads`; the "Benchmarks" page of the documentation (docs/benchmarks.rst) describes both and
+geth's numbers on this kind of machine.
 
 How a case is measured:
 
@@ -16,6 +17,11 @@ How a case is measured:
    encodings, in a C loop (samples interleaved with the hash samples).
 6. The Merkle cases (mpt.merkle) report ``sha_ratio`` the same way: root time / time of our C SHA-256 alone
    over the same preimages (0x00||leaf, 0x01||left||right), batched as root() hashes them, and one at a time.
+7. With ``--peers``, each selected ``Insert/N`` case times the Python peers (each ``MerkleRoot/N`` case a hashlib loop and
+   pymerkle) on the same workload inside its own sample loop (mpt, then each peer, per sample): mpt's row is one measurement, shared by the main table and the
+   peer ratios.
+
+Progress goes to stderr: a bar on a terminal, otherwise (a log, CI) one line per finished case.
 """
 
 from __future__ import annotations
@@ -67,6 +73,9 @@ class Result:
     bytes_per_op: Optional[float] = None
     allocs_per_op: Optional[float] = None
     extra: Dict[str, Any] = field(default_factory=dict)
+    # --peers: the peers' Results on this case's workload, sampled alternating with this one (not in to_json:
+    # the report lists them under "peers").
+    peer_results: Dict[str, "Result"] = field(default_factory=dict)
 
     @property
     def median(self) -> float:
@@ -91,7 +100,7 @@ class Result:
 
 
 class _NoProgress:
-    """Stands in for tqdm when it is missing or the bar is off."""
+    """Stands in for tqdm when the bar is off (--no-progress)."""
 
     def update(self, n=1):
         pass
@@ -102,21 +111,65 @@ class _NoProgress:
     def write(self, s):
         print(s, file=sys.stderr)
 
+    def case_done(self, line):
+        pass
+
     def close(self):
         pass
 
 
-def _progress(total: int, enabled: bool):
+class _LineProgress(_NoProgress):
+    """Progress for a stderr that is not a terminal (a log file, CI): one line per finished case, so a long run
+    is never silent and the log holds no carriage-return bar frames."""
+
+    def __init__(self, total_cases: int):
+        self.total_cases = total_cases
+        self.done = 0
+
+    def case_done(self, line):
+        self.done += 1
+        print("[%d/%d] %s" % (self.done, self.total_cases, line), file=sys.stderr, flush=True)
+
+
+class _BarProgress:
+    """tqdm's bar on a terminal (the bar itself shows each case, so nothing is printed per case)."""
+
+    def __init__(self, bar):
+        self.bar = bar
+
+    def update(self, n=1):
+        self.bar.update(n)
+
+    def set_description_str(self, s, refresh=True):
+        self.bar.set_description_str(s, refresh)
+
+    def write(self, s):
+        self.bar.write(s, file=sys.stderr)
+
+    def case_done(self, line):
+        pass
+
+    def close(self):
+        self.bar.close()
+
+
+def _progress(total: int, total_cases: int, enabled: bool, stream=None):
+    """The progress reporter: nothing with enabled False, a tqdm bar when stream (stderr) is a terminal and
+    tqdm is installed, else one line per finished case."""
+    stream = sys.stderr if stream is None else stream
     if not enabled:
         return _NoProgress()
+    isatty = getattr(stream, "isatty", None)
+    if not (isatty is not None and isatty()):
+        return _LineProgress(total_cases)
     try:
         import tqdm as tqdm_module
     except ImportError:
-        return _NoProgress()
+        return _LineProgress(total_cases)
     # No monitor thread: it would allocate (and run) while we count allocations and time.
     tqdm_module.tqdm.monitor_interval = 0
-    return tqdm_module.tqdm(total=total, file=sys.stderr, unit="sample", dynamic_ncols=True, leave=False,
-                            disable=None)
+    return _BarProgress(tqdm_module.tqdm(total=total, file=stream, unit="sample", dynamic_ncols=True,
+                                         leave=False))
 
 
 class Runner:
@@ -162,11 +215,28 @@ class Runner:
         _, nbytes, nallocs = _alloc.measure(case.op, s)
         return nbytes / case.ops_per_sample, nallocs / case.ops_per_sample
 
-    def run_case(self, case) -> Result:
+    def run_case(self, case, companions: Sequence[Any] = (), notes: Optional[List[str]] = None) -> Result:
+        """Measure case. companions are (peer, peer case) pairs timed on the same workload, one sample each
+        after every sample of case (the --peers comparison); their Results land in
+        ``result.peer_results`` by peer name, with ``extra["ratio_vs_mpt"]``. A companion that fails its check is
+        left out with a note."""
         self.bar.set_description_str("%s (check)" % case.name)
         case.check(case.setup())
         state = None if case.stateful else case.setup()
         calls = self._calls(case, state)
+        others = []
+        for peer, peer_case in companions:
+            self.bar.set_description_str("%s: %s (check)" % (case.name, peer.name))
+            try:
+                peer_case.check(peer_case.setup())
+            except Exception as e:  # noqa: BLE001 - a broken peer is a note, never an error
+                if notes is not None:
+                    notes.append("peer %s skipped at %s: %s: %s" % (peer.name, case.name, type(e).__name__, e))
+                self.bar.update(self.count)
+                continue
+            peer_state = None if peer_case.stateful else peer_case.setup()
+            others.append((peer, peer_case, peer_state, self._calls(peer_case, peer_state),
+                           Result(case.name, [], [], extra={"impl": peer.name, "detail": peer.detail})))
         blobs = None
         floor_samples: List[float] = []
         scalar_floor_samples: List[float] = []
@@ -202,6 +272,11 @@ class Runner:
                 _sha256_floor(sha_messages, calls, False)
                 sha_single_samples.append((time.perf_counter_ns() - t0) / (calls * case.ops_per_sample))
             self.bar.update(1)
+            for peer, peer_case, peer_state, peer_calls, peer_result in others:
+                elapsed = self._time_calls(peer_case, peer_state, peer_calls)
+                peer_result.samples.append(elapsed / (peer_calls * peer_case.ops_per_sample))
+                peer_result.iterations.append(peer_calls * peer_case.ops_per_sample)
+                self.bar.update(1)
         bytes_per_op, allocs_per_op = self._allocs(case, state)
         result = Result(case.name, samples, iterations, bytes_per_op, allocs_per_op)
         if case.peak_rss is not None:       # BuildRoot: one op in a fresh interpreter (mpt.bench.rss)
@@ -231,41 +306,10 @@ class Runner:
                 sha_calls=len(sha_messages),
                 sha_bytes=sum(len(m) for m in sha_messages),
             )
+        for peer, _, _, _, peer_result in others:
+            peer_result.extra["ratio_vs_mpt"] = peer_result.median / result.median
+            result.peer_results[peer.name] = peer_result
         return result
-
-    def run_peers(self, labels: Sequence[str], available, notes: List[str],
-                  make_case=bench_cases.peer_case) -> Dict[str, Dict[str, Result]]:
-        """Insert-all-plus-root (or make_case's workload) at each size for each available peer (mpt first),
-        samples alternating."""
-        out: Dict[str, Dict[str, Result]] = {}
-        for label in labels:
-            runnable = []
-            for peer in available:
-                case = make_case(peer, label)
-                self.bar.set_description_str("peers: %s %s (check)" % (peer.name, case.name))
-                try:
-                    case.check(case.setup())
-                except Exception as e:  # noqa: BLE001 - a broken peer is a note, never an error
-                    notes.append("peer %s skipped at %s: %s: %s" % (peer.name, case.name, type(e).__name__, e))
-                    self.bar.update(self.count)
-                    continue
-                state = case.setup()
-                runnable.append((peer, case, state, self._calls(case, state)))
-            results = {peer.name: Result(case.name, [], [], extra={"impl": peer.name, "detail": peer.detail})
-                       for peer, case, _, _ in runnable}
-            for _ in range(self.count):
-                for peer, case, state, calls in runnable:
-                    self.bar.set_description_str("peers: %s %s" % (peer.name, case.name))
-                    elapsed = self._time_calls(case, state, calls)
-                    results[peer.name].samples.append(elapsed / calls)
-                    results[peer.name].iterations.append(calls)
-                    self.bar.update(1)
-            ours = results.get("mpt")
-            for name, r in results.items():
-                if ours is not None and name != "mpt":
-                    r.extra["ratio_vs_mpt"] = r.median / ours.median
-            out[label] = results
-        return out
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -543,11 +587,11 @@ def format_text(results: List[Result], info: Dict[str, Any], settings: Dict[str,
 
     if merkle_peers:
         out.append("")
-        out += _peer_table(merkle_peers, "MerkleRoot/%s")
+        out += _peer_table(merkle_peers, "%s")
         out.append("merkle peers: the CometBFT root of the MerkleRoot leaves; median time, (×) = peer time / mpt "
-                   "time, samples alternating between implementations.")
-        details = ["%s = %s" % (r.extra["impl"], r.extra["detail"])
-                   for r in next(iter(merkle_peers.values())).values()]
+                   "time, samples alternating between implementations (mpt's are those of the table above).")
+        details = ["%s = %s" % (name, r.extra["detail"])
+                   for name, r in next(iter(merkle_peers.values())).items() if r.extra.get("detail")]
         if details:
             out.append("  " + "; ".join(details))
 
@@ -559,8 +603,8 @@ def format_text(results: List[Result], info: Dict[str, Any], settings: Dict[str,
                     names.append(name)
         header = [["", *names]]
         rows = []
-        for label, per_size in peers.items():
-            row = ["Insert/%s" % label]
+        for case_name, per_size in peers.items():
+            row = [case_name]
             for name in names:
                 r = per_size.get(name)
                 if r is None:
@@ -575,9 +619,9 @@ def format_text(results: List[Result], info: Dict[str, Any], settings: Dict[str,
         out.append("")
         out += _render(header, rows, bars=False)
         out.append("peers: insert all accounts, then the root; median time, (×) = peer time / mpt time, "
-                   "samples alternating between implementations.")
-        details = ["%s = %s" % (r.extra["impl"], r.extra["detail"])
-                   for r in next(iter(peers.values())).values()]
+                   "samples alternating between implementations (mpt's are those of the table above).")
+        details = ["%s = %s" % (name, r.extra["detail"])
+                   for name, r in next(iter(peers.values())).items() if r.extra.get("detail")]
         if details:
             out.append("  " + "; ".join(details))
     rss = [r for r in results if r.extra.get("peak_rss")]
@@ -642,10 +686,16 @@ def format_json(results: List[Result], info: Dict[str, Any], settings: Dict[str,
                      "spread": SPREAD_METHOD, "allocs": _alloc is not None,
                      "keccak_backend": settings.get("keccak_backend"), "hash_threads": settings.get("hash_threads")},
         "benchmarks": [r.to_json() for r in results],
-        "peers": [r.to_json() for per_size in (peers or {}).values() for r in per_size.values()],
+        "peers": [_peer_json(name, r) for per_size in (peers or {}).values() for name, r in per_size.items()],
         "notes": list(notes),
     }
     return json.dumps(doc, indent=1) + "\n"
+
+
+def _peer_json(impl: str, r: Result) -> Dict[str, Any]:
+    entry = r.to_json()
+    entry["extra"] = dict(entry["extra"], impl=impl)    # mpt's entry is its main-table result, labelled
+    return entry
 
 
 def load_base(path: str) -> Dict[str, Dict[str, Any]]:
@@ -664,6 +714,7 @@ def load_base(path: str) -> Dict[str, Dict[str, Any]]:
 EPILOG = """\
 cases:
   The default run takes the small sizes (about a minute on 2 cores); -b REGEX or --all adds the 100K ones.
+  -b splits REGEX at '/' and matches each part against a whole level of the name (see -b above).
   --list shows every case. Names follow go-ethereum's benchmarks, so tables line up with geth's.
 
 metrics:
@@ -679,13 +730,15 @@ metrics:
 examples:
   python -m mpt.bench                                   # default run, text table
   python -m mpt.bench -b 'HashFixedSize' --count 20     # every HashFixedSize size, 100K included
+  python -m mpt.bench -b 'HashFixedSize/1K'              # one case (each /-part matches a whole level)
+  python -m mpt.bench -b Hash --search                  # re.search: every name containing "Hash"
   python -m mpt.bench --format json -o old.json         # save a run ...
   python -m mpt.bench --compare old.json                # ... and compare with it (Mann-Whitney U p-values)
   python -m mpt.bench --format go -o new.txt && benchstat geth.txt new.txt
-  python -m mpt.bench --peers -b '^Insert/'             # py-trie and execution-specs on the same workload
-  python -m mpt.bench --peers -b '^Merkle'              # CometBFT Merkle trees; hashlib loop and pymerkle peers
-  python -m mpt.bench --keccak-backend scalar -b Hash --format json -o one_lane.json
-  python -m mpt.bench -b Hash --compare one_lane.json    # what the SIMD lanes buy
+  python -m mpt.bench --peers -b 'Insert/'              # py-trie and execution-specs on the same workload
+  python -m mpt.bench --peers -b 'MerkleRoot/'         # CometBFT Merkle trees: hashlib loop and pymerkle
+  python -m mpt.bench --keccak-backend scalar -b HashFixedSize --format json -o one_lane.json
+  python -m mpt.bench -b HashFixedSize --compare one_lane.json    # what the SIMD lanes buy
 """
 
 
@@ -698,7 +751,13 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("-b", "--bench", metavar="REGEX",
-                   help="run the cases whose name matches REGEX (re.search; any size, 100K included)")
+                   help="run the cases whose name matches REGEX, any size (100K included). Like go test -bench, "
+                        "REGEX is split at '/' into one expression per level of the name; each must match a "
+                        "whole level: 'HashFixedSize' runs HashFixedSize/*, not CommitAfterHashFixedSize; "
+                        "'HashFixedSize/1K' one case; 'VerifyRange.*' both range groups")
+    p.add_argument("--search", action="store_true",
+                   help="match -b REGEX anywhere in the whole name instead (re.search: 'Hash' also selects "
+                        "CommitAfterHashFixedSize)")
     p.add_argument("--all", action="store_true", help="run every case, 100K sizes included")
     p.add_argument("--count", type=int, default=DEFAULT_COUNT, metavar="N",
                    help="samples per case (default %d; medians want at least 10)" % DEFAULT_COUNT)
@@ -715,17 +774,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="add a 'vs base' column against a saved --format json report: change of the median "
                         "and the Mann-Whitney U p-value, '~' when not significant (p > 0.05)")
     p.add_argument("--peers", action="store_true",
-                   help="also time insert-all + root through py-trie and the execution-specs trie at the "
-                        "HashFixedSize/Insert sizes selected, alternating with mpt, and print the ratios "
-                        "(missing peers are skipped; pip install 'mpt-engine[peers]'); at the MerkleRoot sizes "
-                        "selected, a hashlib loop and pymerkle")
+                   help="also time py-trie and the execution-specs trie on each selected Insert/N case "
+                        "(insert all accounts, then the root), their samples alternating with mpt's, and print "
+                        "the ratios, and a hashlib loop and pymerkle on each selected MerkleRoot/N case (missing "
+                         "peers are skipped; %s)" % bench_cases.PEERS_INSTALL_HINT)
     p.add_argument("--keccak-backend", metavar="NAME", choices=("auto",) + tuple(ALL_KECCAK_BACKENDS),
                    help="Keccak backend for batched hashing: auto (default: the widest this CPU runs), "
                         + ", ".join(ALL_KECCAK_BACKENDS) + " (same as MPT_KECCAK_BACKEND)")
     p.add_argument("--hash-threads", type=int, metavar="N",
                    help="threads for batched hashing (default 1, or MPT_HASH_THREADS)")
     p.add_argument("--list", action="store_true", help="list the cases (and whether the default run has them)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress on stderr (by default a bar on a terminal, else one line per finished case)")
     return p
 
 
@@ -735,16 +795,11 @@ def _list_cases(out: TextIO) -> None:
         out.write("%s  %-8s  %s\n" % (case.name.ljust(width), "default" if case.small else "-b/--all", case.doc))
 
 
-def _peer_labels(selected) -> List[str]:
-    by_size = {n: label for label, n in bench_cases.ACCOUNT_SIZES.items()}
-    sizes = sorted({c.size for c in selected if c.group in ("HashFixedSize", "Insert") and c.size in by_size})
-    return [by_size[n] for n in sizes]
-
-
-def _merkle_peer_labels(selected) -> List[str]:
-    by_size = {n: label for label, n in bench_cases.MERKLE_SIZES.items()}
-    sizes = sorted({c.size for c in selected if c.group == "MerkleRoot" and c.size in by_size})
-    return [by_size[n] for n in sizes]
+def _progress_line(r: Result) -> str:
+    line = "%s %s %s" % (r.name, fmt_time(r.median), fmt_spread(r.spread))
+    for name, p in r.peer_results.items():
+        line += "; %s %s" % (name, fmt_time(p.median))
+    return line
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -758,11 +813,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.min_time < 0:
         parser.error("--min-time must not be negative")
     try:
-        selected = bench_cases.select(args.bench, everything=args.all)
+        selected = bench_cases.select(args.bench, everything=args.all, search=args.search)
     except re.error as e:
         parser.error("bad -b regular expression: %s" % e)
     if not selected:
-        print("no case matches %r (see --list)" % args.bench, file=sys.stderr)
+        hint = "" if args.search else (
+            "; each /-separated part must match a whole level of a name: try %r, or --search"
+            % (args.bench.split("/")[0] + ".*"))
+        print("no case matches %r (see --list%s)" % (args.bench, hint), file=sys.stderr)
         return 1
     if args.hash_threads is not None and args.hash_threads < 1:
         parser.error("--hash-threads must be at least 1")
@@ -786,44 +844,54 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 "keccak_backend": keccak_backend(), "hash_threads": get_hash_threads(),
                 "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     notes: List[str] = []
-    peer_labels = _peer_labels(selected) if args.peers else []
-    if args.peers and not peer_labels:
-        notes.append("--peers compares the HashFixedSize/Insert sizes; none was selected")
-    available_peers = []
-    for peer in bench_cases.peers() if peer_labels else ():
+    # --peers: the Python peers run on the selected Insert/N cases only (the same workload: insert every
+    # account, then the root), inside those cases' own sample loops.
+    peer_cases = [c for c in selected if c.group == "Insert"] if args.peers else []
+    merkle_cases = [c for c in selected if c.group == "MerkleRoot"] if args.peers else []
+    if args.peers and not peer_cases and not merkle_cases:
+        notes.append("--peers compares the Insert/N and MerkleRoot/N cases; none was selected (try -b 'Insert/' "
+                     "or -b 'MerkleRoot/')")
+    available_peers, missing = [], []
+    for peer in bench_cases.peers()[1:] if peer_cases else ():    # [0] is mpt itself: the case is its row
         if peer.build is None:
-            notes.append("peer %s skipped: %s" % (peer.name, peer.missing))
+            missing.append("%s (%s)" % (peer.name, peer.missing))
         else:
             available_peers.append(peer)
-    merkle_labels = _merkle_peer_labels(selected) if args.peers else []
     available_merkle_peers = []
-    for peer in bench_cases.merkle_peers() if merkle_labels else ():
+    for peer in bench_cases.merkle_peers()[1:] if merkle_cases else ():    # [0] is mpt.merkle itself
         if peer.build is None:
-            notes.append("peer %s skipped: %s" % (peer.name, peer.missing))
+            missing.append("%s (%s)" % (peer.name, peer.missing))
         else:
             available_merkle_peers.append(peer)
-    if args.peers and not peer_labels and merkle_labels:
-        notes.remove("--peers compares the HashFixedSize/Insert sizes; none was selected")
-    total = args.count * (len(selected) + len(available_peers) * len(peer_labels)
-                          + len(available_merkle_peers) * len(merkle_labels))
-    bar = _progress(total, not args.no_progress)
+    if missing:
+        notes.append("peers skipped: %s; install them with %s" % ("; ".join(missing),
+                                                                   bench_cases.PEERS_INSTALL_HINT))
+    total = args.count * (len(selected) + len(available_peers) * len(peer_cases)
+                          + len(available_merkle_peers) * len(merkle_cases))
+    bar = _progress(total, len(selected), not args.no_progress)
     runner = Runner(args.count, args.min_time, bar)
     results: List[Result] = []
     failed = 0
     try:
         for case in selected:
+            companions = []
+            if case in peer_cases:
+                label = case.name.split("/", 1)[1]
+                companions = [(peer, bench_cases.peer_case(peer, label)) for peer in available_peers]
+            elif case in merkle_cases:
+                label = case.name.split("/", 1)[1]
+                companions = [(peer, bench_cases.merkle_peer_case(peer, label)) for peer in available_merkle_peers]
             try:
-                results.append(runner.run_case(case))
+                result = runner.run_case(case, companions, notes)
+                results.append(result)
+                bar.case_done(_progress_line(result))
             except Exception as e:  # noqa: BLE001 - a failing case is reported; the others still run
                 failed += 1
                 what = "%s" % e if isinstance(e, bench_cases.CheckFailed) else "%s: %s" % (type(e).__name__, e)
                 bar.write("FAIL %s: %s" % (case.name, what))
                 notes.append("FAIL %s: %s" % (case.name, what))
-                bar.update(args.count)
-        peers = runner.run_peers(peer_labels, available_peers, notes) if available_peers else None
-        merkle_peer_results = (runner.run_peers(merkle_labels, available_merkle_peers, notes,
-                                                bench_cases.merkle_peer_case)
-                               if available_merkle_peers else None)
+                bar.update(args.count * (1 + len(companions)))
+                bar.case_done("%s FAIL" % case.name)
     except KeyboardInterrupt:
         bar.close()
         print("interrupted", file=sys.stderr)
@@ -831,11 +899,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     finally:
         bar.close()
 
-    text = format_text(results, info, settings, base, os.path.basename(args.compare or "base"), peers, notes,
-                       merkle_peer_results)
-    # JSON and go formats list every peer measure; the Merkle ones are named MerkleRoot/N.
-    all_peers = dict(peers or {})
-    all_peers.update({"MerkleRoot/" + label: r for label, r in (merkle_peer_results or {}).items()})
+    # Every case's peers (its companions): the Insert/N ones and the MerkleRoot/N ones get a table each.
+    all_peers = {r.name: {"mpt": r, **r.peer_results} for r in results if r.peer_results} or None
+    account_peers = {k: v for k, v in (all_peers or {}).items() if not k.startswith("MerkleRoot/")} or None
+    merkle_peer_results = {k: v for k, v in (all_peers or {}).items() if k.startswith("MerkleRoot/")} or None
+    text = format_text(results, info, settings, base, os.path.basename(args.compare or "base"), account_peers,
+                       notes, merkle_peer_results)
     if args.format == "text":
         report = text
     elif args.format == "go":

@@ -1,7 +1,7 @@
 """The benchmark cases, shared by ``python -m mpt.bench`` and the asv suite.
 
-Names follow go-ethereum's benchmarks (BENCHMARKS.md's table), so our numbers line up with geth's; ``Insert/N``
-adds what a Python user pays to build a trie (N ``update`` calls, then ``hash``). Workloads come from
+Names follow go-ethereum's benchmarks (the table of docs/benchmarks.rst), so our numbers line up with geth's;
+``Insert/N`` adds what a Python user pays to build a trie (N ``update`` calls, then ``hash``). Workloads come from
 :mod:`mpt.bench.workloads` only; this module turns them into timed operations.
 
 A :class:`Case` is run like this (see ``mpt/bench/__main__.py``)::
@@ -25,6 +25,7 @@ import importlib.util
 import random
 import re
 from itertools import repeat
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -830,7 +831,7 @@ def _build_cases() -> Dict[str, Case]:
 
 
 CASES: Dict[str, Case] = _build_cases()
-"""Every case by name, in BENCHMARKS.md's order (plus Insert/N after Insert100K)."""
+"""Every case by name, in the order of the benchmark page's table (docs/benchmarks.rst; Insert/N after Insert100K)."""
 
 
 def get(name: str) -> Case:
@@ -838,12 +839,70 @@ def get(name: str) -> Case:
     return CASES[name]
 
 
-def select(pattern: Optional[str] = None, everything: bool = False) -> List[Case]:
-    """Cases to run: those whose name matches the regular expression pattern (``re.search``, like Go's
-    ``-bench``; any size), else every case with ``everything``, else the default small set."""
-    if pattern is not None:
+def split_pattern(pattern: str) -> List[str]:
+    """pattern split at each "/" outside brackets and parentheses (Go's testing.splitRegexp): one regular
+    expression per level of a case name."""
+    parts, depth_paren, in_class, cur, i = [], 0, False, "", 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern):
+            cur += pattern[i:i + 2]
+            i += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+        elif ch == "(":
+            depth_paren += 1
+        elif ch == ")":
+            depth_paren -= 1
+        elif ch == "/" and depth_paren == 0:
+            parts.append(cur)
+            cur, i = "", i + 1
+            continue
+        cur += ch
+        i += 1
+    parts.append(cur)
+    return parts
+
+
+def name_matcher(pattern: str, search: bool = False) -> Callable[[str], bool]:
+    """A predicate on case names for ``-b pattern``.
+
+    By default the pattern is split at "/" like Go's ``-bench`` (one regular expression per level) and each
+    part must match a *whole* level of the name: ``HashFixedSize`` selects HashFixedSize/10 ... /100K but not
+    CommitAfterHashFixedSize, ``HashFixedSize/1K`` selects one case, ``Insert/`` (an empty part matches
+    anything) every Insert/N. A name with more levels than the pattern matches at the levels given. Go matches
+    each part unanchored; anchoring makes a plain name mean that case, and ``.*`` widens it on purpose
+    (``VerifyRange.*``). A pattern that matches a whole name as it stands is taken too, so an alternation with
+    "/" inside parentheses works: ``(HashFixedSize/10|Prove)``. ``search=True`` is plain ``re.search`` over the
+    whole name (the old behaviour).
+    Raises re.error for a bad expression.
+    """
+    if search:
         rx = re.compile(pattern)
-        return [c for c in CASES.values() if rx.search(c.name)]
+        return lambda name: rx.search(name) is not None
+    whole = re.compile(pattern)
+    parts = [re.compile(p) if p else None for p in split_pattern(pattern)]
+
+    def match(name: str) -> bool:
+        if whole.fullmatch(name) is not None:
+            return True
+        levels = name.split("/")
+        if len(levels) < len(parts):
+            return False
+        return all(rx is None or rx.fullmatch(level) is not None for rx, level in zip(parts, levels))
+
+    return match
+
+
+def select(pattern: Optional[str] = None, everything: bool = False, search: bool = False) -> List[Case]:
+    """Cases to run: those whose name matches pattern (see :func:`name_matcher`; any size), else every case
+    with ``everything``, else the default small set."""
+    if pattern is not None:
+        matches = name_matcher(pattern, search)
+        return [c for c in CASES.values() if matches(c.name)]
     if everything:
         return list(CASES.values())
     return [c for c in CASES.values() if c.small]
@@ -888,7 +947,7 @@ def _py_trie_peer() -> Peer:
     try:
         from trie import HexaryTrie
     except Exception as e:  # noqa: BLE001 - any import failure means "skip this peer"
-        return Peer("py-trie", None, "not importable (%s: %s); pip install trie" % (type(e).__name__, e))
+        return Peer("py-trie", None, "not importable (%s: %s)" % (type(e).__name__, e))
 
     def build(keys, values):
         t = HexaryTrie({})
@@ -921,13 +980,16 @@ def _specs_peer() -> Peer:
         return Peer("execution-specs", build,
                     detail="ethereum-execution %s, %s" % (_version("ethereum-execution"), module_name))
     if importlib.util.find_spec("ethereum") is None:
-        why = "not installed; pip install ethereum-execution (needs Python >= 3.11)"
+        why = "not installed" if sys.version_info >= (3, 11) else "needs Python >= 3.11 (this is %d.%d)" % (
+            sys.version_info[:2])
     else:  # e.g. the unrelated old pyethereum, which also installs a package called "ethereum"
         why = "the installed 'ethereum' package has none of %s" % ", ".join(_SPECS_TRIE_MODULES)
     return Peer("execution-specs", None, why)
 
 
 PEER_NAMES = ("py-trie", "execution-specs")
+PEERS_INSTALL_HINT = "pip install 'mpt-engine[peers]'"
+"""The one install hint for the peers (the ``peers`` extra of pyproject.toml)."""
 
 
 def peers() -> List[Peer]:

@@ -1,7 +1,7 @@
 """Benchmark workloads, bit-identical to the data go-ethereum's trie benchmarks and tests use.
 
 Each workload comes with the root geth computes over it, so a wrong byte anywhere shows up as a wrong root
-(BENCHMARKS.md lists them). The data is generated in Python; account values are RLP-encoded and keys hashed
+(the "Benchmarks" page of the documentation, docs/benchmarks.rst, lists them). The data is generated in Python; account values are RLP-encoded and keys hashed
 with mpt's own RLP and Keccak, so ``python -m mpt.bench`` runs on a plain install (the reference
 implementation needs pycryptodome, a test dependency). The known roots guard the data either way:
 tests/test_workloads.py checks them with the pure-Python reference trie.

@@ -14,9 +14,12 @@ that fails with ``MapFullError`` is aborted, the map is doubled and the whole tr
 retry possible a batch keeps its puts in a list and writes them all in one transaction when the ``with`` block
 exits; nothing reaches LMDB before that, so a batch costs memory in proportion to what it writes.
 """
+import errno
 import os
 import threading
 from contextlib import contextmanager
+
+from mpt.errors import StoreClosedError
 
 HEAD_KEY = b"mpt:head"          # 8 bytes: no node hash (32 bytes) can equal it
 HASH_LENGTH = 32
@@ -94,6 +97,10 @@ class LMDBStore:
         self.readonly = bool(readonly)
         if map_size <= 0:
             raise ValueError("map_size must be positive")
+        if os.path.exists(self.path) and not os.path.isdir(self.path):
+            # LMDB's own error would be FileExistsError (makedirs) or a bare ENOTDIR from lmdb.open.
+            raise NotADirectoryError(errno.ENOTDIR, "%s is a file, not an LMDB store directory (LMDBStore takes "
+                                     "the directory holding data.mdb and lock.mdb)" % self.path, self.path)
         if self.readonly:
             if not os.path.isdir(self.path):
                 raise FileNotFoundError("no LMDB store at %s" % self.path)
@@ -127,6 +134,9 @@ class LMDBStore:
         except _lmdb.MapResizedError:
             self._adopt_map_size()
             value = self._read(lambda txn: txn.get(key))
+        except _lmdb.Error:
+            self._check_open()      # checked only on failure: the open store's reads pay nothing for it
+            raise
         return default if value is None else value
 
     def __contains__(self, key):
@@ -204,9 +214,15 @@ class LMDBStore:
     @property
     def map_size(self):
         """The current map size in bytes."""
+        self._check_open()
         return self._env.info()["map_size"]
 
+    def _check_open(self):
+        if self.closed:
+            raise StoreClosedError("the LMDB store at %s is closed" % self.path)
+
     def _read(self, fn):
+        self._check_open()
         lmdb = _lmdb
         for _ in range(3):
             try:
@@ -238,12 +254,14 @@ class LMDBStore:
         records root as the head in the same transaction, so the head never names a root whose nodes are not
         all there.
         """
+        self._check_open()
         batch = LMDBBatch(None if head is None else _check_root(head), hash_keys=self.hash_keys)
         yield batch
         self._write(batch.pending, batch.head)
 
     def _write(self, pending, head):
         lmdb = _lmdb
+        self._check_open()
         if self.readonly:
             raise lmdb.ReadonlyError("the store at %s is open read-only" % self.path)
         if not pending and head is None:
@@ -280,10 +298,12 @@ class LMDBStore:
 
     def sync(self):
         """Flush to disk (useful with sync=False)."""
+        self._check_open()
         self._env.sync(True)
 
     def close(self):
-        """Close the environment; using the store afterwards raises lmdb.Error. Repeat calls do nothing."""
+        """Close the environment; using the store afterwards raises :class:`~mpt.errors.StoreClosedError`.
+        Repeat calls do nothing."""
         if not self.closed:
             self.closed = True
             self._env.close()

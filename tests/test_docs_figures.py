@@ -1,0 +1,73 @@
+"""The benchmark page's figures (issue 16): a dated reference run kept in the repository, drawn by every docs
+build, with the drawn files git-ignored."""
+import datetime
+import importlib.util
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mpt.bench import cases
+
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCE = ROOT / "docs" / "bench_reference.json"
+
+
+def test_reference_run_is_a_dated_report_of_listed_cases():
+    doc = json.loads(REFERENCE.read_text())
+    date = datetime.datetime.fromisoformat(doc["date"])
+    assert date.tzinfo is not None and date.year >= 2025
+    assert doc["machine"]["cpu"] and doc["machine"]["cores"] >= 1 and doc["settings"]["count"] >= 5
+    names = [b["name"] for b in doc["benchmarks"]]
+    assert set(names) <= set(cases.CASES)
+    assert {"HashFixedSize/10K", "CommitAfterHashFixedSize/10K", "Insert/10K"} <= set(names)
+    # --peers: only listed Insert/N cases, and mpt's peer entry is the main measurement itself.
+    assert doc["peers"] and {p["name"] for p in doc["peers"]} <= {n for n in names if n.startswith("Insert/")}
+    by_name = {b["name"]: b for b in doc["benchmarks"]}
+    for p in doc["peers"]:
+        if p["extra"]["impl"] == "mpt":
+            assert p["samples"] == by_name[p["name"]]["samples"]
+    assert {p["extra"]["impl"] for p in doc["peers"]} >= {"mpt", "py-trie"}
+
+
+def test_docs_build_draws_from_the_reference_and_figures_are_ignored():
+    makefile = (ROOT / "Makefile").read_text()
+    assert "BENCH_JSON ?= docs/bench_reference.json" in makefile
+    assert 'MPT_BENCH_REPORT="$(abspath $(BENCH_JSON))" $(SPHINXBUILD)' in makefile
+    conf = (ROOT / "docs" / "conf.py").read_text()
+    assert 'app.connect("builder-inited", _draw_bench_figures)' in conf
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    for drawn in ("docs/_static/bench_hash.png", "docs/_static/bench_peers.png", "docs/_static/bench_vs_geth.png",
+                  "docs/_static/.bench_figures"):
+        proc = subprocess.run(["git", "check-ignore", "-q", drawn], cwd=ROOT)
+        assert proc.returncode == 0, "%s would show up as untracked" % drawn
+    proc = subprocess.run(["git", "check-ignore", "-q", "docs/bench_reference.json"], cwd=ROOT)
+    assert proc.returncode == 1, "the reference run must stay tracked"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="matplotlib (the docs extra) missing")
+def test_plot_bench_draws_every_figure_from_the_reference(tmp_path):
+    import sys
+
+    proc = subprocess.run([sys.executable, str(ROOT / "docs" / "plot_bench.py"), str(REFERENCE), "--out",
+                           str(tmp_path)], capture_output=True, text=True, timeout=120,
+                          env={"MPLBACKEND": "Agg", "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    for name in ("bench_hash.png", "bench_peers.png", "bench_vs_geth.png"):
+        png = (tmp_path / name).read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10000
+    assert "BENCHMARKS.md" not in (ROOT / "docs" / "plot_bench.py").read_text()
+
+
+def test_nothing_cites_a_file_outside_the_repository():
+    # BENCHMARKS.md lives outside the repository: docstrings, pages and plot legends cite the docs page instead.
+    offenders = []
+    for folder in ("mpt", "docs", "asv_bench", "tests"):
+        for path in (ROOT / folder).rglob("*"):
+            if path.suffix in (".py", ".pyx", ".pyi", ".rst", ".md") and path.name != "test_docs_figures.py":
+                if "BENCHMARKS.md" in path.read_text(encoding="utf-8", errors="replace"):
+                    offenders.append(str(path.relative_to(ROOT)))
+    assert not offenders
