@@ -52,6 +52,6 @@ valgrind:
 # outside the checkout and tested there. DIST_SMOKE=wheel skips the sdist's install, DIST_SMOKE=none both.
 DIST_SMOKE ?= all
 .PHONY: dist
-## the sdist and a repaired manylinux wheel in dist/, checked and each installed outside the checkout (DIST_SMOKE)
+## the sdist and a repaired manylinux wheel in dist/, both checked (twine, contents, installs; DIST_SMOKE)
 dist:
 	PYTHON="$(PYTHON)" DIST_SMOKE="$(DIST_SMOKE)" bash scripts/dist.sh
