@@ -51,6 +51,10 @@ SMOKE_TESTS = [
     "test_eip1186.py",
     "test_iterator.py",
     "test_commit.py",
+    "test_sha256.py",
+    "test_merkle.py",
+    "test_iavl_node.py",
+    "test_iavl_tree.py",
 ]
 # What those tests import besides mpt and pytest.
 TEST_REQUIREMENTS = ["pytest>=7", "hypothesis>=6", "pycryptodome>=3.15"]

@@ -1043,7 +1043,7 @@ def _pymerkle_peer() -> Peer:
     try:
         from pymerkle import InmemoryTree
     except Exception as e:  # noqa: BLE001 - any import failure means "skip this peer"
-        return Peer("pymerkle", None, "not importable (%s: %s); pip install pymerkle" % (type(e).__name__, e))
+        return Peer("pymerkle", None, "not importable (%s: %s)" % (type(e).__name__, e))
 
     def build(leaves):
         # RFC 6962 mode (the default: 0x00 / 0x01 prefixes), the same root as CometBFT's.
