@@ -20,7 +20,7 @@ class StackTrie:
     def hash(self) -> bytes:
         """The root hash. Finalises the trie: further updates need reset() first."""
     def reset(self) -> None:
-        """Forget everything and start a new trie (the hasher and callback are kept)."""
+        """Forget everything and start a new trie (the callback is kept)."""
     @property
     def root_hash(self) -> bytes:
         """Same as hash()."""

@@ -143,7 +143,11 @@ def test_asv_discovers_the_suite():
                                                          "seconds")
     assert found["bench_trie.Prove.track_bytes_per_op"] == ([], [], "bytes")
     assert found["bench_trie.VerifyProof.track_allocs_per_op"] == ([], [], "allocs")
-    assert len(found) == len(METHODS) * len(_bench_module().BENCHMARK_CLASSES)
+    generated = [name for name in found if name.startswith("bench_trie.")]
+    assert len(generated) == len(METHODS) * len(_bench_module().BENCHMARK_CLASSES)
+    # bench_build_root: the BuildRoot cases' peak memory (MiB), one parameter per case.
+    params, param_names, unit = found["bench_build_root.BuildRootMemory.track_peak_rss"]
+    assert param_names == ["case"] and "'BuildRoot/1M/workers=2'" in params[0] and unit == "MiB"
 
 
 def test_offline_assets_rewrite():

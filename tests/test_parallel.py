@@ -150,6 +150,7 @@ def test_spill_files_are_used(tmp_path):
     part.close()
 
 
+@pytest.mark.slow                               # process pools: kept out of the (slow-forking) ASan run
 def test_executors_give_the_same_root():
     rng = random.Random(7)
     pairs = [(_rand(rng, 32), _rand(rng, 60)) for _ in range(3000)]
@@ -164,6 +165,7 @@ def _die(*args):
     os._exit(3)
 
 
+@pytest.mark.slow
 def test_a_dead_worker_raises():
     from concurrent.futures.process import BrokenProcessPool
 
