@@ -226,7 +226,7 @@ def test_peers_share_the_main_measurement_and_run_only_listed_cases(capsys, monk
 def test_peers_without_an_insert_case_say_so(capsys):
     code, out = run(capsys, "-b", "HashFixedSize/10", *FAST, "--peers")
     assert code == 0
-    assert "note: --peers compares the Insert/N cases" in out
+    assert "note: --peers compares the Insert/N and MerkleRoot/N cases; none was selected" in out
     assert "py-trie" not in out.split("note:")[0]
 
 

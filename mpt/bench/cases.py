@@ -746,7 +746,7 @@ def _iavl_cases() -> List[Case]:
 
 @lru_cache(maxsize=None)
 def _shuffled_account_pairs(n: int) -> Tuple[Tuple[bytes, bytes], ...]:
-    """make_accounts(n) as (keccak key, account RLP) pairs in a seeded shuffled order (BENCHMARKS.md BuildRoot)."""
+    """make_accounts(n) as (keccak key, account RLP) pairs in a seeded shuffled order (docs/benchmarks.rst, BuildRoot)."""
     keys, values = _accounts(n)
     pairs = list(zip(keys, values))
     random.Random(n).shuffle(pairs)
