@@ -160,6 +160,9 @@ cdef int _check_ref(bytes ref, str side) except -1:
     return 0
 
 
+# No GC tracking: a node references only its children (and bytes), never an ancestor, and Python code cannot
+# link nodes, so no cycle can form; untracked nodes also keep allocation-heavy loops out of the cyclic GC.
+@cython.no_gc
 @cython.freelist(64)
 cdef class Node:
     """An IAVL node. Use LeafNode / InnerNode to build one, decode_node to read one."""
@@ -388,6 +391,7 @@ cdef class Node:
 
 
 @cython.final
+@cython.no_gc
 cdef class LeafNode(Node):
     """A leaf: ``LeafNode(key, value, version, nonce=0)``; height 0, size 1."""
 
@@ -419,6 +423,7 @@ cdef class LeafNode(Node):
 
 
 @cython.final
+@cython.no_gc
 cdef class InnerNode(Node):
     """An inner node.
 
@@ -587,11 +592,14 @@ cdef Node c_decode_node(const uint8_t *data, Py_ssize_t n, NodeFormat fmt, int64
             length = ((control >> (2 * i)) & 3) + 1
             if pos + length > n:
                 _fail("control byte 0x%02x promises %d more bytes than there are" % (control, pos + length - n), 1)
-            vals[i] = 0
-            for k in range(length):
-                vals[i] |= <uint64_t>data[pos + k] << (8 * k)
-            if length > 1 and data[pos + length - 1] == 0:
-                _fail("non-canonical stream-vbyte integer (a zero top byte)", pos)
+            if length == 1:
+                vals[i] = data[pos]
+            else:
+                vals[i] = 0
+                for k in range(length):
+                    vals[i] |= <uint64_t>data[pos + k] << (8 * k)
+                if data[pos + length - 1] == 0:
+                    _fail("non-canonical stream-vbyte integer (a zero top byte)", pos)
             pos += length
         version = <int64_t>vals[0]
         size = <int64_t>(vals[1] | (vals[2] << 32))
