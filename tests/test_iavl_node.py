@@ -271,6 +271,10 @@ def test_bad_arguments():
         decode_node("text", "legacy")
     with pytest.raises(ValueError):
         LeafNode(b"k", b"v", -1)
+    with pytest.raises(TypeError):
+        LeafNode(3, b"v", 1)
+    with pytest.raises(TypeError):
+        decode_node(b"", "v1", node_key=12)
     with pytest.raises(ValueError):
         InnerNode(b"k", 0, 2, 1, bytes(32), bytes(32))
     with pytest.raises(ValueError):

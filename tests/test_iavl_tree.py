@@ -151,6 +151,12 @@ def test_set_rejects_none_and_get_default():
     tree = MutableTree()
     with pytest.raises(TypeError):
         tree.set(b"k", None)
+    with pytest.raises(TypeError):
+        tree.set(5, b"v")           # bytes(5) would be five zero bytes
+    with pytest.raises(TypeError):
+        tree.get("k")
+    tree.set(bytearray(b"ba"), memoryview(b"mv"))
+    assert tree.get(b"ba") == b"mv"
     assert tree.get(b"x", b"dflt") == b"dflt"
     tree.set(b"k", b"")
     assert tree.has(b"k") and b"k" in tree and tree.get(b"k") == b""

@@ -87,6 +87,15 @@ cdef bytes make_node_key(int64_t version, uint32_t nonce):
     return PyBytes_FromStringAndSize(<char *>out, NODE_KEY_SIZE)
 
 
+cdef bytes _as_bytes(object b, str what):
+    # bytes(5) would be five zero bytes: only byte strings are accepted.
+    if type(b) is bytes:
+        return <bytes>b
+    if isinstance(b, (bytearray, memoryview)):
+        return bytes(b)
+    raise TypeError("%s must be bytes, not %s" % (what, type(b).__name__))
+
+
 cdef inline int64_t _be64(const uint8_t *p) noexcept:
     cdef uint64_t v = 0
     cdef int i
@@ -160,6 +169,9 @@ cdef int _check_ref(bytes ref, str side) except -1:
     return 0
 
 
+# No GC tracking: a node references only its children (and bytes), never an ancestor, and Python code cannot
+# link nodes, so no cycle can form; untracked nodes also keep allocation-heavy loops out of the cyclic GC.
+@cython.no_gc
 @cython.freelist(64)
 cdef class Node:
     """An IAVL node. Use LeafNode / InnerNode to build one, decode_node to read one."""
@@ -388,6 +400,7 @@ cdef class Node:
 
 
 @cython.final
+@cython.no_gc
 cdef class LeafNode(Node):
     """A leaf: ``LeafNode(key, value, version, nonce=0)``; height 0, size 1."""
 
@@ -396,8 +409,8 @@ cdef class LeafNode(Node):
             raise ValueError("version must not be negative")
         if not 0 <= nonce <= UINT32_MAX_:
             raise ValueError("nonce must fit a uint32")
-        self.key = bytes(key)
-        self._value = bytes(value)
+        self.key = _as_bytes(key, "key")
+        self._value = _as_bytes(value, "value")
         self.height = 0
         self.size = 1
         self.version = version
@@ -419,6 +432,7 @@ cdef class LeafNode(Node):
 
 
 @cython.final
+@cython.no_gc
 cdef class InnerNode(Node):
     """An inner node.
 
@@ -443,19 +457,19 @@ cdef class InnerNode(Node):
             raise ValueError("give both child hashes or neither")
         if hash is not None and len(hash) != HASH_SIZE:
             raise ValueError("hash must be 32 bytes")
-        self.key = bytes(key)
+        self.key = _as_bytes(key, "key")
         self.height = height
         self.size = size
         self.version = version
         self.nonce = nonce
-        self._left_hash = None if left_hash is None else bytes(left_hash)
-        self._right_hash = None if right_hash is None else bytes(right_hash)
-        self._left_ref = None if left_node_key is None else bytes(left_node_key)
-        self._right_ref = None if right_node_key is None else bytes(right_node_key)
+        self._left_hash = None if left_hash is None else _as_bytes(left_hash, "left_hash")
+        self._right_hash = None if right_hash is None else _as_bytes(right_hash, "right_hash")
+        self._left_ref = None if left_node_key is None else _as_bytes(left_node_key, "left_node_key")
+        self._right_ref = None if right_node_key is None else _as_bytes(right_node_key, "right_node_key")
         for ref in (self._left_ref, self._right_ref):
             if ref is not None and len(ref) not in (NODE_KEY_SIZE, HASH_SIZE):
                 raise ValueError("a child node key is a 12-byte NodeKey or a 32-byte legacy hash")
-        self._hash = None if hash is None else bytes(hash)
+        self._hash = None if hash is None else _as_bytes(hash, "hash")
 
     @staticmethod
     cdef InnerNode new(bytes key, int height, int64_t size, int64_t version):
@@ -587,11 +601,14 @@ cdef Node c_decode_node(const uint8_t *data, Py_ssize_t n, NodeFormat fmt, int64
             length = ((control >> (2 * i)) & 3) + 1
             if pos + length > n:
                 _fail("control byte 0x%02x promises %d more bytes than there are" % (control, pos + length - n), 1)
-            vals[i] = 0
-            for k in range(length):
-                vals[i] |= <uint64_t>data[pos + k] << (8 * k)
-            if length > 1 and data[pos + length - 1] == 0:
-                _fail("non-canonical stream-vbyte integer (a zero top byte)", pos)
+            if length == 1:
+                vals[i] = data[pos]
+            else:
+                vals[i] = 0
+                for k in range(length):
+                    vals[i] |= <uint64_t>data[pos + k] << (8 * k)
+                if data[pos + length - 1] == 0:
+                    _fail("non-canonical stream-vbyte integer (a zero top byte)", pos)
             pos += length
         version = <int64_t>vals[0]
         size = <int64_t>(vals[1] | (vals[2] << 32))
@@ -658,7 +675,7 @@ def decode_node(data, format="v1", node_key=None):
     cdef bint has_key = False
     cdef const uint8_t *k
     if node_key is not None:
-        nk = node_key if type(node_key) is bytes else bytes(node_key)
+        nk = node_key if type(node_key) is bytes else _as_bytes(node_key, "node_key")
         if PyBytes_GET_SIZE(nk) != NODE_KEY_SIZE:
             raise ValueError("a node key is 12 bytes (version u64 BE || nonce u32 BE)")
         k = <const uint8_t *>PyBytes_AS_STRING(nk)

@@ -63,6 +63,15 @@ EMPTY_HASH = _empty_hash()
 """sha256 of nothing: the hash of an empty tree (iavl's ``Hash()`` of a nil root)."""
 
 
+cdef inline bytes _as_bytes(object b, str what):
+    # bytes(5) would be five zero bytes: only byte strings are keys and values.
+    if type(b) is bytes:
+        return <bytes>b
+    if isinstance(b, (bytearray, memoryview)):
+        return bytes(b)
+    raise TypeError("IAVL %ss are bytes, not %s" % (what, type(b).__name__))
+
+
 cdef inline int _compare(bytes a, bytes b) noexcept:
     """bytes.Compare: -1, 0 or 1."""
     cdef Py_ssize_t na = PyBytes_GET_SIZE(a), nb = PyBytes_GET_SIZE(b)
@@ -202,7 +211,7 @@ cdef class MutableTree:
 
     def get(self, key, default=None):
         """The value at key in the working tree, or default."""
-        cdef bytes k = bytes(key)
+        cdef bytes k = _as_bytes(key, "key")
         cdef Node node = self.root
         if node is None:
             return default
@@ -239,8 +248,8 @@ cdef class MutableTree:
 
     def items(self, start=None, end=None):
         """(key, value) pairs in key order, from start (inclusive) to end (exclusive), like iavl's Iterator."""
-        cdef bytes lo = None if start is None else bytes(start)
-        cdef bytes hi = None if end is None else bytes(end)
+        cdef bytes lo = None if start is None else _as_bytes(start, "key")
+        cdef bytes hi = None if end is None else _as_bytes(end, "key")
         cdef list stack = []
         cdef Node node = self.root
         if node is None:
@@ -360,8 +369,8 @@ cdef class MutableTree:
         cdef bint updated = False
         if value is None:
             raise TypeError("IAVL values must not be None")
-        cdef bytes k = bytes(key)
-        cdef bytes v = bytes(value)
+        cdef bytes k = _as_bytes(key, "key")
+        cdef bytes v = _as_bytes(value, "value")
         if self.root is None:
             self.root = LeafNode.new(k, v, self.version + 1)
             return False
@@ -409,7 +418,7 @@ cdef class MutableTree:
 
     def remove(self, key):
         """Remove key from the working tree. Returns the removed value, or None if the key was absent."""
-        cdef bytes k = bytes(key)
+        cdef bytes k = _as_bytes(key, "key")
         cdef Node new_root
         if self.root is None:
             return None
