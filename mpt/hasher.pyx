@@ -457,21 +457,29 @@ cdef class Hasher:
             level_start = 0
             for h in range(top + 1):
                 k = 0
-                for i in range(level_start, level_end[h]):
-                    entry = &self.pending[by_height[i]]
-                    if self.known != NULL:
+                if self.known == NULL:
+                    for i in range(level_start, level_end[h]):
+                        entry = &self.pending[by_height[i]]
+                        self.scratch.messages[k] = self.buf._buf + entry.offset
+                        self.scratch.lengths[k] = <size_t>entry.length
+                        k += 1
+                else:
+                    # Only the encodings nobody has hashed yet go to Keccak (entries maps them back).
+                    for i in range(level_start, level_end[h]):
+                        entry = &self.pending[by_height[i]]
                         j = known_find(self.known, self.buf._buf + entry.offset, <size_t>entry.length)
                         if j >= 0:
                             _store_digest(self.buf, entry, self.known.digests + j * HASH_LENGTH)
                             continue
-                    self.scratch.messages[k] = self.buf._buf + entry.offset
-                    self.scratch.lengths[k] = <size_t>entry.length
-                    self.scratch.entries[k] = by_height[i]
-                    k += 1
+                        self.scratch.messages[k] = self.buf._buf + entry.offset
+                        self.scratch.lengths[k] = <size_t>entry.length
+                        self.scratch.entries[k] = by_height[i]
+                        k += 1
                 _keccak_many_threads(_KECCAK_BACKEND, self.scratch.messages, self.scratch.lengths, <size_t>k,
                                      self.scratch.digests, self.threads if k >= PARALLEL_MIN_LEVEL else 1)
                 for i in range(k):
-                    _store_digest(self.buf, &self.pending[self.scratch.entries[i]],
+                    _store_digest(self.buf, &self.pending[by_height[level_start + i]
+                                                          if self.known == NULL else self.scratch.entries[i]],
                                   self.scratch.digests + i * HASH_LENGTH)
                 level_start = level_end[h]
         finally:

@@ -13,7 +13,7 @@ from cpython.tuple cimport PyTuple_GET_SIZE
 from libc.stdint cimport int32_t, uint8_t, uint64_t
 from libc.string cimport memcmp, memcpy, memset
 
-from mpt._keccak.keccak cimport mpt_keccak256, mpt_keccak256_many
+from mpt._keccak.keccak cimport mpt_keccak256_many
 from mpt.encoding cimport COMPACT_LEAF_FLAG, COMPACT_ODD_FLAG, TERMINATOR, keybytes_to_hex_c, prefix_length
 from mpt.hasher cimport Hasher, HasherPool, KnownEncodings, default_pool, hash_threads, keccak_backend_number, known_key
 from mpt.rlp cimport RLPItem, read_item_fast
@@ -27,12 +27,6 @@ cdef enum:
     HASH_LENGTH = 32
 
 cdef bytes _EMPTY_ROOT = bytes.fromhex("56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421")
-
-
-cdef bytes _keccak(bytes data):
-    cdef uint8_t digest[HASH_LENGTH]
-    mpt_keccak256(<const uint8_t *>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), digest)
-    return PyBytes_FromStringAndSize(<char *>digest, HASH_LENGTH)
 
 
 cdef bytes _hex(bytes key):
