@@ -176,10 +176,10 @@ cdef tuple _converted_blobs(tuple blobs):
     cdef list out = []
     for blob in blobs:
         if type(blob) is not bytes:
-            if isinstance(blob, (bytearray, memoryview)):
-                blob = bytes(blob)
+            if PyObject_CheckBuffer(blob) and not isinstance(blob, str):   # any bytes-like object, as hashlib
+                blob = bytes(memoryview(blob).cast("B"))
             else:
-                raise TypeError("proof nodes must be bytes, not %s" % type(blob).__name__)
+                raise TypeError("proof nodes must be bytes-like, not %s" % type(blob).__name__)
         out.append(blob)
     return tuple(out)
 

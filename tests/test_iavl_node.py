@@ -360,3 +360,26 @@ def test_random_bytes_never_crash(data, fmt):
     else:
         # Whatever decodes re-encodes to the same bytes (the decoders accept canonical input only).
         assert node.to_bytes(fmt) == data
+
+
+def test_hashes_follow_the_sha256_backend_switch():
+    # mpt.iavl.node links its own copy of the C SHA-256: set_sha256_backend() must reach it too (it registers
+    # itself at import, like mpt.merkle), and every backend gives iavl's hash.
+    import hashlib
+
+    import mpt.merkle  # noqa: F401 - another module holding a copy
+    from mpt._sha256 import binding, set_sha256_backend, sha256_backends
+
+    leaf = LeafNode(b"key", b"value", 3)
+    # sha256(varint(0) varint(1) varint(3) EncodeBytes(key) 0x20 sha256(value)), varints zigzagged
+    preimage = b"\x00\x02\x06" + b"\x03key" + b"\x20" + hashlib.sha256(b"value").digest()
+    want = hashlib.sha256(preimage).digest()
+    copies = len(binding._copy_backends())
+    assert copies >= 2          # besides the binding's own: mpt.merkle's and mpt.iavl.node's
+    for backend in sha256_backends():
+        old = set_sha256_backend(backend)
+        try:
+            assert binding._copy_backends() == [backend] * copies
+            assert LeafNode(b"key", b"value", 3).hash == want == leaf.hash
+        finally:
+            set_sha256_backend(old)

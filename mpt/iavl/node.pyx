@@ -39,8 +39,18 @@ from mpt.varint cimport (
     varint_size,
 )
 
-from mpt._sha256.sha256 cimport mpt_sha256, mpt_sha256_ctx, mpt_sha256_final, mpt_sha256_init, mpt_sha256_update
+from mpt._sha256.sha256 cimport (
+    mpt_sha256,
+    mpt_sha256_ctx,
+    mpt_sha256_final,
+    mpt_sha256_init,
+    mpt_sha256_update,
+    share_sha256_backend,
+)
 from mpt.errors import NodeDecodeError, NodeEncodeError
+
+# This module's copy of the C SHA-256 follows mpt._sha256.set_sha256_backend(), like mpt.merkle's.
+share_sha256_backend()
 
 cdef enum:
     # varint(height) + varint(size) + varint(version): the longest header any format or the hash writes.
