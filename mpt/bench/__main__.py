@@ -449,18 +449,19 @@ def _p_cell(old_samples: Sequence[float], new_samples: Sequence[float], old_med:
     return "%s (p=%.3f %s)" % (_delta(old_med, new_med), p, n)
 
 
-def _peer_table(peers: Dict[str, Dict[str, Result]], row_format: str) -> List[str]:
-    """Rows (one per size label) of median times, peers as columns with their ratio to mpt."""
+def _peer_section(peers: Dict[str, Dict[str, Result]], what: str) -> List[str]:
+    """A table of each case's peers (one row per case, mpt first, each peer with its ratio to mpt), then what
+    the workload is and which implementation each column is."""
     names: List[str] = []
-    for per_size in peers.values():
-        for name in per_size:
+    for per_case in peers.values():
+        for name in per_case:
             if name not in names:
                 names.append(name)
     rows = []
-    for label, per_size in peers.items():
-        row = [row_format % label]
+    for case_name, per_case in peers.items():
+        row = [case_name]
         for name in names:
-            r = per_size.get(name)
+            r = per_case.get(name)
             if r is None:
                 row.append("skipped")
             elif name == "mpt":
@@ -470,7 +471,14 @@ def _peer_table(peers: Dict[str, Dict[str, Result]], row_format: str) -> List[st
             else:
                 row.append("%s (%.1f×)" % (fmt_time(r.median), r.extra["ratio_vs_mpt"]))
         rows.append(row)
-    return _render([["", *names]], rows, bars=False)
+    out = [""] + _render([["", *names]], rows, bars=False)
+    out.append(what + "; median time, (×) = peer time / mpt time, samples alternating between implementations "
+               "(mpt's are those of the table above).")
+    details = ["%s = %s" % (name, r.extra["detail"])
+               for name, r in next(iter(peers.values())).items() if r.extra.get("detail")]
+    if details:
+        out.append("  " + "; ".join(details))
+    return out
 
 
 def format_text(results: List[Result], info: Dict[str, Any], settings: Dict[str, Any],
@@ -586,44 +594,9 @@ def format_text(results: List[Result], info: Dict[str, Any], settings: Dict[str,
                    "but SHA-256 left). vs 1 at a time: against one SHA-256 call per preimage." % backend)
 
     if merkle_peers:
-        out.append("")
-        out += _peer_table(merkle_peers, "%s")
-        out.append("merkle peers: the CometBFT root of the MerkleRoot leaves; median time, (×) = peer time / mpt "
-                   "time, samples alternating between implementations (mpt's are those of the table above).")
-        details = ["%s = %s" % (name, r.extra["detail"])
-                   for name, r in next(iter(merkle_peers.values())).items() if r.extra.get("detail")]
-        if details:
-            out.append("  " + "; ".join(details))
-
+        out += _peer_section(merkle_peers, "merkle peers: the CometBFT root of the MerkleRoot leaves")
     if peers:
-        names = []
-        for per_size in peers.values():
-            for name in per_size:
-                if name not in names:
-                    names.append(name)
-        header = [["", *names]]
-        rows = []
-        for case_name, per_size in peers.items():
-            row = [case_name]
-            for name in names:
-                r = per_size.get(name)
-                if r is None:
-                    row.append("skipped")
-                elif name == "mpt":
-                    row.append(fmt_time(r.median) + " " + fmt_spread(r.spread))
-                elif r.extra.get("ratio_vs_mpt") is None:
-                    row.append(fmt_time(r.median))
-                else:
-                    row.append("%s (%.1f×)" % (fmt_time(r.median), r.extra["ratio_vs_mpt"]))
-            rows.append(row)
-        out.append("")
-        out += _render(header, rows, bars=False)
-        out.append("peers: insert all accounts, then the root; median time, (×) = peer time / mpt time, "
-                   "samples alternating between implementations (mpt's are those of the table above).")
-        details = ["%s = %s" % (name, r.extra["detail"])
-                   for name, r in next(iter(peers.values())).items() if r.extra.get("detail")]
-        if details:
-            out.append("  " + "; ".join(details))
+        out += _peer_section(peers, "peers: insert all accounts, then the root")
     rss = [r for r in results if r.extra.get("peak_rss")]
     if rss:
         out.append("")
