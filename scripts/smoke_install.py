@@ -120,6 +120,9 @@ def check_installed(python, tests, work: pathlib.Path, env) -> int:
     for name in ["conftest.py", *tests]:
         shutil.copy2(ROOT / "tests" / name, project / "tests" / name)
     shutil.copytree(ROOT / "tests" / "vectors", project / "tests" / "vectors")
+    # test_proof.py checks the C node readers against the fuzz harnesses' pure-Python rules (../fuzz from tests).
+    (project / "fuzz").mkdir()
+    shutil.copy2(ROOT / "fuzz" / "fuzz_support.py", project / "fuzz" / "fuzz_support.py")
     (project / "pytest.ini").write_text(
         "[pytest]\nmarkers =\n    slow: long-running tests (deselect with -m 'not slow')\n")
 
