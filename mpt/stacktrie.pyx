@@ -421,7 +421,8 @@ cdef int st_add_nibbles(STBuilder *b, const uint8_t *nib, size_t n, int kind, co
                 return -1
             if _grow(&f.value, &f.value_cap, b.pvalue_len) < 0:
                 return -1
-            memcpy(f.value, b.pvalue, b.pvalue_len)
+            if b.pvalue_len:
+                memcpy(f.value, b.pvalue, b.pvalue_len)
             f.value_len = b.pvalue_len
             f.has_value = True
         elif b.nframes == 0 or b.frames[b.nframes - 1].depth < L:
@@ -452,7 +453,8 @@ cdef int st_add_nibbles(STBuilder *b, const uint8_t *nib, size_t n, int kind, co
     # The new item is the pending one now.
     if _grow(&b.prev, &b.prev_cap, n) < 0:
         return -1
-    memcpy(b.prev, nib, n)
+    if n:                       # an empty key may come with no pointer at all; memcpy(NULL) is undefined
+        memcpy(b.prev, nib, n)
     b.prev_len = n
     b.pending = kind
     if kind == ST_LEAF:
