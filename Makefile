@@ -40,7 +40,7 @@ asv-test:
 	$(PYTHON) -m pytest -q tests/test_asv_dashboard.py
 
 # Fuzzing: every atheris target in fuzz/ for FUZZ_SECONDS each, one after another (pip install -e ".[fuzz]";
-# fuzz/README.md). CI runs it with FUZZ_SECONDS=10.
+# fuzz/README.md). CI runs it with FUZZ_SECONDS=6.
 FUZZ_SECONDS ?= 60
 .PHONY: fuzz
 ## every atheris fuzz target for FUZZ_SECONDS each (pip install -e ".[fuzz]")
