@@ -24,11 +24,9 @@ import fuzz_eip1186  # noqa: E402
 import fuzz_iavl_node  # noqa: E402, F401  (imported here so the seeds and the harness agree on the format byte)
 import fuzz_proof  # noqa: E402
 import fuzz_range_proof  # noqa: E402
-from fuzz_support import MAX_DECODE_DEPTH  # noqa: E402
+from fuzz_support import MAX_DECODE_DEPTH, TARGETS  # noqa: E402
 
 CORPUS_DIR = FUZZ_DIR / "corpus"
-TARGETS = ("rlp", "node", "proof", "range_proof", "eip1186", "trie_ops", "merkle", "iavl_node")
-
 
 def nested_lists(depth: int) -> bytes:
     """depth empty lists, each inside the next: [[[...]]]. Headers by hand: rlp.encode refuses to nest past
@@ -202,6 +200,9 @@ def merkle_seeds() -> Dict[str, bytes]:
     }
     for name, text in hostile.items():
         seeds["hostile-" + name] = b"\x01" + text.encode()
+    return seeds
+
+
 def iavl_node_seeds() -> Dict[str, bytes]:
     """Leaves and inner nodes in the three formats (first byte: 0 legacy, 1 v1, 2 vbyte; v1 keyed (7, 3)), and
     their classic malformations."""
