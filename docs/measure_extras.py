@@ -7,7 +7,6 @@ Numbers drift on shared VMs; compare the lines of one run with each other.
 """
 import statistics, tempfile, time, tracemalloc, gc
 from Crypto.Hash import keccak as pyc
-import mpt
 from mpt import Trie, StackTrie, derive_sha, derive_sha_trie
 from mpt._keccak.binding import _permutations
 from mpt.bench._alloc import keccak_floor

@@ -208,8 +208,6 @@ def iavl_node_seeds() -> Dict[str, bytes]:
     their classic malformations."""
     from mpt.iavl import InnerNode, LeafNode
 
-    import fuzz_iavl_node
-
     left = LeafNode(b"a", b"1", 7)
     right = LeafNode(b"b" * 40, b"2" * 200, 7)
     nodes = {
