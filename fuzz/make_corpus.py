@@ -28,6 +28,7 @@ from fuzz_support import MAX_DECODE_DEPTH, TARGETS  # noqa: E402
 
 CORPUS_DIR = FUZZ_DIR / "corpus"
 
+
 def nested_lists(depth: int) -> bytes:
     """depth empty lists, each inside the next: [[[...]]]. Headers by hand: rlp.encode refuses to nest past
     the decoder's cap, and the deepest seed is one level past it."""
