@@ -13,6 +13,10 @@ leaf hashes go into one scratch buffer (SHA-NI hashes two leaves at a time), the
 place into the front of the same buffer. No Python object is made per node, the scratch is pooled across calls,
 and the GIL is released while hashing large inputs.
 
+Large trees are hashed in chunks of 1024 leaves, each hashed and folded to its subtree root while in cache; from
+2048 leaves on the chunks are spread over :func:`mpt.hasher.set_hash_threads` / ``MPT_HASH_THREADS`` OpenMP
+threads (default 1; :func:`hashing_threads` sets it for a block).
+
 A :class:`Proof` is CometBFT's ``merkle.Proof``: ``total``, ``index``, ``leaf_hash`` and ``aunts`` (the sibling
 hashes from the leaf's sibling up to the root's child). Anything CometBFT refuses raises
 :class:`mpt.errors.ProofError`.
@@ -40,6 +44,7 @@ from mpt._sha256.sha256 cimport (
 
 import base64
 import binascii
+import contextlib
 import json
 import re
 from collections.abc import Mapping
@@ -55,6 +60,7 @@ __all__ = [
     "Proof",
     "data_hash",
     "empty_hash",
+    "hashing_threads",
     "header_hash",
     "inner_hash",
     "leaf_hash",
@@ -410,6 +416,20 @@ def root(items):
     A list or tuple of ``bytes`` is the fast path; any other iterable is read into a list first. The empty tree
     has root ``sha256(b"")`` (:data:`EMPTY_HASH`)."""
     return _root_of(items, False)
+
+
+@contextlib.contextmanager
+def hashing_threads(int n):
+    """Context manager: hash roots of 2048+ leaves on n OpenMP threads inside the block, then restore the previous
+    setting. The setting is process-wide (:func:`mpt.hasher.set_hash_threads`, shared with the Keccak hasher),
+    not per Python thread."""
+    from mpt.hasher import set_hash_threads
+
+    old = set_hash_threads(n)
+    try:
+        yield n
+    finally:
+        set_hash_threads(old)
 
 
 def header_hash(fields):

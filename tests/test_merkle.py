@@ -154,6 +154,21 @@ def test_chunked_and_threaded_roots_match_reference(backend, hash_threads, n):
     assert merkle.data_hash(leaves) == ref.root([hashlib.sha256(x).digest() for x in leaves])
 
 
+def test_hashing_threads_context_manager():
+    from mpt.hasher import get_hash_threads
+
+    before = get_hash_threads()
+    leaves = [i.to_bytes(100, "big") for i in range(5000)]
+    with merkle.hashing_threads(2) as n:
+        assert n == 2 and get_hash_threads() == 2
+        assert merkle.root(leaves) == ref.root(leaves)
+    assert get_hash_threads() == before
+    with pytest.raises(KeyError):
+        with merkle.hashing_threads(3):
+            raise KeyError("restored on error too")
+    assert get_hash_threads() == before
+
+
 def test_threaded_roots_from_many_python_threads():
     """Python threads calling root() at once, each running its own OpenMP team without the GIL."""
     from mpt.hasher import set_hash_threads
