@@ -423,6 +423,23 @@ def test_merkle_cases_report_sha_ratio_and_constant_allocations(capsys):
     assert by_name["MerkleRoot/100"]["allocs_per_op"] == by_name["MerkleRoot/1K"]["allocs_per_op"]
 
 
+def test_merkle_root_on_hash_threads(capsys):
+    """--hash-threads N reaches mpt.merkle: MerkleRoot/10K (above 2048 leaves) runs its chunks on N OpenMP threads,
+    its root checked against the reference, with the same O(1) allocations."""
+    from mpt.hasher import get_hash_threads, set_hash_threads
+
+    old = get_hash_threads()
+    try:
+        code, out = run(capsys, "-b", "^MerkleRoot/(100|10K)$", "--hash-threads", "2", "--format", "json", *FAST)
+    finally:
+        set_hash_threads(old)
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["settings"]["hash_threads"] == 2
+    by_name = {b["name"]: b for b in doc["benchmarks"]}
+    assert by_name["MerkleRoot/10K"]["allocs_per_op"] == by_name["MerkleRoot/100"]["allocs_per_op"]
+
+
 def test_merkle_peers(capsys):
     code, out = run(capsys, "-b", "^MerkleRoot/100$", "--peers", *FAST)
     assert code == 0

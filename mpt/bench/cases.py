@@ -425,7 +425,8 @@ def _merkle_root_case(label: str, n: int) -> Case:
     return Case(
         name="MerkleRoot/" + label, group="MerkleRoot", size=n, setup=setup, op=op, check=check,
         small=n < 100000, sha256_messages=_merkle_preimages,
-        doc="mpt.merkle.root of %d leaves of %d bytes (CometBFT HashFromByteSlices)" % (n, MERKLE_LEAF_SIZE),
+        doc="mpt.merkle.root of %d leaves of %d bytes (CometBFT HashFromByteSlices%s)" % (
+            n, MERKLE_LEAF_SIZE, "; on --hash-threads N threads" if n >= 2048 else ""),
     )
 
 
