@@ -13,7 +13,7 @@ from libc.string cimport memcmp
 
 from mpt._keccak.keccak cimport mpt_keccak256
 from mpt.encoding cimport TERMINATOR, keybytes_to_hex_c, prefix_length
-from mpt.committer cimport NodeSet, commit_node, mark_clean
+from mpt.committer cimport NodeSet, commit_trie
 from mpt.hasher cimport Hasher, HasherPool, default_pool
 from mpt.node cimport FullNode, HashNode, Node, ShortNode, ValueNode, decode_node_c
 
@@ -409,30 +409,11 @@ cdef class Trie:
         and the commit can be retried.
         """
         cdef bytes root = self.hash()
-        cdef dict nodes = {}
-        cdef list leaves = [] if collect_leaves else None
-        cdef list visited = []
-        cdef HasherPool pool
-        cdef Hasher h
-        cdef set deleted
-        if self.root is not None and self.root.dirty:
-            pool = default_pool()
-            h = pool.acquire()
-            try:
-                commit_node(self.root, b"", h, nodes, leaves, root, visited)
-            finally:
-                pool.release(h)
-        # The root of an emptied trie counts as deleted (geth's tracer does the same).
-        deleted = {p for p in self._touched if p not in nodes}
-        if set_head:
-            write_nodes(self.db, nodes.values(), head=root)
-        elif nodes:
-            write_nodes(self.db, nodes.values())
-        mark_clean(visited)
+        cdef NodeSet written = commit_trie(self.root, root, self.db, self._touched, collect_leaves, set_head)
         self._touched = set()
-        self.last_commit = NodeSet(root, nodes, deleted, leaves)
+        self.last_commit = written
         if collect_leaves:
-            return root, leaves
+            return root, written.leaves
         return root
 
     # -------------------------------------------------------------------------------------- iteration
