@@ -561,7 +561,8 @@ shani_pairs_xw(int w, unsigned char prefix, const unsigned char *in, unsigned ch
 }
 
 /* Not used by the library (four ways win); kept for scripts/sha256_microbench.c. */
-__attribute__((unused)) SHANI_TARGET static void shani_pairs_x3(unsigned char prefix, const unsigned char *in, unsigned char *out)
+__attribute__((unused)) SHANI_TARGET static void
+shani_pairs_x3(unsigned char prefix, const unsigned char *in, unsigned char *out)
 {
     shani_pairs_xw(3, prefix, in, out);
 }
