@@ -258,6 +258,7 @@ cdef extern from *:
     """
     #include "sha256.h"
     #include <string.h>
+    #include <omp.h>
 
     /* Leaves per chunk of the fused root: 1024 hashes are 32 KiB, reduced level by level while they sit in L1/L2
      * instead of going out to memory and being read back once per level (what made 100K leaves slower per leaf
@@ -278,40 +279,59 @@ cdef extern from *:
         }
     }
 
+    /* Chunk j's subtree root into hashes[j].  With ptrs, the chunk's leaf hashes go to `level`, CHUNK slots private
+     * to the calling thread and reused chunk after chunk, so they stay in L1/L2: a 100K-leaf tree no longer writes
+     * a 3 MB level out to memory and reads it back.  Without, hashes holds the leaf hashes and chunk j is reduced
+     * in place at hashes[j * CHUNK] (the caller then moves the chunk roots together). */
     static void mpt_merkle_chunk(const unsigned char *const *ptrs, const size_t *lens, size_t n,
-                                 unsigned char *hashes, size_t j)
+                                 unsigned char *hashes, unsigned char *level, size_t j)
     {
         size_t lo = j * MPT_MERKLE_CHUNK, count = n - lo < MPT_MERKLE_CHUNK ? n - lo : MPT_MERKLE_CHUNK;
-        if (ptrs != NULL)
-            mpt_sha256_many(0, 1, ptrs + lo, lens + lo, count, hashes + 32 * lo);
-        mpt_merkle_reduce(hashes + 32 * lo, count);
+        if (ptrs != NULL) {
+            mpt_sha256_many(0, 1, ptrs + lo, lens + lo, count, level);
+            mpt_merkle_reduce(level, count);
+            memcpy(hashes + 32 * j, level, 32);
+        } else {
+            mpt_merkle_reduce(hashes + 32 * lo, count);
+        }
     }
 
-    /* Root of n (>= 1) leaves into hashes[0..32).  With ptrs, leaf hashes of ptrs/lens are computed first (into
-     * hashes[0 .. n)), else hashes already holds them.  Chunks go to `threads` OpenMP threads (dynamic schedule:
-     * on a busy machine a descheduled thread leaves its chunks to the others); the worker threads touch only these
-     * arrays, so the caller may have released the GIL. */
+    /* Slots of hashes mpt_merkle_fold needs for n (>= 1) leaves given as pointers: a chunk root each, then CHUNK
+     * working slots per thread. */
+    static size_t mpt_merkle_fold_slots(size_t n, int threads)
+    {
+        return (n + MPT_MERKLE_CHUNK - 1) / MPT_MERKLE_CHUNK + (size_t)(threads > 1 ? threads : 1) * MPT_MERKLE_CHUNK;
+    }
+
+    /* Root of n (>= 1) leaves into hashes[0..32).  With ptrs, the leaves are ptrs/lens and hashes has
+     * mpt_merkle_fold_slots(n, threads) slots; else hashes[0 .. n) already holds the leaf hashes.  Chunks go to
+     * `threads` OpenMP threads (dynamic schedule: on a busy machine a descheduled thread leaves its chunks to the
+     * others); the worker threads touch only these arrays, so the caller may have released the GIL. */
     static void mpt_merkle_fold(const unsigned char *const *ptrs, const size_t *lens, size_t n,
                                 unsigned char *hashes, int threads)
     {
         size_t nchunks = (n + MPT_MERKLE_CHUNK - 1) / MPT_MERKLE_CHUNK, j;
+        unsigned char *work = hashes + 32 * nchunks;
         if (threads > 1 && nchunks > 1) {
             long jj, nc = (long)nchunks;
             if (threads > nc)
                 threads = (int)nc;
             #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
             for (jj = 0; jj < nc; jj++)
-                mpt_merkle_chunk(ptrs, lens, n, hashes, (size_t)jj);
+                mpt_merkle_chunk(ptrs, lens, n, hashes,
+                                 work + (size_t)32 * MPT_MERKLE_CHUNK * (size_t)omp_get_thread_num(), (size_t)jj);
         } else {
             for (j = 0; j < nchunks; j++)
-                mpt_merkle_chunk(ptrs, lens, n, hashes, j);
+                mpt_merkle_chunk(ptrs, lens, n, hashes, work, j);
         }
         /* Chunk roots side by side (slot j <= j * CHUNK: ascending order never overwrites one not yet moved). */
-        for (j = 1; j < nchunks; j++)
-            memcpy(hashes + 32 * j, hashes + 32 * j * MPT_MERKLE_CHUNK, 32);
+        if (ptrs == NULL)
+            for (j = 1; j < nchunks; j++)
+                memcpy(hashes + 32 * j, hashes + 32 * j * MPT_MERKLE_CHUNK, 32);
         mpt_merkle_reduce(hashes, nchunks);
     }
     """
+    size_t _merkle_fold_slots "mpt_merkle_fold_slots"(size_t n, int threads) noexcept nogil
     void _merkle_fold "mpt_merkle_fold"(const unsigned char* const* ptrs, const size_t* lens, size_t n,
                                          unsigned char* hashes, int threads) noexcept nogil
 
@@ -378,10 +398,10 @@ cdef bytes _root_of(items, bint hash_txs):
         return _root_of_txs(seq)
     if n == 0:
         return EMPTY_HASH
-    cdef _Scratch s = _take_scratch(n, n)
+    threads = _threads_for(n)
+    cdef _Scratch s = _take_scratch(n, _merkle_fold_slots(n, threads))
     try:
         work = s.gather(seq, n)
-        threads = _threads_for(n)
         if threads > 1 or work + 64 * n > _NOGIL_BYTES:
             with nogil:
                 _merkle_fold(s.ptrs, s.lens, n, s.hashes, threads)

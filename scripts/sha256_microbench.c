@@ -98,7 +98,8 @@ int main(void)
             return 1;
         }
         printf("SHA-NI interleave, pairs: 2-way %.1f  3-way %.1f  4-way %.1f\n",
-               best_cycles(run_interleave, &w2, 2.0 * PAIRS), best_cycles(run_interleave, &w3, 2.0 * (PAIRS - PAIRS % 3)),
+               best_cycles(run_interleave, &w2, 2.0 * PAIRS),
+               best_cycles(run_interleave, &w3, 2.0 * (PAIRS - PAIRS % 3)),
                best_cycles(run_interleave, &w4, 2.0 * PAIRS));
     }
 #endif

@@ -117,6 +117,26 @@ def test_many_long_and_equal_lengths(backend):
     assert binding._sha256_many(messages) == [hashlib.sha256(m).digest() for m in messages]
 
 
+def test_batches_match_the_scalar_backend():
+    """Every backend this CPU runs gives the scalar backend's digests on random batches (mixed and equal lengths,
+    every group size around AVX2's eight lanes and SHA-NI's four) and on in-place Merkle levels."""
+    rng = random.Random(14)
+    batches = [[random_bytes(rng, rng.randrange(300)) for _ in range(count)] for count in range(0, 40)]
+    batches += [[random_bytes(rng, size)] * count for size in (32, 100, 129) for count in (4, 8, 12, 13)]
+    levels = [random_bytes(rng, 64 * npairs) for npairs in range(0, 40)]
+    start = sha256_backend()
+    try:
+        set_sha256_backend("scalar")
+        want = [(binding._sha256_many(b), binding._sha256_many(b, prefix=0)) for b in batches]
+        want_levels = [binding._sha256_pairs(1, level, True) for level in levels]
+        for name in sha256_backends():
+            set_sha256_backend(name)
+            assert [(binding._sha256_many(b), binding._sha256_many(b, prefix=0)) for b in batches] == want, name
+            assert [binding._sha256_pairs(1, level, True) for level in levels] == want_levels, name
+    finally:
+        set_sha256_backend(start)
+
+
 @pytest.mark.parametrize("in_place", [False, True])
 def test_pairs_reduce_a_level(backend, in_place):
     rng = random.Random(13)
