@@ -319,6 +319,6 @@ def test_hash_releases_the_gil():
         s.join()
         assert root == trie_root(model)
         counts.append(ticks[0])
-        if ticks[0] >= 5:
+        if ticks[0] >= 50:
             return
     pytest.fail("no other thread ran during hash(): %s" % counts)
