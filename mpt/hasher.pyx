@@ -411,38 +411,6 @@ cdef Py_ssize_t _write_node(uint8_t *out, PyObject *n, Py_ssize_t payload, const
     return o
 
 
-cdef inline void _prefetch_subtrees(PyObject *n) noexcept nogil:
-    # Three rounds over the children instead of one chain of misses per child: ask for all children, then for
-    # what each points to (a leaf's key and value node, a branch's children), then for the value bytes behind
-    # each leaf. Each round waits for about one miss while the other fifteen arrive alongside.
-    cdef PyObject **slots = _slots(n)
-    cdef PyObject **gs
-    cdef PyObject *c
-    cdef PyObject *v
-    cdef int j, k
-    for j in range(16):
-        if slots[j] != NULL:
-            MPT_PREFETCH(slots[j])
-    for j in range(16):
-        c = slots[j]
-        if c == NULL or _has_hash(c):
-            continue
-        if _type_of(c) is _SHORT:
-            MPT_PREFETCH(_short_key(c))
-            MPT_PREFETCH(_short_val(c))
-        elif _type_of(c) is _FULL:
-            gs = _slots(c)
-            for k in range(16):
-                if gs[k] != NULL:
-                    MPT_PREFETCH(gs[k])
-    for j in range(16):
-        c = slots[j]
-        if c != NULL and _type_of(c) is _SHORT and not _has_hash(c):
-            v = _short_val(c)
-            if _type_of(v) is _VALUE:
-                MPT_PREFETCH(_value_bytes(v))
-
-
 cdef inline void _pass_store(HashPass *p, PendingNode *entry, const uint8_t *digest) noexcept nogil:
     # A flushed node's hash goes into the node (published: bytes, then the flag) and into its parent's hole.
     _publish_hash(entry.node, digest)
@@ -511,61 +479,10 @@ cdef int _pass_flush(HashPass *p) noexcept nogil:
     return 0
 
 
-cdef Py_ssize_t _pass_visit(HashPass *p, PyObject *n, int *height) noexcept nogil:
-    """Post-order: encode n's unhashed descendants, then n, at the end of the buffer, and record n as a pending
-    entry. Returns its entry index; -1 when n needs no entry (its encoding is under 32 bytes: it is embedded in
-    its parent, nothing stays in the buffer; or a flush hashed it before returning); -2 when out of memory.
-    height is set to 1 + the highest pending node n refers to (0 when none), so that a flush hashes every node
-    after the ones it refers to."""
-    cdef Py_ssize_t child_entry[16]
-    cdef Py_ssize_t child_flushes[16]     # p.flushes when the child's entry was made
-    cdef int child_height[16]
-    cdef bint pending[16]
-    cdef Py_ssize_t holes[16]
-    cdef Py_ssize_t i, start, length, payload
-    cdef int h = 0
-    cdef PyObject *c
-    cdef PyObject **slots
-    cdef PendingNode *entry
-    cdef bint full = _type_of(n) is _FULL
-    if full:
-        slots = _slots(n)
-        _prefetch_subtrees(n)
-        for i in range(16):
-            child_entry[i] = -1
-            c = slots[i]
-            if c != NULL and not _has_hash(c):
-                child_entry[i] = _pass_visit(p, c, &child_height[i])
-                if child_entry[i] == -2:
-                    return -2
-                child_flushes[i] = p.flushes
-    else:
-        child_entry[0] = -1
-        c = _short_val(n)
-        if _type_of(c) is not _VALUE and not _has_hash(c):
-            child_entry[0] = _pass_visit(p, c, &child_height[0])
-            if child_entry[0] == -2:
-                return -2
-            child_flushes[0] = p.flushes
-    # A child entry made before the last flush is gone: that child was hashed, and carries its hash now.
-    for i in range(16 if full else 1):
-        pending[i] = child_entry[i] >= 0 and child_flushes[i] == p.flushes
-    payload = _payload_size(n, pending)
-    if _pass_ensure(p, MAX_HEADER_SIZE + payload) < 0:
-        return -2
-    start = p.length
-    length = _write_node(p.buf + start, n, payload, pending, holes)
-    if length < HASH_LENGTH:
-        # Embedded in its parent; such a small node cannot refer to a hashed child, so nothing below it was
-        # recorded either.
-        return -1
-    p.length = start + length
-    for i in range(16 if full else 1):
-        if pending[i]:
-            p.pending[child_entry[i]].hole = start + holes[i]
-            if child_height[i] + 1 > h:
-                h = child_height[i] + 1
-    entry = &p.pending[p.n_pending]
+cdef inline Py_ssize_t _pass_record(HashPass *p, PyObject *n, Py_ssize_t start, Py_ssize_t length, int h,
+                                     int *height) noexcept nogil:
+    """Record n, encoded at start, as a pending entry (see _pass_visit for the return value)."""
+    cdef PendingNode *entry = &p.pending[p.n_pending]
     entry.node = n
     entry.offset = start
     entry.length = length
@@ -576,6 +493,155 @@ cdef Py_ssize_t _pass_visit(HashPass *p, PyObject *n, int *height) noexcept nogi
     if p.n_pending == FLUSH_AT:
         return -2 if _pass_flush(p) < 0 else -1
     return p.n_pending - 1
+
+
+cdef Py_ssize_t _visit_full(HashPass *p, PyObject *n, int *height) noexcept nogil:
+    """_pass_visit for a branch. Every loop runs over the present children only (a branch near the leaves has
+    two or three of sixteen), gathered once: the empty slots cost one 0x80 byte each and nothing else."""
+    cdef PyObject **slots = _slots(n)
+    cdef PyObject *kids[16]
+    cdef int idx[16]
+    cdef Py_ssize_t entry_of[16]          # the child's pending entry, or -1
+    cdef Py_ssize_t flushes_at[16]        # p.flushes when that entry was made
+    cdef int heights[16]
+    cdef Py_ssize_t ref[16]               # -2: pending (a hole), -1: hashed (a reference), else embedded payload
+    cdef Py_ssize_t hole_at[16]
+    cdef PyObject **gs
+    cdef PyObject *c
+    cdef PyObject *v
+    cdef Py_ssize_t payload, start, o, e
+    cdef uint8_t *out
+    cdef int cnt = 0, i, j, k, h = 0, prev
+    for i in range(16):
+        c = slots[i]
+        if c != NULL:
+            MPT_PREFETCH(c)
+            idx[cnt] = i
+            kids[cnt] = c
+            cnt += 1
+    # Three prefetch rounds instead of one chain of misses per child: the children (above), then what each
+    # points to (a leaf's key and value node, a branch's children), then the value bytes behind each leaf.
+    # Each round waits for about one miss while the others arrive alongside.
+    for j in range(cnt):
+        c = kids[j]
+        if _has_hash(c):
+            continue
+        if _type_of(c) is _SHORT:
+            MPT_PREFETCH(_short_key(c))
+            MPT_PREFETCH(_short_val(c))
+        elif _type_of(c) is _FULL:
+            gs = _slots(c)
+            for k in range(16):
+                if gs[k] != NULL:
+                    MPT_PREFETCH(gs[k])
+    for j in range(cnt):
+        c = kids[j]
+        if _type_of(c) is _SHORT and not _has_hash(c):
+            v = _short_val(c)
+            if _type_of(v) is _VALUE:
+                MPT_PREFETCH(_value_bytes(v))
+    for j in range(cnt):
+        entry_of[j] = -1
+        c = kids[j]
+        if not _has_hash(c):
+            e = _pass_visit(p, c, &heights[j])
+            if e == -2:
+                return -2
+            entry_of[j] = e
+            flushes_at[j] = p.flushes
+    # Sizes, deciding once how each child is written. A child entry made before the last flush is gone: that
+    # child was hashed and carries its hash now. An unhashed child that is not pending is under 32 bytes.
+    payload = 16 - cnt
+    for j in range(cnt):
+        c = kids[j]
+        if entry_of[j] >= 0 and flushes_at[j] == p.flushes:
+            ref[j] = -2
+            payload += 1 + HASH_LENGTH
+        elif _has_hash(c):
+            ref[j] = -1
+            payload += 1 + HASH_LENGTH
+        else:
+            ref[j] = _payload_size(c, NULL)
+            payload += header_size(ref[j]) + ref[j]
+    v = slots[16]
+    payload += 1 if v == NULL else _value_size(v)
+    if _pass_ensure(p, MAX_HEADER_SIZE + payload) < 0:
+        return -2
+    start = p.length
+    out = p.buf + start
+    o = put_header(out, 0xc0, payload)
+    prev = 0
+    for j in range(cnt):
+        i = idx[j]
+        while prev < i:
+            out[o] = 0x80
+            o += 1
+            prev += 1
+        prev = i + 1
+        c = kids[j]
+        if ref[j] == -2:
+            out[o] = 0x80 + HASH_LENGTH
+            hole_at[j] = o + 1
+            o += 1 + HASH_LENGTH
+        elif ref[j] == -1:
+            o += _put_ref(out + o, c)
+        else:
+            o += _write_node(out + o, c, ref[j], NULL, NULL)
+    while prev < 16:
+        out[o] = 0x80
+        o += 1
+        prev += 1
+    if v == NULL:
+        out[o] = 0x80
+        o += 1
+    else:
+        o += _put_string(out + o, _value_bytes(v))
+    if o < HASH_LENGTH:
+        # Embedded in its parent; such a small node cannot refer to a hashed child, so nothing below it was
+        # recorded either.
+        return -1
+    p.length = start + o
+    for j in range(cnt):
+        if ref[j] == -2:
+            p.pending[entry_of[j]].hole = start + hole_at[j]
+            if heights[j] + 1 > h:
+                h = heights[j] + 1
+    return _pass_record(p, n, start, o, h, height)
+
+
+cdef Py_ssize_t _pass_visit(HashPass *p, PyObject *n, int *height) noexcept nogil:
+    """Post-order: encode n's unhashed descendants, then n, at the end of the buffer, and record n as a pending
+    entry. Returns its entry index; -1 when n needs no entry (its encoding is under 32 bytes: it is embedded in
+    its parent, nothing stays in the buffer; or a flush hashed it before returning); -2 when out of memory.
+    height is set to 1 + the highest pending node n refers to (0 when none), so that a flush hashes every node
+    after the ones it refers to."""
+    cdef Py_ssize_t e = -1, e_flushes = 0, start, length, payload
+    cdef Py_ssize_t hole = 0
+    cdef int eh = 0
+    cdef bint pending = False
+    cdef PyObject *c
+    if _type_of(n) is _FULL:
+        return _visit_full(p, n, height)
+    c = _short_val(n)
+    if _type_of(c) is not _VALUE and not _has_hash(c):
+        e = _pass_visit(p, c, &eh)
+        if e == -2:
+            return -2
+        e_flushes = p.flushes
+    # An entry made before the last flush is gone: the child was hashed, and carries its hash now.
+    pending = e >= 0 and e_flushes == p.flushes
+    payload = _payload_size(n, &pending)
+    if _pass_ensure(p, MAX_HEADER_SIZE + payload) < 0:
+        return -2
+    start = p.length
+    length = _write_node(p.buf + start, n, payload, &pending, &hole)
+    if length < HASH_LENGTH:
+        return -1
+    p.length = start + length
+    if pending:
+        p.pending[e].hole = start + hole
+        return _pass_record(p, n, start, length, eh + 1, height)
+    return _pass_record(p, n, start, length, 0, height)
 
 
 cdef int _pass_run(HashPass *p, PyObject *n) noexcept nogil:

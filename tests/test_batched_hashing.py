@@ -253,3 +253,72 @@ def test_openmp_workers_sleep_unless_the_user_chose_otherwise():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip() == "PASSIVE"
     assert run_python(code, OMP_WAIT_POLICY="ACTIVE").stdout.strip() == "ACTIVE"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The pass split over hash_threads: the subtrees under the first branch, found below an extension root too.
+# ---------------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 8])
+@pytest.mark.parametrize("shape", ["branch_root", "extension_root", "one_dirty_child", "tiny"])
+def test_split_over_threads_matches_reference(threads, shape):
+    rng = random.Random(hash((threads, shape)) & 0xFFFF)
+    if shape == "branch_root":
+        model = {rng.randbytes(32): rng.randbytes(rng.choice([1, 20, 40, 200])) for _ in range(3000)}
+    elif shape == "extension_root":
+        # Every key starts with the same 3 bytes: the root is an extension over the first branch.
+        model = {b"\xab\xcd\xef" + rng.randbytes(29): rng.randbytes(rng.choice([3, 50])) for _ in range(3000)}
+    elif shape == "one_dirty_child":
+        model = {rng.randbytes(32): rng.randbytes(40) for _ in range(2000)}
+    else:
+        model = {b"\x01": b"a", b"\x02": b"b"}      # everything embedded in a root under 32 bytes... or not
+    t = Trie()
+    for k, v in model.items():
+        t[k] = v
+    old = set_hash_threads(threads)
+    try:
+        assert t.hash() == trie_root(model)
+        if shape == "one_dirty_child":
+            # After one update only one path under the root branch is dirty.
+            k = next(iter(model))
+            model[k] = t[k] = b"changed"
+            assert t.hash() == trie_root(model)
+    finally:
+        set_hash_threads(old)
+
+
+def test_hash_releases_the_gil():
+    """Another Python thread runs while hash() hashes (it could not while the pass kept the GIL)."""
+    import threading
+    import time
+
+    rng = random.Random(3)
+    model = {rng.randbytes(32): rng.randbytes(80) for _ in range(60000)}
+    counts = []
+    for _attempt in range(3):
+        t = Trie()
+        for k, v in model.items():
+            t[k] = v
+        hashing = threading.Event()
+        stop = threading.Event()
+        ticks = [0]
+
+        def spin():
+            while not stop.is_set():
+                if hashing.is_set():
+                    ticks[0] += 1
+                time.sleep(0)
+
+        s = threading.Thread(target=spin)
+        s.start()
+        time.sleep(0.01)
+        hashing.set()
+        root = t.hash()
+        hashing.clear()
+        stop.set()
+        s.join()
+        assert root == trie_root(model)
+        counts.append(ticks[0])
+        if ticks[0] >= 50:
+            return
+    pytest.fail("no other thread ran during hash(): %s" % counts)
