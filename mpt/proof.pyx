@@ -29,6 +29,10 @@ cdef enum:
 cdef bytes _EMPTY_ROOT = bytes.fromhex("56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421")
 
 
+from mpt.db.memory import MemoryDB
+cdef object _NO_NODES = MemoryDB()          # verify_range_proof's rebuilt tries read from it, nothing writes
+
+
 cdef bytes _hex(bytes key):
     return keybytes_to_hex_c(<const uint8_t *>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key))
 
@@ -559,10 +563,9 @@ cdef Node _resolve_node(ProofSet *ps, const uint8_t *wanted, Py_ssize_t index):
     return n
 
 
-cdef Node _proof_to_path(const uint8_t *root_hash, Node root, bytes key, ProofSet *ps, bint allow_absent,
+cdef Node _proof_to_path(const uint8_t *root_hash, Node root, bytes hexkey, ProofSet *ps, bint allow_absent,
                          list value_out):
     """Resolve the path of key from the proof into a node tree; hash nodes stay where the path does not go."""
-    cdef bytes hexkey = _hex(key)
     cdef Py_ssize_t pos = 0, before, depth = 0
     cdef Node parent, child
     cdef object got
@@ -674,9 +677,8 @@ cdef int _drop_child(Node parent, bytes key, Py_ssize_t pos) except -1:
     return 0
 
 
-cdef int _unset_internal(Node n, bytes left_key, bytes right_key) except -1:
+cdef int _unset_internal(Node n, bytes left, bytes right) except -1:
     """Drop every reference strictly between the two edge paths; returns 1 when the whole trie goes."""
-    cdef bytes left = _hex(left_key), right = _hex(right_key)
     cdef Py_ssize_t pos = 0, nk
     cdef Node parent = None
     cdef int fork_left = 0, fork_right = 0, i
@@ -741,9 +743,8 @@ cdef int _unset_internal(Node n, bytes left_key, bytes right_key) except -1:
     return 0
 
 
-cdef bint _has_right_element(Node n, bytes key) except -1:
-    """Whether the (resolved) path of key has anything to its right."""
-    cdef bytes hexkey = _hex(key)
+cdef bint _has_right_element(Node n, bytes hexkey) except -1:
+    """Whether the (resolved) path of hexkey has anything to its right."""
     cdef Py_ssize_t pos = 0
     cdef int i, nib
     cdef ShortNode sn
@@ -866,7 +867,7 @@ def verify_range_proof(root, first_key, keys, values, proof):
     cdef Trie t
     cdef Node tree
     cdef list value_out
-    cdef bytes last, have
+    cdef bytes last, have, first_hex, last_hex
     if n != len(vs):
         raise ProofError("inconsistent proof data, keys: %d, values: %d" % (n, len(vs)))
     for i in range(n):
@@ -891,16 +892,18 @@ def verify_range_proof(root, first_key, keys, values, proof):
     try:
         _proofset_init(&ps, blobs)
         if n == 0:
-            tree = _proof_to_path(rh, None, first, &ps, True, value_out)
-            if value_out or _has_right_element(tree, first):
+            first_hex = _hex(first)
+            tree = _proof_to_path(rh, None, first_hex, &ps, True, value_out)
+            if value_out or _has_right_element(tree, first_hex):
                 raise ProofError("more entries available")
             return False
         last = ks[n - 1]
         if n == 1 and first == last:
-            tree = _proof_to_path(rh, None, first, &ps, False, value_out)
+            first_hex = _hex(first)
+            tree = _proof_to_path(rh, None, first_hex, &ps, False, value_out)
             if value_out[0] != vs[0]:
                 raise ProofError("correct proof but invalid data")
-            return _has_right_element(tree, first)
+            return _has_right_element(tree, first_hex)
         if first >= last:
             raise ProofError("invalid edge keys")
         if ks[0] < first:
@@ -909,18 +912,26 @@ def verify_range_proof(root, first_key, keys, values, proof):
             raise ProofError("range starts before first_key")
         if PyBytes_GET_SIZE(first) != PyBytes_GET_SIZE(last):
             raise ProofError("inconsistent edge keys (%d != %d)" % (PyBytes_GET_SIZE(first), PyBytes_GET_SIZE(last)))
-        tree = _proof_to_path(rh, None, first, &ps, True, value_out)
-        tree = _proof_to_path(rh, tree, last, &ps, True, value_out)
-        t = Trie()
-        if not _unset_internal(tree, first, last):
+        first_hex = _hex(first)
+        last_hex = _hex(last)
+        tree = _proof_to_path(rh, None, first_hex, &ps, True, value_out)
+        tree = _proof_to_path(rh, tree, last_hex, &ps, True, value_out)
+        # A bare Trie (no __init__: no MemoryDB per call) over the module's empty database: the rebuilt tree
+        # is only read (a hash node the range reaches raises MissingNodeError), never committed.
+        t = Trie.__new__(Trie)
+        t.db = _NO_NODES
+        t.verify_reads = True
+        t._touched = set()
+        if not _unset_internal(tree, first_hex, last_hex):
             t.root = tree
         for i in range(n):
-            t.update(ks[i], vs[i])
+            # Checked above: bytes, and no value is empty (an update, never a delete).
+            t._update(_hex(<bytes>ks[i]), ValueNode.new(<bytes>vs[i]))
         _proofset_build_known(&ps)
         have = _hash_rebuilt(t.root, &ps) if t.root is not None else t.hash()
         if have != root_hash:
             raise ProofError("invalid proof, want hash %s, got %s" % (root_hash.hex(), have.hex()))
-        return _has_right_element(t.root, last)
+        return _has_right_element(t.root, last_hex)
     except MissingNodeError as e:
         raise ProofError("invalid proof: the range reaches node %s that the proof does not hold"
                          % (e.node_hash.hex() if e.node_hash else "?")) from None
