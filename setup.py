@@ -51,8 +51,8 @@ if DEBUG:
     extra_compile_args = ["-O0", "-g"]
     define_macros = [("CYTHON_TRACE", "1"), ("CYTHON_TRACE_NOGIL", "1")]
 
-# The hasher spreads a level's keccaks over threads with OpenMP (cython.parallel.prange).
-OPENMP_MODULES = {"mpt.hasher"}
+# The hasher spreads a level's keccaks over threads with OpenMP, mpt.merkle a root's chunks of leaves.
+OPENMP_MODULES = {"mpt.hasher", "mpt.merkle"}
 
 extensions = [
     Extension(

@@ -18,14 +18,14 @@ cdef inline Py_ssize_t prefix_length(const uint8_t *a, Py_ssize_t na, const uint
     return i
 
 
-cdef inline Py_ssize_t compact_size(const uint8_t *hexkey, Py_ssize_t n) noexcept:
+cdef inline Py_ssize_t compact_size(const uint8_t *hexkey, Py_ssize_t n) noexcept nogil:
     """Bytes of the compact form of hexkey[:n]."""
     if n > 0 and hexkey[n - 1] == TERMINATOR:
         n -= 1
     return n // 2 + 1
 
 
-cdef inline Py_ssize_t write_compact(const uint8_t *hexkey, Py_ssize_t n, uint8_t *out) noexcept:
+cdef inline Py_ssize_t write_compact(const uint8_t *hexkey, Py_ssize_t n, uint8_t *out) noexcept nogil:
     """Write the compact form of hexkey[:n] at out; return its length (compact_size)."""
     cdef uint8_t flag = 0
     cdef Py_ssize_t i, o

@@ -17,7 +17,7 @@ cdef enum:
 cdef struct PendingNode:
     # A node the batched hasher has encoded and not hashed yet (Hasher.hash_levels).
     PyObject *node              # borrowed: the tree being hashed keeps it alive
-    Py_ssize_t offset           # its encoding in the hasher's buffer
+    Py_ssize_t offset           # its encoding in the pass's buffer
     Py_ssize_t length
     Py_ssize_t hole             # where its hash goes inside its parent's encoding; -1 for the root
     int height                  # 0 when it refers to no pending node, else 1 + the highest such
@@ -42,7 +42,7 @@ cdef struct KnownEncodings:
     Py_ssize_t mask
 
 
-cdef inline uint64_t known_key(const uint8_t *data, size_t length) noexcept:
+cdef inline uint64_t known_key(const uint8_t *data, size_t length) noexcept nogil:
     """Lookup key of an encoding of 32 bytes or more: its last 8 bytes (a child hash or value bytes, well
     spread) mixed with its length."""
     cdef uint64_t v
@@ -50,7 +50,7 @@ cdef inline uint64_t known_key(const uint8_t *data, size_t length) noexcept:
     return v ^ (<uint64_t>length * <uint64_t>0x9E3779B97F4A7C15)
 
 
-cdef inline Py_ssize_t known_find(const KnownEncodings *known, const uint8_t *data, size_t length) noexcept:
+cdef inline Py_ssize_t known_find(const KnownEncodings *known, const uint8_t *data, size_t length) noexcept nogil:
     """Index of an encoding equal to data[:length] (32 bytes or more), or -1."""
     cdef Py_ssize_t slot = <Py_ssize_t>(known_key(data, length) & <uint64_t>known.mask)
     cdef int32_t j
@@ -63,25 +63,36 @@ cdef inline Py_ssize_t known_find(const KnownEncodings *known, const uint8_t *da
         slot = (slot + 1) & known.mask
 
 
+cdef struct HashPass:
+    # Scratch of one thread of the batched hashing pass, which runs without the GIL: plain C memory only
+    # (raw allocator), nodes reached through borrowed pointers.
+    uint8_t *buf                # node encodings (PyMem_Raw; grown on demand, kept)
+    Py_ssize_t size
+    Py_ssize_t length
+    PendingNode pending[FLUSH_AT]
+    Py_ssize_t n_pending
+    Py_ssize_t flushes          # flushes so far: an entry index is stale once this moved on
+    FlushScratch scratch
+    const KnownEncodings *known # digests a flush may take instead of hashing (NULL: none)
+    int threads                 # threads a flush may spread one level's Keccak over
+
+
 @cython.final
 cdef class Hasher:
     cdef:
-        WriteBuffer buf         # node encodings are built here
+        WriteBuffer buf         # node encodings are built here (the recursive, GIL-held path)
         uint8_t digest[32]      # scratch for the keccak output before it becomes the cached bytes
-        PendingNode *pending    # the batched hasher's entries (FLUSH_AT), allocated on first use and kept
-        Py_ssize_t n_pending
-        Py_ssize_t flushes      # flushes so far: an entry index is stale once this moved on
-        FlushScratch *scratch   # allocated on first use and kept
-        int threads             # hashing threads of the current batched pass
+        HashPass **passes       # one per hashing thread, allocated on first use and kept
+        int n_passes
         const KnownEncodings *known     # digests a flush may take instead of hashing (NULL: none)
 
     @staticmethod
     cdef Hasher new()
     cdef int hash_children(self, Node n) except -1
     cdef bint hash_node(self, Node n, bint force) except -1
-    cdef Py_ssize_t encode_pending(self, Node n, int *height) except -2
-    cdef int flush_pending(self) except -1
     cdef int hash_levels(self, Node root, int threads) except -1
+    cdef int _grow_passes(self, int threads) except -1
+    cdef void drop_passes(self) noexcept
     cdef bytes root_hash(self, Node root)
     cdef bytes keccak_buffer(self, Py_ssize_t start)
 

@@ -21,7 +21,9 @@ import warnings
 
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.mem cimport PyMem_Calloc, PyMem_Free, PyMem_Malloc
+from cpython.mem cimport (PyMem_Free, PyMem_Malloc, PyMem_RawCalloc, PyMem_RawFree, PyMem_RawMalloc,
+                          PyMem_RawRealloc, PyMem_Realloc)
+from cython.parallel cimport prange, threadid
 from libc.stdint cimport uint8_t
 from libc.string cimport memcpy, memset
 
@@ -38,7 +40,8 @@ from mpt._keccak.keccak cimport (
     mpt_keccak_best_backend,
 )
 from mpt.node cimport FullNode, Node, ShortNode, ValueNode
-from mpt.rlp cimport WriteBuffer
+from mpt.encoding cimport compact_size, write_compact
+from mpt.rlp cimport MAX_HEADER_SIZE, WriteBuffer, header_size, put_header, string_size
 
 cdef enum:
     HASH_LENGTH = 32
@@ -61,7 +64,7 @@ cdef extern from *:
     #define MPT_PREFETCH(p) ((void)(p))
     #endif
     """
-    void MPT_PREFETCH(const void *p) nogil
+    void MPT_PREFETCH(const void *p) noexcept nogil
 
 
 # Large tries are bound by memory latency, not by keccak: every node, key and value is a separate object
@@ -73,46 +76,6 @@ cdef inline void _prefetch_children(FullNode fn) noexcept:
     for j in range(16):
         if fn.slots[j] != NULL:
             MPT_PREFETCH(fn.slots[j])
-
-
-cdef inline void _prefetch_fields(object o) noexcept:
-    if type(o) is ShortNode:
-        MPT_PREFETCH(<PyObject *>(<ShortNode>o).key)
-        MPT_PREFETCH(<PyObject *>(<ShortNode>o).val)
-    elif type(o) is FullNode:
-        _prefetch_children(<FullNode>o)
-
-
-cdef inline void _prefetch_value(object o) noexcept:
-    cdef Node v
-    if type(o) is ShortNode:
-        v = (<ShortNode>o).val
-        if type(v) is ValueNode:
-            MPT_PREFETCH(<PyObject *>(<ValueNode>v).value)
-
-
-cdef inline void _prefetch_pending_subtrees(FullNode fn) noexcept:
-    # Three rounds over the children instead of one chain of misses per child: ask for all children, then
-    # for what each points to (a leaf's key and value node, a branch's children), then for the value bytes
-    # behind each leaf. Each round waits for about one miss while the other fifteen arrive alongside.
-    cdef int j
-    cdef PyObject *c
-    _prefetch_children(fn)
-    for j in range(16):
-        c = fn.slots[j]
-        if c != NULL and not (<Node>c).has_hash:
-            _prefetch_fields(<object>c)
-    for j in range(16):
-        c = fn.slots[j]
-        if c != NULL and type(<object>c) is ShortNode and not (<Node>c).has_hash:
-            _prefetch_value(<object>c)
-
-
-cdef inline void _store_digest(WriteBuffer buf, PendingNode *entry, const uint8_t *digest) noexcept:
-    # A flushed node's hash goes into the node and into the hole its parent's encoding left for it.
-    memcpy((<Node>entry.node).hash_value, digest, HASH_LENGTH)
-    if entry.hole >= 0:
-        memcpy(buf._buf + entry.hole, digest, HASH_LENGTH)
 
 
 cdef int _threads_from_env() noexcept:
@@ -230,32 +193,11 @@ def keccak256_many(messages, str backend=None):
         PyMem_Free(out)
 
 
-cdef inline Py_ssize_t _list_payload_offset(const uint8_t *enc) noexcept:
-    """Size of the header of the RLP list starting at enc (our own encoding, so well formed)."""
-    return 1 if enc[0] <= 0xf7 else 1 + (enc[0] - 0xf7)
-
-
-cdef inline Py_ssize_t _item_size(const uint8_t *item) noexcept:
-    """Total size of the RLP item starting at item (our own encoding, so well formed)."""
-    cdef uint8_t b = item[0]
-    cdef Py_ssize_t n = 0, i, size_bytes
-    if b < 0x80:
-        return 1
-    if b <= 0xb7:
-        return 1 + (b - 0x80)
-    if b <= 0xbf or b >= 0xf8:
-        size_bytes = b - 0xb7 if b <= 0xbf else b - 0xf7
-        for i in range(size_bytes):
-            n = (n << 8) | item[1 + i]
-        return 1 + size_bytes + n
-    return 1 + (b - 0xc0)
-
-
 cdef extern from *:
     """
     #include "keccak.h"
     /* Hash n messages split into `threads` contiguous runs, one per OpenMP thread, each run on the backend's
-     * lanes.  Called with the GIL held: the worker threads touch only these arrays. */
+     * lanes.  Called with or without the GIL: the worker threads touch only these arrays. */
     static void mpt_keccak_many_threads(int backend, const uint8_t *const *data, const size_t *len, size_t n,
                                         uint8_t *out, int threads)
     {
@@ -278,7 +220,407 @@ cdef extern from *:
     """
     void _keccak_many_threads "mpt_keccak_many_threads"(int backend, const uint8_t * const *data,
                                                          const size_t *length, size_t n, uint8_t *out,
-                                                         int threads) noexcept
+                                                         int threads) noexcept nogil
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The batched pass without the GIL.
+#
+# Everything below runs in plain C over borrowed node pointers: the caller holds a reference to the root, and
+# Trie's busy state (Trie._begin_write) refuses mutations of that trie while it runs; other tries sharing nodes
+# with it never mutate a shared node (copy-on-write), and may only write the same cached hash into it. A node's
+# hash bytes are written before its has_hash flag, the flag with a release store, and the pass reads the flag
+# with an acquire load: a thread that sees the flag also sees the bytes (a no-op on x86; what makes ARM safe).
+# Unlike the old GIL-held pass, a node is never flagged before its hash exists: a parent's encoding learns
+# which children are pending from the pass itself, so no other thread can ever see a flag without its hash.
+# ---------------------------------------------------------------------------------------------------------------
+
+cdef extern from *:
+    """
+    #define MPT_NODE(p) ((struct __pyx_obj_3mpt_4node_Node *)(p))
+    #define MPT_HAS_HASH(p) __atomic_load_n(&MPT_NODE(p)->has_hash, __ATOMIC_ACQUIRE)
+    #define MPT_HASH_VALUE(p) ((const uint8_t *)MPT_NODE(p)->hash_value)
+    #define MPT_PUBLISH_HASH(p, d) do { memcpy(MPT_NODE(p)->hash_value, (d), 32); \\
+        __atomic_store_n(&MPT_NODE(p)->has_hash, 1, __ATOMIC_RELEASE); } while (0)
+    #define MPT_SLOTS(p) (((struct __pyx_obj_3mpt_4node_FullNode *)(p))->slots)
+    #define MPT_SHORT_KEY(p) (((struct __pyx_obj_3mpt_4node_ShortNode *)(p))->key)
+    #define MPT_SHORT_VAL(p) ((PyObject *)((struct __pyx_obj_3mpt_4node_ShortNode *)(p))->val)
+    #define MPT_VALUE_BYTES(p) (((struct __pyx_obj_3mpt_4node_ValueNode *)(p))->value)
+    #define MPT_TYPE(p) ((void *)Py_TYPE(p))
+    #define MPT_BYTES_DATA(b) ((const uint8_t *)PyBytes_AS_STRING(b))
+    #define MPT_BYTES_SIZE(b) PyBytes_GET_SIZE(b)
+    """
+    bint _has_hash "MPT_HAS_HASH"(PyObject *n) noexcept nogil
+    const uint8_t *_hash_value "MPT_HASH_VALUE"(PyObject *n) noexcept nogil
+    void _publish_hash "MPT_PUBLISH_HASH"(PyObject *n, const uint8_t *digest) noexcept nogil
+    PyObject **_slots "MPT_SLOTS"(PyObject *n) noexcept nogil
+    PyObject *_short_key "MPT_SHORT_KEY"(PyObject *n) noexcept nogil
+    PyObject *_short_val "MPT_SHORT_VAL"(PyObject *n) noexcept nogil
+    PyObject *_value_bytes "MPT_VALUE_BYTES"(PyObject *n) noexcept nogil
+    void *_type_of "MPT_TYPE"(PyObject *n) noexcept nogil
+    const uint8_t *_bytes_data "MPT_BYTES_DATA"(PyObject *b) noexcept nogil
+    Py_ssize_t _bytes_size "MPT_BYTES_SIZE"(PyObject *b) noexcept nogil
+
+
+# Type objects compared without the GIL (the node classes live as long as the module).
+cdef void *_FULL = <void *>FullNode
+cdef void *_SHORT = <void *>ShortNode
+cdef void *_VALUE = <void *>ValueNode
+
+
+cdef HashPass *_pass_new() noexcept nogil:
+    cdef HashPass *p = <HashPass *>PyMem_RawCalloc(1, sizeof(HashPass))
+    if p == NULL:
+        return NULL
+    # Enough for a few hundred encodings before the first growth; grown buffers are kept while pooled.
+    p.size = 1 << 14
+    p.buf = <uint8_t *>PyMem_RawMalloc(<size_t>p.size)
+    if p.buf == NULL:
+        PyMem_RawFree(p)
+        return NULL
+    return p
+
+
+cdef void _pass_free(HashPass *p) noexcept nogil:
+    if p != NULL:
+        PyMem_RawFree(p.buf)
+        PyMem_RawFree(p)
+
+
+cdef int _pass_ensure(HashPass *p, Py_ssize_t extra) noexcept nogil:
+    """Room for extra more bytes; -1 when out of memory."""
+    cdef Py_ssize_t need = p.length + extra, size = p.size
+    cdef uint8_t *nb
+    if need <= size:
+        return 0
+    while size < need:
+        size *= 2
+    nb = <uint8_t *>PyMem_RawRealloc(p.buf, <size_t>size)
+    if nb == NULL:
+        return -1
+    p.buf = nb
+    p.size = size
+    return 0
+
+
+cdef inline Py_ssize_t _value_size(PyObject *v) noexcept nogil:
+    cdef PyObject *b = _value_bytes(v)
+    return string_size(_bytes_data(b), _bytes_size(b))
+
+
+cdef inline Py_ssize_t _key_size(PyObject *key) noexcept nogil:
+    cdef Py_ssize_t ck = compact_size(_bytes_data(key), _bytes_size(key))
+    # A one-byte compact key is always below 0x80 (flag nibble <= 3), so it encodes as itself.
+    return 1 if ck == 1 else header_size(ck) + ck
+
+
+cdef Py_ssize_t _payload_size(PyObject *n, const bint *pending) noexcept nogil:
+    """Size of n's RLP list payload. A child i with pending[i] (slot 0 for an extension's child; pending NULL:
+    none) is referred to by a hash still to come; any other unhashed child is small and embedded."""
+    cdef Py_ssize_t payload = 0, i
+    cdef PyObject *c
+    cdef PyObject **slots
+    if _type_of(n) is _FULL:
+        slots = _slots(n)
+        for i in range(16):
+            c = slots[i]
+            if c == NULL:
+                payload += 1
+            elif (pending != NULL and pending[i]) or _has_hash(c):
+                payload += 1 + HASH_LENGTH
+            else:
+                payload += _embedded_size(c)
+        return payload + (1 if slots[16] == NULL else _value_size(slots[16]))
+    c = _short_val(n)
+    payload = _key_size(_short_key(n))
+    if _type_of(c) is _VALUE:
+        return payload + _value_size(c)
+    if (pending != NULL and pending[0]) or _has_hash(c):
+        return payload + 1 + HASH_LENGTH
+    return payload + _embedded_size(c)
+
+
+cdef inline Py_ssize_t _embedded_size(PyObject *n) noexcept nogil:
+    cdef Py_ssize_t payload = _payload_size(n, NULL)
+    return header_size(payload) + payload
+
+
+cdef inline Py_ssize_t _put_string(uint8_t *out, PyObject *b) noexcept nogil:
+    cdef const uint8_t *d = _bytes_data(b)
+    cdef Py_ssize_t n = _bytes_size(b), h
+    if n == 1 and d[0] < 0x80:
+        out[0] = d[0]
+        return 1
+    h = put_header(out, 0x80, n)
+    memcpy(out + h, d, <size_t>n)
+    return h + n
+
+
+cdef inline Py_ssize_t _put_ref(uint8_t *out, PyObject *c) noexcept nogil:
+    out[0] = 0x80 + HASH_LENGTH
+    memcpy(out + 1, _hash_value(c), HASH_LENGTH)
+    return 1 + HASH_LENGTH
+
+
+cdef Py_ssize_t _write_node(uint8_t *out, PyObject *n, Py_ssize_t payload, const bint *pending,
+                            Py_ssize_t *holes) noexcept nogil:
+    """Write n's encoding (payload from _payload_size with the same pending) at out, which has room for it. A
+    child i with pending[i] is written as 0xa0 and a 32-byte hole whose offset from out lands in holes[i].
+    Returns the size written."""
+    cdef Py_ssize_t o = put_header(out, 0xc0, payload), i
+    cdef PyObject *c
+    cdef PyObject **slots
+    cdef PyObject *key
+    if _type_of(n) is _FULL:
+        slots = _slots(n)
+        for i in range(16):
+            c = slots[i]
+            if c == NULL:
+                out[o] = 0x80
+                o += 1
+            elif pending != NULL and pending[i]:
+                out[o] = 0x80 + HASH_LENGTH
+                holes[i] = o + 1
+                o += 1 + HASH_LENGTH
+            elif _has_hash(c):
+                o += _put_ref(out + o, c)
+            else:
+                o += _write_node(out + o, c, _payload_size(c, NULL), NULL, NULL)
+        if slots[16] == NULL:
+            out[o] = 0x80
+            o += 1
+        else:
+            o += _put_string(out + o, _value_bytes(slots[16]))
+    else:
+        key = _short_key(n)
+        i = compact_size(_bytes_data(key), _bytes_size(key))
+        if i > 1:
+            o += put_header(out + o, 0x80, i)
+        o += write_compact(_bytes_data(key), _bytes_size(key), out + o)
+        c = _short_val(n)
+        if _type_of(c) is _VALUE:
+            o += _put_string(out + o, _value_bytes(c))
+        elif pending != NULL and pending[0]:
+            out[o] = 0x80 + HASH_LENGTH
+            holes[0] = o + 1
+            o += 1 + HASH_LENGTH
+        elif _has_hash(c):
+            o += _put_ref(out + o, c)
+        else:
+            o += _write_node(out + o, c, _payload_size(c, NULL), NULL, NULL)
+    return o
+
+
+cdef inline void _prefetch_subtrees(PyObject *n) noexcept nogil:
+    # Three rounds over the children instead of one chain of misses per child: ask for all children, then for
+    # what each points to (a leaf's key and value node, a branch's children), then for the value bytes behind
+    # each leaf. Each round waits for about one miss while the other fifteen arrive alongside.
+    cdef PyObject **slots = _slots(n)
+    cdef PyObject **gs
+    cdef PyObject *c
+    cdef PyObject *v
+    cdef int j, k
+    for j in range(16):
+        if slots[j] != NULL:
+            MPT_PREFETCH(slots[j])
+    for j in range(16):
+        c = slots[j]
+        if c == NULL or _has_hash(c):
+            continue
+        if _type_of(c) is _SHORT:
+            MPT_PREFETCH(_short_key(c))
+            MPT_PREFETCH(_short_val(c))
+        elif _type_of(c) is _FULL:
+            gs = _slots(c)
+            for k in range(16):
+                if gs[k] != NULL:
+                    MPT_PREFETCH(gs[k])
+    for j in range(16):
+        c = slots[j]
+        if c != NULL and _type_of(c) is _SHORT and not _has_hash(c):
+            v = _short_val(c)
+            if _type_of(v) is _VALUE:
+                MPT_PREFETCH(_value_bytes(v))
+
+
+cdef inline void _pass_store(HashPass *p, PendingNode *entry, const uint8_t *digest) noexcept nogil:
+    # A flushed node's hash goes into the node (published: bytes, then the flag) and into its parent's hole.
+    _publish_hash(entry.node, digest)
+    if entry.hole >= 0:
+        memcpy(p.buf + entry.hole, digest, HASH_LENGTH)
+
+
+cdef int _pass_flush(HashPass *p) noexcept nogil:
+    """Hash every pending entry, level by level from height 0, each level's encodings together on the SIMD
+    lanes (and over p.threads threads), writing each digest into its node and into its parent's hole. Then the
+    buffer holds nothing pending: it starts over empty. -1 when out of memory."""
+    cdef Py_ssize_t n = p.n_pending, i, j, k, level_start
+    cdef Py_ssize_t by_height[FLUSH_AT]    # entry indices sorted by height
+    cdef Py_ssize_t level_end_inline[FLUSH_INLINE_HEIGHTS]
+    cdef Py_ssize_t *level_end             # one past the last index of each height in by_height
+    cdef PendingNode *entry
+    cdef FlushScratch *s = &p.scratch
+    cdef int top = 0, h
+    if n == 0:
+        return 0
+    for i in range(n):
+        if p.pending[i].height > top:
+            top = p.pending[i].height
+    if top + 2 <= FLUSH_INLINE_HEIGHTS:
+        level_end = level_end_inline
+        memset(level_end, 0, (top + 2) * sizeof(Py_ssize_t))
+    else:
+        # Only a trie deeper than any 32-byte key makes (long or prefix keys) gets here.
+        level_end = <Py_ssize_t *>PyMem_RawCalloc(top + 2, sizeof(Py_ssize_t))
+        if level_end == NULL:
+            return -1
+    # Counting sort by height (stable: each level keeps the encoding order, nearby in the buffer).
+    for i in range(n):
+        level_end[p.pending[i].height + 1] += 1
+    for h in range(top + 1):
+        level_end[h + 1] += level_end[h]
+    for i in range(n):
+        h = p.pending[i].height
+        by_height[level_end[h]] = i
+        level_end[h] += 1
+    level_start = 0
+    for h in range(top + 1):
+        k = 0
+        for i in range(level_start, level_end[h]):
+            entry = &p.pending[by_height[i]]
+            if p.known != NULL:
+                # Only the encodings nobody has hashed yet go to Keccak.
+                j = known_find(p.known, p.buf + entry.offset, <size_t>entry.length)
+                if j >= 0:
+                    _pass_store(p, entry, p.known.digests + j * HASH_LENGTH)
+                    continue
+            s.messages[k] = p.buf + entry.offset
+            s.lengths[k] = <size_t>entry.length
+            s.entries[k] = by_height[i]
+            k += 1
+        _keccak_many_threads(_KECCAK_BACKEND, s.messages, s.lengths, <size_t>k, s.digests,
+                             p.threads if k >= PARALLEL_MIN_LEVEL else 1)
+        for i in range(k):
+            _pass_store(p, &p.pending[s.entries[i]], s.digests + i * HASH_LENGTH)
+        level_start = level_end[h]
+    if level_end != level_end_inline:
+        PyMem_RawFree(level_end)
+    p.n_pending = 0
+    p.flushes += 1
+    p.length = 0
+    return 0
+
+
+cdef Py_ssize_t _pass_visit(HashPass *p, PyObject *n, int *height) noexcept nogil:
+    """Post-order: encode n's unhashed descendants, then n, at the end of the buffer, and record n as a pending
+    entry. Returns its entry index; -1 when n needs no entry (its encoding is under 32 bytes: it is embedded in
+    its parent, nothing stays in the buffer; or a flush hashed it before returning); -2 when out of memory.
+    height is set to 1 + the highest pending node n refers to (0 when none), so that a flush hashes every node
+    after the ones it refers to."""
+    cdef Py_ssize_t child_entry[16]
+    cdef Py_ssize_t child_flushes[16]     # p.flushes when the child's entry was made
+    cdef int child_height[16]
+    cdef bint pending[16]
+    cdef Py_ssize_t holes[16]
+    cdef Py_ssize_t i, start, length, payload
+    cdef int h = 0
+    cdef PyObject *c
+    cdef PyObject **slots
+    cdef PendingNode *entry
+    cdef bint full = _type_of(n) is _FULL
+    if full:
+        slots = _slots(n)
+        _prefetch_subtrees(n)
+        for i in range(16):
+            child_entry[i] = -1
+            c = slots[i]
+            if c != NULL and not _has_hash(c):
+                child_entry[i] = _pass_visit(p, c, &child_height[i])
+                if child_entry[i] == -2:
+                    return -2
+                child_flushes[i] = p.flushes
+    else:
+        child_entry[0] = -1
+        c = _short_val(n)
+        if _type_of(c) is not _VALUE and not _has_hash(c):
+            child_entry[0] = _pass_visit(p, c, &child_height[0])
+            if child_entry[0] == -2:
+                return -2
+            child_flushes[0] = p.flushes
+    # A child entry made before the last flush is gone: that child was hashed, and carries its hash now.
+    for i in range(16 if full else 1):
+        pending[i] = child_entry[i] >= 0 and child_flushes[i] == p.flushes
+    payload = _payload_size(n, pending)
+    if _pass_ensure(p, MAX_HEADER_SIZE + payload) < 0:
+        return -2
+    start = p.length
+    length = _write_node(p.buf + start, n, payload, pending, holes)
+    if length < HASH_LENGTH:
+        # Embedded in its parent; such a small node cannot refer to a hashed child, so nothing below it was
+        # recorded either.
+        return -1
+    p.length = start + length
+    for i in range(16 if full else 1):
+        if pending[i]:
+            p.pending[child_entry[i]].hole = start + holes[i]
+            if child_height[i] + 1 > h:
+                h = child_height[i] + 1
+    entry = &p.pending[p.n_pending]
+    entry.node = n
+    entry.offset = start
+    entry.length = length
+    entry.hole = -1
+    entry.height = h
+    height[0] = h
+    p.n_pending += 1
+    if p.n_pending == FLUSH_AT:
+        return -2 if _pass_flush(p) < 0 else -1
+    return p.n_pending - 1
+
+
+cdef int _pass_run(HashPass *p, PyObject *n) noexcept nogil:
+    """Hash every unhashed node under n (n too, when its encoding is 32 bytes or more). -1: out of memory (the
+    nodes hashed so far keep their correct hashes; nothing is flagged without one)."""
+    cdef int height = 0
+    p.length = 0
+    p.n_pending = 0
+    if _pass_visit(p, n, &height) == -2 or _pass_flush(p) < 0:
+        p.n_pending = 0
+        p.length = 0
+        return -1
+    return 0
+
+
+cdef int _hash_tree(HashPass **passes, int n_passes, PyObject *root) noexcept nogil:
+    """Hash the tree under root over n_passes threads: the subtrees under the first branch (below the root's
+    extension, if any) one per task on the OpenMP threads, then the few nodes above them on this thread."""
+    cdef PyObject *split = root
+    cdef PyObject *c
+    cdef PyObject *todo[16]
+    cdef int m = 0, i, failed = 0
+    if n_passes > 1:
+        while _type_of(split) is _SHORT:
+            c = _short_val(split)
+            if _type_of(c) is _VALUE or _has_hash(c):
+                break
+            split = c
+        if _type_of(split) is _FULL:
+            for i in range(16):
+                c = _slots(split)[i]
+                if c != NULL and not _has_hash(c):
+                    todo[m] = c
+                    m += 1
+        if m >= 2:
+            for i in prange(m, num_threads=n_passes, schedule='dynamic', chunksize=1):
+                # (A reduction: a plain assignment would make failed lastprivate.)
+                failed += _pass_run(passes[threadid()], todo[i]) < 0
+            if failed:
+                return -1
+    # The root pass: with the subtrees done only a few nodes remain, unless the split found nothing to share.
+    passes[0].threads = n_passes if m < 2 else 1
+    i = _pass_run(passes[0], root)
+    passes[0].threads = 1
+    return i
 
 
 @cython.final
@@ -289,8 +631,7 @@ cdef class Hasher:
         self.buf = WriteBuffer.new()
 
     def __dealloc__(self):
-        PyMem_Free(self.pending)
-        PyMem_Free(self.scratch)
+        self.drop_passes()
 
     @staticmethod
     cdef Hasher new():
@@ -341,194 +682,52 @@ cdef class Hasher:
         self.buf._length = start
         return True
 
-    cdef Py_ssize_t encode_pending(self, Node n, int *height) except -2:
-        """Post-order: encode n's unhashed descendants, then n, at the end of the buffer, and record n as a
-        pending entry. Returns its entry index, or -1 when n needs no entry: its encoding is under 32 bytes (it
-        is embedded in its parent; nothing stays in the buffer), or n was hashed by a flush before returning.
-
-        A recorded node gets has_hash set before its hash exists, so that its parent's encoding reserves the
-        33-byte reference for it; the entry remembers where in the parent's encoding those 32 bytes are (the
-        hole), to be filled once the node is hashed. height is set to 1 + the highest pending node n refers
-        to (0 when none), so that a flush hashes every node after the ones it refers to.
-        """
-        cdef Py_ssize_t child_entry[16]
-        cdef Py_ssize_t child_flushes[16]     # self.flushes when the child's entry was made
-        cdef int child_height[16]
-        cdef Py_ssize_t i, e = -1, e_flushes = 0, start, length, pos
-        cdef int h = 0, eh = 0
-        cdef PyObject *c
-        cdef FullNode fn
-        cdef Node val
-        cdef PendingNode *entry
-        cdef const uint8_t *enc
-        if type(n) is FullNode:
-            fn = <FullNode>n
-            _prefetch_pending_subtrees(fn)
-            for i in range(16):
-                child_entry[i] = -1
-                c = fn.slots[i]
-                if c != NULL and not (<Node>c).has_hash:
-                    child_entry[i] = self.encode_pending(<Node>c, &child_height[i])
-                    child_flushes[i] = self.flushes
-        elif type(n) is ShortNode:
-            val = (<ShortNode>n).val
-            if type(val) is not ValueNode and not val.has_hash:
-                e = self.encode_pending(val, &eh)
-                e_flushes = self.flushes
-        start = self.buf._length
-        n.encode(self.buf)
-        length = self.buf._length - start
-        if length < HASH_LENGTH:
-            # Embedded in its parent; such a small node cannot refer to a hashed child, so nothing below it
-            # was recorded either.
-            self.buf._length = start
-            return -1
-        # A child entry made before the last flush is gone: that child was hashed, and n's encoding above
-        # already holds its real hash.
-        enc = self.buf._buf + start
-        if type(n) is FullNode:
-            # Walk the 16 child items of the encoding to find each pending child's 0xa0 reference.
-            pos = _list_payload_offset(enc)
-            for i in range(16):
-                if child_entry[i] >= 0 and child_flushes[i] == self.flushes:
-                    self.pending[child_entry[i]].hole = start + pos + 1
-                    if child_height[i] + 1 > h:
-                        h = child_height[i] + 1
-                pos += _item_size(enc + pos)
-        elif e >= 0 and e_flushes == self.flushes:
-            # An extension's child reference is the last item: 0xa0 and the 32 bytes that end the encoding.
-            self.pending[e].hole = start + length - HASH_LENGTH
-            h = eh + 1
-        if self.pending == NULL:
-            self.pending = <PendingNode *>PyMem_Malloc(FLUSH_AT * sizeof(PendingNode))
-            if self.pending == NULL:
-                raise MemoryError()
-        entry = &self.pending[self.n_pending]
-        entry.node = <PyObject *>n
-        entry.offset = start
-        entry.length = length
-        entry.hole = -1
-        entry.height = h
-        n.has_hash = True
-        height[0] = h
-        self.n_pending += 1
-        if self.n_pending == FLUSH_AT:
-            self.flush_pending()
-            return -1
-        return self.n_pending - 1
-
-    cdef int flush_pending(self) except -1:
-        """Hash every pending entry, level by level from height 0, each level's encodings together on the SIMD
-        lanes (and over the hashing threads), writing each digest into its node and into its parent's hole.
-        Then the buffer holds nothing pending: it starts over empty."""
-        cdef Py_ssize_t n = self.n_pending, i, j, k, level_start
-        cdef Py_ssize_t by_height[FLUSH_AT]    # entry indices sorted by height
-        cdef Py_ssize_t level_end_inline[FLUSH_INLINE_HEIGHTS]
-        cdef Py_ssize_t *level_end             # one past the last index of each height in by_height
-        cdef PendingNode *entry
-        cdef int top = 0, h
-        if n == 0:
-            return 0
-        if self.scratch == NULL:
-            self.scratch = <FlushScratch *>PyMem_Malloc(sizeof(FlushScratch))
-            if self.scratch == NULL:
-                raise MemoryError()
-        for i in range(n):
-            if self.pending[i].height > top:
-                top = self.pending[i].height
-        if top + 2 <= FLUSH_INLINE_HEIGHTS:
-            level_end = level_end_inline
-            memset(level_end, 0, (top + 2) * sizeof(Py_ssize_t))
-        else:
-            # Only a trie deeper than any 32-byte key makes (long or prefix keys) gets here.
-            level_end = <Py_ssize_t *>PyMem_Calloc(top + 2, sizeof(Py_ssize_t))
-            if level_end == NULL:
-                raise MemoryError()
-        try:
-            # Counting sort by height (stable: each level keeps the encoding order, nearby in the buffer).
-            for i in range(n):
-                level_end[self.pending[i].height + 1] += 1
-            for h in range(top + 1):
-                level_end[h + 1] += level_end[h]
-            for i in range(n):
-                h = self.pending[i].height
-                by_height[level_end[h]] = i
-                level_end[h] += 1
-            level_start = 0
-            for h in range(top + 1):
-                k = 0
-                if self.known == NULL:
-                    for i in range(level_start, level_end[h]):
-                        entry = &self.pending[by_height[i]]
-                        self.scratch.messages[k] = self.buf._buf + entry.offset
-                        self.scratch.lengths[k] = <size_t>entry.length
-                        k += 1
-                else:
-                    # Only the encodings nobody has hashed yet go to Keccak (entries maps them back).
-                    for i in range(level_start, level_end[h]):
-                        entry = &self.pending[by_height[i]]
-                        j = known_find(self.known, self.buf._buf + entry.offset, <size_t>entry.length)
-                        if j >= 0:
-                            _store_digest(self.buf, entry, self.known.digests + j * HASH_LENGTH)
-                            continue
-                        self.scratch.messages[k] = self.buf._buf + entry.offset
-                        self.scratch.lengths[k] = <size_t>entry.length
-                        self.scratch.entries[k] = by_height[i]
-                        k += 1
-                _keccak_many_threads(_KECCAK_BACKEND, self.scratch.messages, self.scratch.lengths, <size_t>k,
-                                     self.scratch.digests, self.threads if k >= PARALLEL_MIN_LEVEL else 1)
-                for i in range(k):
-                    _store_digest(self.buf, &self.pending[by_height[level_start + i]
-                                                          if self.known == NULL else self.scratch.entries[i]],
-                                  self.scratch.digests + i * HASH_LENGTH)
-                level_start = level_end[h]
-        finally:
-            if level_end != level_end_inline:
-                PyMem_Free(level_end)
-        self.n_pending = 0
-        self.flushes += 1
-        self.buf._length = 0
-        return 0
-
     cdef int hash_levels(self, Node root, int threads) except -1:
-        """Hash every unhashed node under root in batches.
+        """Hash every unhashed node under root in batches, without the GIL.
 
-        One post-order pass encodes the dirty nodes, leaving a 32-byte hole in each parent for every child
-        still to be hashed. Every FLUSH_AT encodings (and at the end) the pending ones are hashed level by
-        level from the leaves up, each level's encodings together on the SIMD backend's lanes (and over
-        `threads` threads); each digest goes into its node and into its parent's hole. The buffer and the
-        entries are therefore bounded (and stay in cache), and each node gets its hash soon after it was read.
+        One post-order pass per thread encodes the dirty nodes, leaving a 32-byte hole in each parent for every
+        child still to be hashed. Every FLUSH_AT encodings (and at the end) the pending ones are hashed level by
+        level from the leaves up, each level's encodings together on the SIMD backend's lanes; each digest goes
+        into its node and into its parent's hole. The buffer and the entries are therefore bounded (and stay in
+        cache), and each node gets its hash soon after it was read. With threads > 1 the subtrees under the
+        first branch are shared out over that many OpenMP threads, each with its own scratch (HashPass).
 
-        The GIL stays held throughout, also while the worker threads hash: until its flush a recorded node
-        carries has_hash without its hash, which no other Python thread may see.
+        The caller holds a reference to root and keeps the tree from changing (Trie's busy state).
         """
-        cdef int height = 0
-        cdef Py_ssize_t i
-        self.buf.reset()
-        self.n_pending = 0
-        self.threads = threads
+        cdef int i, rc
+        cdef PyObject *r = <PyObject *>root
         if root.has_hash or type(root) is ValueNode:
             return 0
-        try:
-            self.encode_pending(root, &height)
-            self.flush_pending()
-        except BaseException:
-            # Failed part-way (out of memory): no node may keep a hash that was never computed.
-            for i in range(self.n_pending):
-                (<Node>self.pending[i].node).has_hash = False
-            raise
-        finally:
-            self.n_pending = 0
-            self.buf.reset()
+        if threads < 1:
+            threads = 1
+        if threads > self.n_passes:
+            self._grow_passes(threads)
+        for i in range(threads):
+            self.passes[i].known = self.known
+        with nogil:
+            rc = _hash_tree(self.passes, threads, r)
+        if rc < 0:
+            raise MemoryError()
+        return 0
+
+    cdef int _grow_passes(self, int threads) except -1:
+        cdef HashPass **grown = <HashPass **>PyMem_Realloc(self.passes, threads * sizeof(HashPass *))
+        if grown == NULL:
+            raise MemoryError()
+        self.passes = grown
+        while self.n_passes < threads:
+            self.passes[self.n_passes] = _pass_new()
+            if self.passes[self.n_passes] == NULL:
+                raise MemoryError()
+            self.passes[self.n_passes].threads = 1
+            self.n_passes += 1
         return 0
 
     cdef bytes root_hash(self, Node root):
         """The root hash of the tree under root, as bytes."""
-        cdef int threads = _HASH_THREADS
-        # With SIMD lanes the batched path wins at every size (20 accounts: 9.7 against 15.9 us on AVX2); on
-        # one lane and one thread the two paths cost the same, and the recursive one needs no scratch.
-        if threads > 1 or mpt_keccak_backend_lanes(_KECCAK_BACKEND) > 1:
-            self.hash_levels(root, threads)
+        # The batched pass runs without the GIL whatever the backend (with SIMD lanes it also wins at every
+        # size: 20 accounts, 9.7 against 15.9 us on AVX2); hash_node then only hashes a root under 32 bytes.
+        self.hash_levels(root, _HASH_THREADS)
         self.hash_node(root, True)
         return PyBytes_FromStringAndSize(<char *>self.digest, HASH_LENGTH)
 
@@ -545,8 +744,21 @@ cdef class Hasher:
 
     @property
     def buffer_capacity(self):
-        """Current capacity of the hasher's buffer (kept while pooled, up to 4 MiB)."""
-        return self.buf._size
+        """Current capacity of the hasher's largest buffer (kept while pooled, up to 4 MiB)."""
+        cdef Py_ssize_t size = self.buf._size
+        cdef int i
+        for i in range(self.n_passes):
+            if self.passes[i].size > size:
+                size = self.passes[i].size
+        return size
+
+    cdef void drop_passes(self) noexcept:
+        cdef int i
+        for i in range(self.n_passes):
+            _pass_free(self.passes[i])
+        PyMem_Free(self.passes)
+        self.passes = NULL
+        self.n_passes = 0
 
 
 @cython.final
@@ -570,6 +782,8 @@ cdef class HasherPool:
         if h.buf._size > MAX_IDLE_BUFFER:
             # One huge value or trie must not pin its scratch memory for the life of the process.
             h.buf = WriteBuffer.new()
+        if h.buffer_capacity > MAX_IDLE_BUFFER:
+            h.drop_passes()
         if len(self._idle) < self.max_idle:
             self._idle.append(h)
 

@@ -13,6 +13,10 @@ leaf hashes go into one scratch buffer (SHA-NI hashes two leaves at a time), the
 place into the front of the same buffer. No Python object is made per node, the scratch is pooled across calls,
 and the GIL is released while hashing large inputs.
 
+Large trees are hashed in chunks of 1024 leaves, each hashed and folded to its subtree root while in cache; from
+2048 leaves on the chunks are spread over :func:`mpt.hasher.set_hash_threads` / ``MPT_HASH_THREADS`` OpenMP
+threads (default 1; :func:`hashing_threads` sets it for a block).
+
 A :class:`Proof` is CometBFT's ``merkle.Proof``: ``total``, ``index``, ``leaf_hash`` and ``aunts`` (the sibling
 hashes from the leaf's sibling up to the root's child). Anything CometBFT refuses raises
 :class:`mpt.errors.ProofError`.
@@ -28,6 +32,7 @@ from cpython.sequence cimport PySequence_Fast_GET_ITEM, PySequence_Fast_GET_SIZE
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcmp, memcpy, memmove
 
+from mpt.hasher cimport hash_threads
 from mpt._sha256.sha256 cimport (
     mpt_sha256,
     mpt_sha256_backend,
@@ -39,6 +44,7 @@ from mpt._sha256.sha256 cimport (
 
 import base64
 import binascii
+import contextlib
 import json
 import re
 from collections.abc import Mapping
@@ -54,6 +60,7 @@ __all__ = [
     "Proof",
     "data_hash",
     "empty_hash",
+    "hashing_threads",
     "header_hash",
     "inner_hash",
     "leaf_hash",
@@ -70,6 +77,9 @@ cdef enum:
     _MAX_AUNTS = 100
     # Below this many bytes to hash, dropping and re-taking the GIL costs more than it lets other threads do.
     _NOGIL_BYTES = 65536
+    # Below this many leaves a root is hashed on the calling thread whatever the hashing-thread setting: the
+    # work (~150 us on SHA-NI) is not much more than waking an OpenMP team on a loaded machine.
+    _THREADS_MIN_LEAVES = 2048
 
 MAX_AUNTS = _MAX_AUNTS
 """Most aunts a proof may carry (CometBFT ``merkle.MaxAunts``)."""
@@ -227,13 +237,6 @@ cdef inline void _reduce_level(unsigned char* src, size_t count, unsigned char* 
         memmove(dst + HASH_LEN * pairs, src + HASH_LEN * (count - 1), HASH_LEN)
 
 
-cdef void _root_in_place(unsigned char* hashes, size_t count) noexcept nogil:
-    """Reduce count (>= 1) leaf hashes to the root, left in hashes[0:32]."""
-    while count > 1:
-        _reduce_level(hashes, count, hashes)
-        count = (count >> 1) + (count & 1)
-
-
 cdef int _all_levels(unsigned char* hashes, size_t count, size_t* offsets, size_t* counts) noexcept nogil:
     """Every level stored one after the other behind the leaf hashes (level 0 at slot 0); returns the number
     of levels. Needs 2 * count + 64 slots."""
@@ -249,6 +252,96 @@ cdef int _all_levels(unsigned char* hashes, size_t count, size_t* offsets, size_
         offsets[level] = offset
         counts[level] = count
     return level + 1
+
+
+cdef extern from *:
+    """
+    #include "sha256.h"
+    #include <string.h>
+    #include <omp.h>
+
+    /* Leaves per chunk of the fused root: 1024 hashes are 32 KiB, reduced level by level while they sit in L1/L2
+     * instead of going out to memory and being read back once per level (what made 100K leaves slower per leaf
+     * than 10K).  A power of two, so that chunk j's subtree root is exactly node j of level 10 of the whole tree
+     * (the carried odd node of the level-by-level reduction only ever happens at the right edge).  Also the unit
+     * of work of the hashing threads. */
+    #define MPT_MERKLE_CHUNK 1024
+
+    /* count (>= 1) hashes at h reduced in place to their root in h[0..32). */
+    static void mpt_merkle_reduce(unsigned char *h, size_t count)
+    {
+        while (count > 1) {
+            size_t pairs = count >> 1;
+            mpt_sha256_pairs(1, h, pairs, h);
+            if (count & 1)
+                memmove(h + 32 * pairs, h + 32 * (count - 1), 32);
+            count = pairs + (count & 1);
+        }
+    }
+
+    /* Chunk j's subtree root into hashes[j].  With ptrs, the chunk's leaf hashes go to `level`, CHUNK slots private
+     * to the calling thread and reused chunk after chunk, so they stay in L1/L2: a 100K-leaf tree no longer writes
+     * a 3 MB level out to memory and reads it back.  Without, hashes holds the leaf hashes and chunk j is reduced
+     * in place at hashes[j * CHUNK] (the caller then moves the chunk roots together). */
+    static void mpt_merkle_chunk(const unsigned char *const *ptrs, const size_t *lens, size_t n,
+                                 unsigned char *hashes, unsigned char *level, size_t j)
+    {
+        size_t lo = j * MPT_MERKLE_CHUNK, count = n - lo < MPT_MERKLE_CHUNK ? n - lo : MPT_MERKLE_CHUNK;
+        if (ptrs != NULL) {
+            mpt_sha256_many(0, 1, ptrs + lo, lens + lo, count, level);
+            mpt_merkle_reduce(level, count);
+            memcpy(hashes + 32 * j, level, 32);
+        } else {
+            mpt_merkle_reduce(hashes + 32 * lo, count);
+        }
+    }
+
+    /* Slots of hashes mpt_merkle_fold needs for n (>= 1) leaves given as pointers: a chunk root each, then CHUNK
+     * working slots per thread. */
+    static size_t mpt_merkle_fold_slots(size_t n, int threads)
+    {
+        return (n + MPT_MERKLE_CHUNK - 1) / MPT_MERKLE_CHUNK + (size_t)(threads > 1 ? threads : 1) * MPT_MERKLE_CHUNK;
+    }
+
+    /* Root of n (>= 1) leaves into hashes[0..32).  With ptrs, the leaves are ptrs/lens and hashes has
+     * mpt_merkle_fold_slots(n, threads) slots; else hashes[0 .. n) already holds the leaf hashes.  Chunks go to
+     * `threads` OpenMP threads (dynamic schedule: on a busy machine a descheduled thread leaves its chunks to the
+     * others); the worker threads touch only these arrays, so the caller may have released the GIL. */
+    static void mpt_merkle_fold(const unsigned char *const *ptrs, const size_t *lens, size_t n,
+                                unsigned char *hashes, int threads)
+    {
+        size_t nchunks = (n + MPT_MERKLE_CHUNK - 1) / MPT_MERKLE_CHUNK, j;
+        unsigned char *work = hashes + 32 * nchunks;
+        if (threads > 1 && nchunks > 1) {
+            long jj, nc = (long)nchunks;
+            if (threads > nc)
+                threads = (int)nc;
+            #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+            for (jj = 0; jj < nc; jj++)
+                mpt_merkle_chunk(ptrs, lens, n, hashes,
+                                 work + (size_t)32 * MPT_MERKLE_CHUNK * (size_t)omp_get_thread_num(), (size_t)jj);
+        } else {
+            for (j = 0; j < nchunks; j++)
+                mpt_merkle_chunk(ptrs, lens, n, hashes, work, j);
+        }
+        /* Chunk roots side by side (slot j <= j * CHUNK: ascending order never overwrites one not yet moved). */
+        if (ptrs == NULL)
+            for (j = 1; j < nchunks; j++)
+                memcpy(hashes + 32 * j, hashes + 32 * j * MPT_MERKLE_CHUNK, 32);
+        mpt_merkle_reduce(hashes, nchunks);
+    }
+    """
+    size_t _merkle_fold_slots "mpt_merkle_fold_slots"(size_t n, int threads) noexcept nogil
+    void _merkle_fold "mpt_merkle_fold"(const unsigned char* const* ptrs, const size_t* lens, size_t n,
+                                         unsigned char* hashes, int threads) noexcept nogil
+
+
+cdef inline int _threads_for(size_t n) noexcept:
+    """Hashing threads for a root of n leaves: mpt.set_hash_threads() / MPT_HASH_THREADS, once the tree is large
+    enough (_THREADS_MIN_LEAVES) that waking the OpenMP team pays."""
+    if n < _THREADS_MIN_LEAVES:
+        return 1
+    return hash_threads()
 
 
 cdef inline void _hash_leaves(_Scratch s, size_t n, unsigned char* out) noexcept nogil:
@@ -295,16 +388,43 @@ cdef _Scratch _leaf_hashes(items, bint all_levels, bint hash_txs, size_t* n_out)
 
 
 cdef bytes _root_of(items, bint hash_txs):
+    """Root of items. Plain leaves take the fused path: each chunk of leaves is hashed and folded to its subtree
+    root while its hashes are still in cache, the chunks spread over the hashing threads when there are enough
+    of them. Tx leaves (sha256 of sha256(tx)) hash all leaves first, then fold the same way."""
+    seq = _as_sequence(items)
+    cdef size_t n = len(seq), work
+    cdef int threads
+    if hash_txs:
+        return _root_of_txs(seq)
+    if n == 0:
+        return EMPTY_HASH
+    threads = _threads_for(n)
+    cdef _Scratch s = _take_scratch(n, _merkle_fold_slots(n, threads))
+    try:
+        work = s.gather(seq, n)
+        if threads > 1 or work + 64 * n > _NOGIL_BYTES:
+            with nogil:
+                _merkle_fold(s.ptrs, s.lens, n, s.hashes, threads)
+        else:
+            _merkle_fold(s.ptrs, s.lens, n, s.hashes, 1)
+        return PyBytes_FromStringAndSize(<char*>s.hashes, HASH_LEN)
+    finally:
+        _give_scratch(s)
+
+
+cdef bytes _root_of_txs(seq):
     cdef size_t n
-    cdef _Scratch s = _leaf_hashes(items, False, hash_txs, &n)
+    cdef int threads
+    cdef _Scratch s = _leaf_hashes(seq, False, True, &n)
     try:
         if n == 0:
             return EMPTY_HASH
-        if n > _NOGIL_BYTES // 128:
+        threads = _threads_for(n)
+        if threads > 1 or n > _NOGIL_BYTES // 128:
             with nogil:
-                _root_in_place(s.hashes, n)
+                _merkle_fold(NULL, NULL, n, s.hashes, threads)
         else:
-            _root_in_place(s.hashes, n)
+            _merkle_fold(NULL, NULL, n, s.hashes, 1)
         return PyBytes_FromStringAndSize(<char*>s.hashes, HASH_LEN)
     finally:
         _give_scratch(s)
@@ -316,6 +436,20 @@ def root(items):
     A list or tuple of ``bytes`` is the fast path; any other iterable is read into a list first. The empty tree
     has root ``sha256(b"")`` (:data:`EMPTY_HASH`)."""
     return _root_of(items, False)
+
+
+@contextlib.contextmanager
+def hashing_threads(int n):
+    """Context manager: hash roots of 2048+ leaves on n OpenMP threads inside the block, then restore the previous
+    setting. The setting is process-wide (:func:`mpt.hasher.set_hash_threads`, shared with the Keccak hasher),
+    not per Python thread."""
+    from mpt.hasher import set_hash_threads
+
+    old = set_hash_threads(n)
+    try:
+        yield n
+    finally:
+        set_hash_threads(old)
 
 
 def header_hash(fields):

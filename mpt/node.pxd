@@ -9,6 +9,13 @@ from libc.string cimport memcpy
 from mpt.rlp cimport WriteBuffer
 
 
+cdef extern from *:
+    """
+    #define MPT_STORE_RELEASE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+    """
+    void _store_release "MPT_STORE_RELEASE"(bint *p, bint v) noexcept nogil
+
+
 cdef class Node:
     cdef:
         # keccak256 of the encoding, kept inline (no bytes object per node, no pointer to chase when a parent
@@ -24,8 +31,10 @@ cdef class Node:
         return PyBytes_FromStringAndSize(<char *>self.hash_value, 32)
 
     cdef inline void set_hash(self, const uint8_t *digest) noexcept:
+        # The bytes first, then the flag with a release store: a hashing pass in another thread (reading the
+        # flag with an acquire load, without the GIL) that sees the flag sees the bytes (docs/threads.rst).
         memcpy(self.hash_value, digest, 32)
-        self.has_hash = True
+        _store_release(&self.has_hash, 1)
 
     cdef inline void copy_hash_from(self, Node other) noexcept:
         if other.has_hash:

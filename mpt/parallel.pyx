@@ -26,11 +26,16 @@ import os
 import shutil
 import tempfile
 from collections.abc import Mapping
+from itertools import islice
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc, PyMem_RawRealloc
 from cpython.ref cimport PyObject
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
+
+cdef extern from "Python.h":
+    ctypedef struct PyTupleObject:
+        PyObject *ob_item[1]
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport qsort
 from libc.string cimport memcmp, memcpy, memset
@@ -58,7 +63,6 @@ MAX_SHARD_NIBBLES = 4
 DEFAULT_MEMORY_LIMIT = 512 * 1024 * 1024        # bytes of arenas before a spill, when spill_dir is given
 cdef enum:
     _RECORD_HEADER = 8            # u32 key length, u32 value length
-_PROGRESS_EVERY = 65536
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -277,6 +281,129 @@ cdef inline int _arena_reserve(Arena *a, size_t extra) noexcept nogil:
     return 0
 
 
+cdef inline int _append(Arena *arenas, int k, size_t nshards, const uint8_t *key, size_t kl,
+                        const uint8_t *value, size_t vl) noexcept nogil:
+    """Append one record to its shard's arena (arenas[nshards]: keys shorter than k nibbles). -1: out of memory."""
+    cdef size_t shard
+    cdef Arena *a
+    cdef uint8_t *o
+    if 2 * kl < <size_t>k:
+        shard = nshards
+    elif k == 0:
+        shard = 0
+    elif k <= 2:
+        shard = key[0] >> (8 - 4 * k)
+    else:
+        shard = ((<size_t>key[0] << 8) | key[1]) >> (16 - 4 * k)
+    a = &arenas[shard]
+    if _arena_reserve(a, _RECORD_HEADER + kl + vl) < 0:
+        return -1
+    o = a.buf + a.len
+    _store_u32(o, <uint32_t>kl)
+    _store_u32(o + 4, <uint32_t>vl)
+    memcpy(o + _RECORD_HEADER, key, kl)
+    memcpy(o + _RECORD_HEADER + kl, value, vl)
+    a.len += _RECORD_HEADER + kl + vl
+    return 0
+
+
+cdef extern from *:
+    """
+    /* The fast path of the input readers, run without the GIL: a pair that is an exact tuple of two exact bytes
+       objects under 4 GiB. The input is a tuple (immutable) that holds a reference to every pair, and a pair
+       holds its key and value, so nothing read here can change or go away while the GIL is released. */
+    static inline int mpt_exact_pair(PyObject *item, const uint8_t **k, size_t *kl, const uint8_t **v, size_t *vl) {
+        PyObject *a, *b;
+        if (Py_TYPE(item) != &PyTuple_Type || PyTuple_GET_SIZE(item) != 2)
+            return 0;
+        a = PyTuple_GET_ITEM(item, 0);
+        b = PyTuple_GET_ITEM(item, 1);
+        if (Py_TYPE(a) != &PyBytes_Type || Py_TYPE(b) != &PyBytes_Type)
+            return 0;
+        if ((size_t)PyBytes_GET_SIZE(a) > 0xffffffffu || (size_t)PyBytes_GET_SIZE(b) > 0xffffffffu)
+            return 0;
+        *k = (const uint8_t *)PyBytes_AS_STRING(a);
+        *kl = (size_t)PyBytes_GET_SIZE(a);
+        *v = (const uint8_t *)PyBytes_AS_STRING(b);
+        *vl = (size_t)PyBytes_GET_SIZE(b);
+        return 1;
+    }
+    /* Shuffled input means every pair, key and value is a cache miss (~0.8 us a pair when waited for one by one):
+       fetch the pair tuple MPT_AHEAD_PAIR items ahead, and the key and value objects of the pair MPT_AHEAD_DATA
+       ahead (whose tuple was fetched earlier), so that several misses are in flight at once. */
+    #define MPT_AHEAD_PAIR 16
+    #define MPT_AHEAD_DATA 8
+    #if defined(__GNUC__) || defined(__clang__)
+    #define MPT_PREFETCH(p) __builtin_prefetch((const void *)(p), 0, 3)
+    #else
+    #define MPT_PREFETCH(p) ((void)(p))
+    #endif
+    static inline void mpt_prefetch_pair(PyObject *const *items, Py_ssize_t i, Py_ssize_t hi) {
+        PyObject *item;
+        if (i + MPT_AHEAD_PAIR < hi)
+            MPT_PREFETCH(items[i + MPT_AHEAD_PAIR]);
+        if (i + MPT_AHEAD_DATA < hi) {
+            item = items[i + MPT_AHEAD_DATA];
+            if (Py_TYPE(item) == &PyTuple_Type && PyTuple_GET_SIZE(item) == 2) {
+                MPT_PREFETCH(PyTuple_GET_ITEM(item, 0));
+                MPT_PREFETCH((const char *)PyTuple_GET_ITEM(item, 0) + 64);
+                MPT_PREFETCH(PyTuple_GET_ITEM(item, 1));
+                MPT_PREFETCH((const char *)PyTuple_GET_ITEM(item, 1) + 64);
+            }
+        }
+    }
+    """
+    int mpt_exact_pair(PyObject *item, const uint8_t **k, size_t *kl, const uint8_t **v, size_t *vl) noexcept nogil
+    void mpt_prefetch_pair(PyObject *const *items, Py_ssize_t i, Py_ssize_t hi) noexcept nogil
+
+
+cdef Py_ssize_t _read_fast(PyObject *const *items, Py_ssize_t lo, Py_ssize_t hi, Arena *arenas, int k,
+                           size_t nshards, int *oom) noexcept nogil:
+    """Copy items[lo:hi] into the arenas while they are exact (bytes, bytes) tuples; returns the index of the first
+    item that is not (hi when all were), for the slow path under the GIL. Sets *oom on allocation failure."""
+    cdef Py_ssize_t i
+    cdef const uint8_t *key
+    cdef const uint8_t *value
+    cdef size_t kl, vl
+    for i in range(lo, hi):
+        mpt_prefetch_pair(items, i, hi)
+        if not mpt_exact_pair(items[i], &key, &kl, &value, &vl):
+            return i
+        if _append(arenas, k, nshards, key, kl, value, vl) != 0:
+            oom[0] = 1
+            return i
+    return hi
+
+
+cdef void _merge_arenas(Arena *dst, Arena *src, size_t lo, size_t hi) noexcept nogil:
+    """Append src[s] to dst[s] for s in lo..hi-1 and empty src[s] (keeping its memory for the next round).
+    On allocation failure src[s] keeps its records (the caller checks that every src arena is empty)."""
+    cdef size_t s
+    cdef Arena tmp
+    for s in range(lo, hi):
+        if src[s].len == 0:
+            continue
+        if dst[s].len == 0:
+            # Swap the buffers rather than copy (dst's, empty, becomes src's for the next round).
+            tmp = dst[s]
+            dst[s] = src[s]
+            src[s] = tmp
+            continue
+        if _arena_reserve(&dst[s], src[s].len) < 0:
+            return
+        memcpy(dst[s].buf + dst[s].len, src[s].buf, src[s].len)
+        dst[s].len += src[s].len
+        src[s].len = 0
+
+
+cdef void _free_arenas(Arena *arenas, size_t n) noexcept nogil:
+    cdef size_t i
+    if arenas != NULL:
+        for i in range(n):
+            PyMem_RawFree(arenas[i].buf)
+        PyMem_RawFree(arenas)
+
+
 cdef inline bytes _as_bytes(object data, str what, Py_ssize_t index):
     if type(data) is bytes:
         return <bytes>data
@@ -285,13 +412,40 @@ cdef inline bytes _as_bytes(object data, str what, Py_ssize_t index):
     raise TypeError("pair %d: %s must be bytes, not %s" % (index, what, type(data).__name__))
 
 
+# Pairs each reader copies between two synchronisation points (a merge, a spill check, a progress update): large
+# enough that the threads rarely wait for each other, small enough that the readers' private arenas stay small.
+_READ_CHUNK = 262144
+# Pairs taken from an iterator (not a list or tuple) at a time: they are held in a tuple while being read.
+_ITER_CHUNK = 65536
+
+
+cdef class _Reader:
+    """One reader thread's private arenas (nshards + 1: the last holds keys shorter than the shard prefix)."""
+    cdef:
+        Arena *arenas
+        size_t n
+        object error                # the exception its last chunk raised, or None
+
+    def __cinit__(self, size_t n):
+        self.n = n
+        self.arenas = <Arena *>PyMem_RawMalloc(n * sizeof(Arena))
+        if self.arenas == NULL:
+            raise MemoryError()
+        memset(self.arenas, 0, n * sizeof(Arena))
+        self.error = None
+
+    def __dealloc__(self):
+        _free_arenas(self.arenas, self.n)
+        self.arenas = NULL
+
+
 cdef class _Partition:
     """The input split into 16**k shard arenas, spilled to run files when it outgrows the memory limit."""
     cdef:
         int k
         size_t nshards
-        Arena *arenas
-        size_t arena_bytes          # sum of the arenas' lengths
+        Arena *arenas               # nshards + 1: arenas[nshards] holds short keys until they go to short_keys
+        size_t arena_bytes          # sum of the shard arenas' lengths
         size_t memory_limit
         object spill_dir            # a directory of our own under the user's spill_dir, or None
         list runs                   # per spill: offsets table as bytes (file offset, length: 2 x u64 per shard)
@@ -299,14 +453,15 @@ cdef class _Partition:
         uint64_t spill_end          # its length
         readonly dict short_keys    # keys shorter than k nibbles: key -> last value
         Py_ssize_t count            # pairs read
+        Py_ssize_t base             # input position of the tuple being read (for error messages)
 
     def __cinit__(self, int k, object spill_dir, size_t memory_limit):
         self.k = k
         self.nshards = 1 << (4 * k)
-        self.arenas = <Arena *>PyMem_RawMalloc(self.nshards * sizeof(Arena))
+        self.arenas = <Arena *>PyMem_RawMalloc((self.nshards + 1) * sizeof(Arena))
         if self.arenas == NULL:
             raise MemoryError()
-        memset(self.arenas, 0, self.nshards * sizeof(Arena))
+        memset(self.arenas, 0, (self.nshards + 1) * sizeof(Arena))
         self.memory_limit = memory_limit
         self.runs = []
         self.spill_fd = -1
@@ -315,12 +470,8 @@ cdef class _Partition:
         self.spill_dir = tempfile.mkdtemp(prefix="mpt-build-root-", dir=spill_dir) if spill_dir is not None else None
 
     def __dealloc__(self):
-        cdef size_t i
-        if self.arenas != NULL:
-            for i in range(self.nshards):
-                PyMem_RawFree(self.arenas[i].buf)
-            PyMem_RawFree(self.arenas)
-            self.arenas = NULL
+        _free_arenas(self.arenas, self.nshards + 1)
+        self.arenas = NULL
 
     def close(self):
         """Close and delete the run files."""
@@ -335,65 +486,166 @@ cdef class _Partition:
             shutil.rmtree(self.spill_dir, ignore_errors=True)
             self.spill_dir = None
 
-    cdef int _add(self, bytes key, bytes value) except -1:
-        cdef const uint8_t *k = <const uint8_t *>PyBytes_AS_STRING(key)
-        cdef size_t kl = <size_t>PyBytes_GET_SIZE(key), vl = <size_t>PyBytes_GET_SIZE(value)
-        cdef size_t shard
-        cdef Arena *a
-        cdef uint8_t *o
-        if kl > 0xffffffff or vl > 0xffffffff:
-            raise ValueError("pair %d: keys and values are limited to 4 GiB" % self.count)
-        if 2 * kl < <size_t>self.k:
-            self.short_keys[key] = value
-            return 0
-        if self.k == 0:
-            shard = 0
-        elif self.k <= 2:
-            shard = k[0] >> (8 - 4 * self.k)
+    cdef int _add_slow(self, Arena *arenas, object item, Py_ssize_t index) except -1:
+        """A pair the fast path declined (GIL held): converts bytearray / memoryview, or raises the error naming
+        the pair's input position."""
+        cdef bytes key, value
+        if type(item) is tuple and PyTuple_GET_SIZE(item) == 2:
+            key = _as_bytes(<object>PyTuple_GET_ITEM(item, 0), "key", index)
+            value = _as_bytes(<object>PyTuple_GET_ITEM(item, 1), "value", index)
         else:
-            shard = ((<size_t>k[0] << 8) | k[1]) >> (16 - 4 * self.k)
-        a = &self.arenas[shard]
-        if _arena_reserve(a, _RECORD_HEADER + kl + vl) < 0:
+            try:
+                k, v = item
+            except (TypeError, ValueError):
+                raise TypeError("pair %d: expected a (key, value) pair, got %s" % (index, type(item).__name__)) from None
+            key = _as_bytes(k, "key", index)
+            value = _as_bytes(v, "value", index)
+        if <size_t>PyBytes_GET_SIZE(key) > 0xffffffff or <size_t>PyBytes_GET_SIZE(value) > 0xffffffff:
+            raise ValueError("pair %d: keys and values are limited to 4 GiB" % index)
+        if _append(arenas, self.k, self.nshards, <const uint8_t *>PyBytes_AS_STRING(key), <size_t>PyBytes_GET_SIZE(key),
+                   <const uint8_t *>PyBytes_AS_STRING(value), <size_t>PyBytes_GET_SIZE(value)) != 0:
             raise MemoryError()
-        o = a.buf + a.len
-        _store_u32(o, <uint32_t>kl)
-        _store_u32(o + 4, <uint32_t>vl)
-        memcpy(o + _RECORD_HEADER, k, kl)
-        memcpy(o + _RECORD_HEADER + kl, PyBytes_AS_STRING(value), vl)
-        a.len += _RECORD_HEADER + kl + vl
-        self.arena_bytes += _RECORD_HEADER + kl + vl
-        if self.spill_dir is not None and self.arena_bytes > self.memory_limit:
-            self.spill()
         return 0
 
-    def add_all(self, pairs, progress=None):
-        """Read every pair; progress(n) is called every 65536 pairs with how many were read since."""
-        cdef Py_ssize_t i, n
-        cdef object item
-        cdef PyObject *kp
-        cdef PyObject *vp
+    cdef int _read_range(self, tuple items, Py_ssize_t lo, Py_ssize_t hi, Arena *arenas) except -1:
+        """items[lo:hi] into arenas: the fast path without the GIL, each odd item under it."""
+        cdef PyObject *const *p = <PyObject *const *>&(<PyTupleObject *>items).ob_item[0]
+        cdef Py_ssize_t i = lo, j
+        cdef int oom = 0
+        while i < hi:
+            with nogil:
+                j = _read_fast(p, i, hi, arenas, self.k, self.nshards, &oom)
+            if oom:
+                raise MemoryError()
+            if j < hi:
+                self._add_slow(arenas, items[j], self.base + j)
+                j += 1
+            i = j
+        return 0
+
+    def _read_part(self, tuple items, Py_ssize_t lo, Py_ssize_t hi, _Reader reader):
+        # A reader thread's share of a round; its exception is kept for the caller to raise in input order.
+        try:
+            self._read_range(items, lo, hi, reader.arenas)
+        except BaseException as exc:
+            reader.error = exc
+
+    def _merge_part(self, list readers, size_t lo, size_t hi):
+        # Shards lo..hi-1 of every other reader's arenas appended to the partition's, in reader (= input) order.
+        cdef _Reader r
+        for r in readers:
+            with nogil:
+                _merge_arenas(self.arenas, r.arenas, lo, hi)
+
+    cdef int _drain_short(self) except -1:
+        # The short keys of this round, in input order, into the dict (a later value wins).
+        cdef Arena *a = &self.arenas[self.nshards]
+        cdef size_t pos = 0
+        cdef uint32_t kl, vl
+        while pos < a.len:
+            kl = _load_u32(a.buf + pos)
+            vl = _load_u32(a.buf + pos + 4)
+            self.short_keys[PyBytes_FromStringAndSize(<const char *>a.buf + pos + _RECORD_HEADER, kl)] = \
+                PyBytes_FromStringAndSize(<const char *>a.buf + pos + _RECORD_HEADER + kl, vl)
+            pos += _RECORD_HEADER + kl + vl
+        a.len = 0
+        return 0
+
+    cdef int _read_tuple(self, tuple items, int readers, list states, object pool, object progress) except -1:
+        """Read a tuple of pairs in rounds of readers x _READ_CHUNK pairs: reader 0 (this thread) fills the
+        partition's arenas with the first chunk, reader r the r-th chunk into its own, and then every reader's
+        arenas are appended shard by shard in reader order, so each shard keeps the input order."""
+        cdef Py_ssize_t n = PyTuple_GET_SIZE(items), lo = 0, hi, step, a, b
+        cdef Py_ssize_t chunk = _READ_CHUNK
+        if self.spill_dir is not None:
+            # The arenas may outgrow memory_limit by one round before the spill check: keep rounds well under it.
+            chunk = max(1, min(chunk, <Py_ssize_t>(self.memory_limit // 1024)))
+        cdef size_t s, total
+        cdef int r, used
+        cdef _Reader st
+        self.base = self.count
+        while lo < n:
+            hi = min(n, lo + <Py_ssize_t>readers * chunk)
+            used = 1 if readers == 1 or hi - lo < 4096 else readers
+            if used == 1:
+                self._read_range(items, lo, hi, self.arenas)
+            else:
+                step = (hi - lo + used - 1) // used     # (cdivision: no negative floor trick)
+                futures = []
+                for r in range(1, used):
+                    a = lo + r * step
+                    b = min(hi, a + step)
+                    futures.append(pool.submit(self._read_part, items, a, b, states[r - 1]) if a < b else None)
+                first = None
+                try:
+                    self._read_range(items, lo, min(hi, lo + step), self.arenas)
+                except BaseException as exc:
+                    first = exc
+                for f in futures:
+                    if f is not None:
+                        f.result()
+                if first is not None:
+                    raise first
+                for r in range(1, used):
+                    st = states[r - 1]
+                    if st.error is not None:
+                        err, st.error = st.error, None
+                        raise err
+                merges = [pool.submit(self._merge_part, states[:used - 1], a2, b2)
+                          for a2, b2 in _chunks(self.nshards + 1, used)]
+                for f in merges:
+                    f.result()
+                for r in range(1, used):
+                    st = states[r - 1]
+                    for s in range(self.nshards + 1):
+                        if st.arenas[s].len:
+                            raise MemoryError()
+            self._drain_short()
+            total = 0
+            for s in range(self.nshards):
+                total += self.arenas[s].len
+            self.arena_bytes = total
+            self.count += hi - lo
+            if progress is not None:
+                progress(hi - lo)
+            if self.spill_dir is not None and self.arena_bytes > self.memory_limit:
+                self.spill()
+            lo = hi
+        return 0
+
+    def add_all(self, pairs, progress=None, int readers=1):
+        """Read every pair, in order; ``readers`` threads copy a list or tuple's pairs (without the GIL).
+        progress(n) is called after every round with how many pairs were read since."""
+        cdef list states = []
+        cdef int r
+        cdef tuple chunk
+        if readers < 1:
+            readers = 1
         if isinstance(pairs, Mapping):
             pairs = pairs.items()
-        for item in pairs:
-            if type(item) is tuple and PyTuple_GET_SIZE(item) == 2:
-                kp = PyTuple_GET_ITEM(item, 0)
-                vp = PyTuple_GET_ITEM(item, 1)
-                if type(<object>kp) is bytes and type(<object>vp) is bytes:
-                    self._add(<bytes>kp, <bytes>vp)
-                else:
-                    self._add(_as_bytes(<object>kp, "key", self.count), _as_bytes(<object>vp, "value", self.count))
+        pool = None
+        if readers > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            states = [_Reader(self.nshards + 1) for r in range(readers - 1)]
+            pool = ThreadPoolExecutor(max_workers=readers)
+        try:
+            if type(pairs) is tuple:
+                self._read_tuple(<tuple>pairs, readers, states, pool, progress)
+            elif type(pairs) is list:
+                # A tuple copy of the list (pointers only): a list could change under the GIL-free readers.
+                self._read_tuple(tuple(<list>pairs), readers, states, pool, progress)
             else:
-                try:
-                    key, value = item
-                except (TypeError, ValueError):
-                    raise TypeError("pair %d: expected a (key, value) pair, got %s"
-                                    % (self.count, type(item).__name__)) from None
-                self._add(_as_bytes(key, "key", self.count), _as_bytes(value, "value", self.count))
-            self.count += 1
-            if progress is not None and self.count % _PROGRESS_EVERY == 0:
-                progress(_PROGRESS_EVERY)
-        if progress is not None:
-            progress(self.count % _PROGRESS_EVERY)
+                # Any other iterable is taken a chunk at a time, so a generator's input is never held whole.
+                it = iter(pairs)
+                while True:
+                    chunk = tuple(islice(it, _ITER_CHUNK * readers))
+                    if not chunk:
+                        break
+                    self._read_tuple(chunk, readers, states, pool, progress)
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True)
 
     def spill(self):
         """Append every arena to the spill file as a new run and empty them."""
@@ -622,7 +874,7 @@ def build_root(pairs, *, workers=None, shard_nibbles=None, executor=None, spill_
     bar = _progress_bar(progress, size_hint, "pairs")
     part = _Partition(k, spill_dir, memory_limit)
     try:
-        part.add_all(pairs, bar.update if bar is not None else None)
+        part.add_all(pairs, bar.update if bar is not None else None, workers)
         part.finish_input()
         if bar is not None:
             bar.close()
@@ -638,6 +890,11 @@ def build_root(pairs, *, workers=None, shard_nibbles=None, executor=None, spill_
         if bar is not None:
             bar.close()
         part.close()
+
+
+def _current_backend():
+    """The Keccak backend number the shard builds use (for scripts that run the phases one by one)."""
+    return st_current_backend()
 
 
 def _progress_bar(progress, total, unit):

@@ -59,7 +59,7 @@ cdef class WriteBuffer:
     cdef bytes to_bytes(self)
 
 
-cdef inline int uint_byte_length(uint64_t v) noexcept:
+cdef inline int uint_byte_length(uint64_t v) noexcept nogil:
     """Bytes needed for v big-endian without leading zeros (0 for v == 0)."""
     cdef int n = 0
     while v:
@@ -68,21 +68,21 @@ cdef inline int uint_byte_length(uint64_t v) noexcept:
     return n
 
 
-cdef inline Py_ssize_t header_size(Py_ssize_t payload_length) noexcept:
+cdef inline Py_ssize_t header_size(Py_ssize_t payload_length) noexcept nogil:
     """Size of the header in front of a string (of length >= 2 or > 0x7f) or list payload."""
     if payload_length < 56:
         return 1
     return 1 + uint_byte_length(<uint64_t>payload_length)
 
 
-cdef inline Py_ssize_t string_size(const uint8_t *data, Py_ssize_t n) noexcept:
+cdef inline Py_ssize_t string_size(const uint8_t *data, Py_ssize_t n) noexcept nogil:
     """Encoded size of the RLP string of data[:n]."""
     if n == 1 and data[0] < 0x80:
         return 1
     return header_size(n) + n
 
 
-cdef inline Py_ssize_t put_header(uint8_t *out, uint8_t short_base, Py_ssize_t payload_length) noexcept:
+cdef inline Py_ssize_t put_header(uint8_t *out, uint8_t short_base, Py_ssize_t payload_length) noexcept nogil:
     """Write a header (short_base 0x80 for strings, 0xc0 for lists) at out; return its size."""
     cdef int i, nbytes
     if payload_length < 56:

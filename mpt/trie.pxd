@@ -12,6 +12,10 @@ cdef class Trie:
         object _found           # out-value of _get (a Cython cdef function returns one object)
         set _touched            # hex paths of stored (clean, hashed) nodes replaced since the last commit
         readonly object last_commit     # NodeSet written by the last commit, or None
+        # hash() / commit() calls running on this trie (in any thread; nested calls count): while non-zero, the
+        # hashing pass may be reading the nodes without the GIL, so a mutation raises instead of racing.
+        int _state
+        str _state_op           # "hash" or "commit": which one, for the error message
 
     cdef bytes _trie_key(self, object key)
     cdef bytes _hex(self, object key)
@@ -22,6 +26,9 @@ cdef class Trie:
     cdef Node _delete(self, Node n, bytes hexkey, Py_ssize_t pos)
     cdef int _set_root(self, Node root) except -1
     cdef int _track(self, Node n, bytes hexkey, Py_ssize_t pos) except -1
+    cdef int _begin_write(self, str op) except -1
+    cdef int _enter(self, str op) except -1
+    cdef void _leave(self) noexcept
     cpdef bytes hash(self)
     cpdef object get(self, object key, object default=*)
     cpdef update(self, object key, object value)

@@ -172,7 +172,8 @@ cdef class Trie:
         cdef Node newroot = self._get(self.root, hexkey, 0)
         found = self._found
         self._found = None
-        if newroot is not self.root:
+        if newroot is not self.root and self._state == 0:
+            # (Not while hashing: the pass may be reading the old root; the resolved nodes are just not kept.)
             self.root = newroot     # same hash; only resolved nodes are cached in it
         return default if found is None else found
 
@@ -342,6 +343,25 @@ cdef class Trie:
 
     # -------------------------------------------------------------------------------------- public API
 
+    cdef int _begin_write(self, str op) except -1:
+        """Refuse a mutation while hash() or commit() runs on this trie (necessarily in another thread, or in a
+        database callback of commit()): the hashing pass reads the nodes without the GIL and an update may
+        change an owned node in place. Like a dict changed during iteration, this raises instead of racing."""
+        if self._state:
+            raise RuntimeError("trie changed during %s(): %s() called while %s() runs on this trie"
+                               % (self._state_op, op, self._state_op))
+        return 0
+
+    cdef int _enter(self, str op) except -1:
+        # Under the GIL: the count and the check in _begin_write cannot interleave.
+        if self._state == 0:
+            self._state_op = op
+        self._state += 1
+        return 0
+
+    cdef void _leave(self) noexcept:
+        self._state -= 1
+
     cdef int _track(self, Node n, bytes hexkey, Py_ssize_t pos) except -1:
         """Note that the stored node at hexkey[:pos] is being replaced (for the NodeSet's deleted paths)."""
         # Stored nodes are those with a hash, and the root whatever its size.
@@ -369,6 +389,7 @@ cdef class Trie:
         """Set key to value; an empty value deletes the key (geth semantics)."""
         cdef bytes v = check_bytes(value, "value")
         cdef bytes hexkey = self._hex(key)
+        self._begin_write("update")
         if PyBytes_GET_SIZE(v) == 0:
             self._set_root(self._delete(self.root, hexkey, 0))
         else:
@@ -376,23 +397,29 @@ cdef class Trie:
 
     cpdef delete(self, object key):
         """Remove key; a missing key is not an error (geth semantics)."""
+        self._begin_write("delete")
         self._set_root(self._delete(self.root, self._hex(key), 0))
 
     cpdef bytes hash(self):
         """The root hash (keccak256 of the root node's encoding; EMPTY_ROOT for an empty trie)."""
         cdef HasherPool pool
         cdef Hasher h
-        if self.root is None:
+        cdef Node root = self.root      # a reference of our own: the pass borrows every node below it
+        cdef bytes digest
+        if root is None:
             return _EMPTY_ROOT
         if self._root_hash is not None:
             return self._root_hash
         pool = default_pool()
         h = pool.acquire()
+        self._enter("hash")
         try:
-            self._root_hash = h.root_hash(self.root)
+            digest = h.root_hash(root)
         finally:
+            self._leave()
             pool.release(h)
-        return self._root_hash
+        self._root_hash = digest
+        return digest
 
     @property
     def root_hash(self):
@@ -408,6 +435,14 @@ cdef class Trie:
         ``last_commit`` holds the NodeSet that was written. If the write fails, nothing is marked committed
         and the commit can be retried.
         """
+        self._enter("commit")
+        try:
+            return self._commit(collect_leaves, set_head)
+        finally:
+            self._leave()
+
+    def _commit(self, collect_leaves, bint set_head):
+        # commit()'s body, run while the trie counts as busy (see _begin_write).
         cdef bytes root = self.hash()
         cdef NodeSet written = commit_trie(self.root, root, self.db, self._touched, collect_leaves, set_head)
         self._touched = set()
@@ -496,6 +531,7 @@ cdef class Trie:
 
     def __delitem__(self, key):
         cdef Node before = self.root
+        self._begin_write("__delitem__")
         self._set_root(self._delete(self.root, self._hex(key), 0))
         if self.root is before:
             raise KeyError(key)

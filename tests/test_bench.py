@@ -53,8 +53,9 @@ MERKLE_NAMES = (["MerkleHashAlternatives/recursive", "MerkleHashAlternatives/ite
 
 def test_registry_names_are_geths_plus_insert():
     build_root = {"BuildRoot/%s/workers=%d" % (n, w) for n in ("100K", "1M") for w in (1, 2)} | {"BuildRootDask/1M"}
+    two_tries = {"HashTwoTries/%s/%s" % (n, m) for n in ("10K", "100K") for m in ("serial", "threads")}
     assert set(cases.CASES) == (set(GETH_NAMES) | {"Insert/1K", "Insert/10K", "Insert/100K"} | set(MERKLE_NAMES)
-                                | set(IAVL_NAMES) | build_root)
+                                | set(IAVL_NAMES) | build_root | two_tries)
 
 
 def test_default_run_leaves_out_100k():
@@ -416,11 +417,28 @@ def test_merkle_cases_report_sha_ratio_and_constant_allocations(capsys):
     assert set(by_name) == {"MerkleRoot/100", "MerkleRoot/1K"}
     for b in by_name.values():
         assert b["extra"]["sha_ratio"] > 0 and b["extra"]["sha_ratio_one_at_a_time"] > 0
-        assert b["extra"]["sha_backend"] in ("scalar", "shani")
+        assert b["extra"]["sha_backend"] in ("scalar", "avx2", "shani")
     # 2n - 1 preimages: n leaves and n - 1 inner nodes.
     assert by_name["MerkleRoot/1K"]["extra"]["sha_calls"] == 1999
     # O(1) allocations per root: the same count for 100 and 1000 leaves (pooled scratch, no object per node).
     assert by_name["MerkleRoot/100"]["allocs_per_op"] == by_name["MerkleRoot/1K"]["allocs_per_op"]
+
+
+def test_merkle_root_on_hash_threads(capsys):
+    """--hash-threads N reaches mpt.merkle: MerkleRoot/10K (above 2048 leaves) runs its chunks on N OpenMP threads,
+    its root checked against the reference, with the same O(1) allocations."""
+    from mpt.hasher import get_hash_threads, set_hash_threads
+
+    old = get_hash_threads()
+    try:
+        code, out = run(capsys, "-b", "^MerkleRoot/(100|10K)$", "--hash-threads", "2", "--format", "json", *FAST)
+    finally:
+        set_hash_threads(old)
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["settings"]["hash_threads"] == 2
+    by_name = {b["name"]: b for b in doc["benchmarks"]}
+    assert by_name["MerkleRoot/10K"]["allocs_per_op"] == by_name["MerkleRoot/100"]["allocs_per_op"]
 
 
 def test_merkle_peers(capsys):

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from mpt.errors import NodeDecodeError, NodeEncodeError
 from mpt.iavl import InnerNode, LeafNode, decode_node, node_key
+from mpt.iavl import _reference as ref
 from mpt.rlp import WriteBuffer
 
 from conftest import load_vector
@@ -295,44 +296,17 @@ def test_bad_arguments():
 
 # ------------------------------------------------------------------------------------------------- properties
 
-def _ref_varint(v):
-    u = (v << 1) ^ (v >> 63)
-    u &= (1 << 64) - 1
-    out = bytearray()
-    while u >= 0x80:
-        out.append((u & 0x7F) | 0x80)
-        u >>= 7
-    out.append(u)
-    return bytes(out)
-
-
-def _ref_bytes(b):
-    return _ref_uvarint(len(b)) + b
-
-
-def _ref_uvarint(u):
-    out = bytearray()
-    while u >= 0x80:
-        out.append((u & 0x7F) | 0x80)
-        u >>= 7
-    out.append(u)
-    return bytes(out)
-
-
 def _ref_leaf(key, value, version):
-    """A pure-Python reference of the three leaf encodings and the hash."""
-    legacy = _ref_varint(0) + _ref_varint(1) + _ref_varint(version) + _ref_bytes(key) + _ref_bytes(value)
-    v1 = _ref_varint(0) + _ref_varint(1) + _ref_bytes(key) + _ref_bytes(value)
-    ints = [version, 1, 0, len(key)]
-    control, data = 0, b""
-    for i, x in enumerate(ints):
-        n = max(1, (x.bit_length() + 7) // 8)
-        control |= (n - 1) << (2 * i)
-        data += x.to_bytes(n, "little")
-    vbyte = bytes([0, control]) + data + key + value
-    pre = _ref_varint(0) + _ref_varint(1) + _ref_varint(version) + _ref_bytes(key) + b"\x20" + \
-        hashlib.sha256(value).digest()
-    return legacy, v1, vbyte, hashlib.sha256(pre).digest()
+    """The three leaf encodings and the hash from the pure-Python reference (mpt.iavl._reference)."""
+    node = ref.leaf(key, value, version)
+    return ref.encode(node, "legacy"), ref.encode(node, "v1"), ref.encode(node, "vbyte"), ref.node_hash(node)
+
+
+def test_reference_knows_the_bench_vectors():
+    # The reference is written from node.go independently: it must give iavl's bytes too.
+    legacy, v1, vbyte, _ = _ref_leaf(b"key", b"value", 3)
+    assert (legacy.hex(), v1.hex(), vbyte.hex()) == ("000206036b65790576616c7565", "0002036b65790576616c7565",
+                                                     "0000030100036b657976616c7565")
 
 
 @settings(max_examples=200, deadline=None)
@@ -383,3 +357,74 @@ def test_hashes_follow_the_sha256_backend_switch():
             assert LeafNode(b"key", b"value", 3).hash == want == leaf.hash
         finally:
             set_sha256_backend(old)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=40), st.integers(1, 127), st.integers(2, 2**40), st.integers(0, 2**32 - 1),
+       st.binary(min_size=32, max_size=32), st.binary(min_size=32, max_size=32))
+def test_inner_matches_reference(key, height, size, version, lh, rh):
+    node = InnerNode(key, height, size, version, lh, rh, left_node_key=node_key(version, 2), right_node_key=rh)
+    fields = {"height": height, "size": size, "version": version, "key": key, "left_hash": lh, "right_hash": rh}
+    assert node.hash == ref.node_hash(fields)
+    for fmt in ("legacy", "vbyte"):
+        data = node.to_bytes(fmt)
+        assert data == ref.encode(fields, fmt) and node.encoded_size(fmt) == len(data)
+        assert ref.decode(data, fmt) == fields
+    v1 = dict(fields, hash=node.hash, left_node_key=node_key(version, 2), right_node_key=rh)
+    del v1["left_hash"], v1["right_hash"]
+    data = node.to_bytes("v1")
+    assert data == ref.encode(v1, "v1") and node.encoded_size("v1") == len(data)
+    assert ref.decode(data, "v1", version) == v1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=80), st.sampled_from(["legacy", "v1", "vbyte"]))
+def test_decoder_agrees_with_reference(data, fmt):
+    try:
+        node = decode_node(data, fmt, node_key=node_key(5, 1))
+    except NodeDecodeError:
+        node = None
+    try:
+        want = ref.decode(data, fmt, 5)
+    except ref.Rejected:
+        want = None
+    assert (node is None) == (want is None)
+    if node is not None:
+        assert (node.height, node.size, node.version, node.key) == (want["height"], want["size"], want["version"],
+                                                                    want["key"])
+        assert node.hash == ref.node_hash(want)
+
+
+def test_format_fast_paths():
+    leaf = LeafNode(b"key", b"value", 3)
+    # Equal strings that are not the interned literals, and indexes into FORMATS, select the same format.
+    for i, name in enumerate(("legacy", "v1", "vbyte")):
+        dynamic = "".join(list(name))
+        assert leaf.to_bytes(dynamic) == leaf.to_bytes(name) == leaf.to_bytes(i)
+        assert leaf.encoded_size(i) == len(leaf.to_bytes(name))
+        assert decode_node(leaf.to_bytes(name), i, node_key(3, 1)).hash == leaf.hash
+    for bad in (3, -1, "VBYTE", b"vbyte", None, 1.0):
+        with pytest.raises(ValueError, match="unknown IAVL node format"):
+            leaf.to_bytes(bad)
+    # vbyte with a node key still checks the key (the fast path only skips its absence).
+    with pytest.raises(ValueError):
+        decode_node(leaf.to_bytes("vbyte"), "vbyte", b"short")
+    data = leaf.to_bytes("vbyte")
+    assert decode_node(bytearray(data), "vbyte").key == b"key"
+    assert decode_node(memoryview(data), "vbyte").value == b"value"
+    # Signature lines stay in the docstrings of the builtins.
+    assert decode_node.__doc__.startswith("decode_node(")
+    assert LeafNode.to_bytes.__doc__.startswith("to_bytes(")
+
+
+def test_vbyte_sizes_at_byte_boundaries():
+    for version in (0, 0xFF, 0x100, 0xFFFF, 0x10000, 0xFFFFFF, 0x1000000, 2**32 - 1):
+        for klen in (0, 1, 255, 256, 70000):
+            key = b"k" * klen
+            leaf = LeafNode(key, b"v", version)
+            want = ref.encode(ref.leaf(key, b"v", version), "vbyte")
+            assert leaf.to_bytes("vbyte") == want and leaf.encoded_size("vbyte") == len(want)
+            assert decode_node(want, "vbyte").version == version
+            for fmt in ("legacy", "v1"):
+                want = ref.encode(ref.leaf(key, b"v", version), fmt)
+                assert leaf.to_bytes(fmt) == want and leaf.encoded_size(fmt) == len(want)

@@ -249,3 +249,122 @@ def test_model_against_dict(script):
         t.load_version(version)
         assert t.hash() == root
         assert dict(t.items()) == snapshot
+
+
+# ------------------------------------------------------------------------------------------------- iavl API
+
+def _small_tree():
+    tree = MutableTree()
+    keys = [bytes([i]) * (1 + i % 3) for i in range(0, 250, 7)]
+    for k in keys:
+        tree.set(k, k + b"!")
+    return tree, sorted(keys)
+
+
+def test_get_with_index_and_get_by_index():
+    # iavl ImmutableTree.GetWithIndex / GetByIndex: the index is the key's rank in key order; an absent key
+    # gets the rank it would have, GetByIndex out of range gives (nil, nil).
+    tree, ordered = _small_tree()
+    for tree_state in ("working", "saved"):
+        for i, k in enumerate(ordered):
+            assert tree.get_with_index(k) == (i, k + b"!")
+            assert tree.get_by_index(i) == (k, k + b"!")
+        for probe in (b"", b"\x00\x00\x00\x00", b"\x08", b"\x50", b"\xff\xff\xff\xff"):
+            want = sum(1 for k in ordered if k < probe)
+            assert tree.get_with_index(probe) == (want, None)
+        for bad in (-1, len(ordered), 10**6):
+            assert tree.get_by_index(bad) == (None, None)
+        tree.save_version()
+        tree = MutableTree(tree.db)
+        tree.load()
+    empty = MutableTree()
+    assert empty.get_with_index(b"a") == (0, None)
+    assert empty.get_by_index(0) == (None, None)
+
+
+def test_reverse_iteration_same_range():
+    # iavl's Iterator(start, end, false): the same [start, end) range, visited from the end.
+    tree, ordered = _small_tree()
+    for saved in (False, True):
+        if saved:
+            tree.save_version()
+            tree = MutableTree(tree.db)
+            tree.load()
+        assert list(tree.keys(ascending=False)) == ordered[::-1]
+        assert list(reversed(tree)) == ordered[::-1]
+        lo, hi = ordered[5], ordered[20]
+        assert list(tree.iterate(lo, hi, ascending=False)) == [(k, k + b"!") for k in ordered[5:20]][::-1]
+        assert list(tree.iterate(lo, hi)) == [(k, k + b"!") for k in ordered[5:20]]
+        assert list(tree.values(end=b"\x50", ascending=False)) == [k + b"!" for k in ordered if k < b"\x50"][::-1]
+        assert list(tree.keys(b"\x50", b"\x50", ascending=False)) == []
+    assert list(MutableTree().iterate(ascending=False)) == []
+
+
+def test_get_versioned_available_versions_and_rollback():
+    # iavl doc.go: alice=abc at v1, alice=xyz and bob=xyz at v2; GetVersioned reads any saved version.
+    db = MemoryDB()
+    tree = MutableTree(db)
+    assert tree.available_versions() == []
+    tree.set(b"alice", b"abc")
+    h1, _ = tree.save_version()
+    tree.set(b"alice", b"xyz")
+    tree.set(b"bob", b"xyz")
+    h2, _ = tree.save_version()
+    assert tree.get_versioned(b"alice", 1) == b"abc"
+    assert tree.get_versioned(b"alice", 2) == b"xyz"
+    assert tree.get_versioned(b"bob", 1) is None
+    assert tree.get_versioned(b"bob", 3) is None and tree.get_versioned(b"bob", 0, b"-") == b"-"
+    assert tree.available_versions() == [1, 2]
+    # Unsaved changes are discarded; the working tree is version 2 again, and it keeps working.
+    tree.set(b"carol", b"1")
+    tree.remove(b"alice")
+    tree.set(b"bob", b"new")
+    assert tree.get_versioned(b"alice", 2) == b"xyz"        # saved versions do not see the working tree
+    tree.rollback()
+    assert tree.hash() == h2 and dict(tree.items()) == {b"alice": b"xyz", b"bob": b"xyz"}
+    tree.set(b"dave", b"4")
+    h3, v3 = tree.save_version()
+    assert v3 == 3 and tree.available_versions() == [1, 2, 3]
+    # The same as a tree that never saw the discarded changes (hashes carry node versions: same history).
+    ref = MutableTree()
+    ref.set(b"alice", b"abc")
+    ref.save_version()
+    ref.set(b"alice", b"xyz")
+    ref.set(b"bob", b"xyz")
+    ref.save_version()
+    ref.set(b"dave", b"4")
+    assert ref.save_version() == (h3, 3)
+    # After load_version(1), rollback goes back to version 1; before any save, to the empty tree.
+    tree.load_version(1)
+    tree.set(b"zed", b"z")
+    tree.rollback()
+    assert tree.hash() == h1
+    fresh = MutableTree()
+    fresh.set(b"a", b"b")
+    fresh.rollback()
+    assert fresh.hash() == EMPTY_HASH and len(fresh) == 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(ops)
+def test_rollback_and_index_against_model(script):
+    tree = MutableTree()
+    model, saved_model = {}, {}
+    for op, key, value in script:
+        if op == "set":
+            tree.set(key, value)
+            model[key] = value
+        elif op == "remove":
+            tree.remove(key)
+            model.pop(key, None)
+        elif value[:1] == b"\x00":
+            tree.rollback()
+            model = dict(saved_model)
+        else:
+            tree.save_version()
+            saved_model = dict(model)
+    ordered = sorted(model)
+    assert list(tree.keys(ascending=False)) == ordered[::-1]
+    for i, k in enumerate(ordered):
+        assert tree.get_by_index(i) == (k, model[k])
+        assert tree.get_with_index(k) == (i, model[k])

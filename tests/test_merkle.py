@@ -36,7 +36,7 @@ def random_leaves(rng: random.Random, n: int, max_len: int = 150):
             for k in (rng.randrange(max_len + 1) for _ in range(n))]
 
 
-@pytest.fixture(params=["scalar", "shani"])
+@pytest.fixture(params=["scalar", "avx2", "shani"])
 def backend(request):
     if request.param not in sha256_backends():
         pytest.skip(f"this CPU or build cannot run the {request.param} backend")
@@ -130,6 +130,68 @@ def test_large_roots_match_reference(backend, n):
     rng = random.Random(n)
     leaves = random_leaves(rng, n, max_len=300)
     assert merkle.root(leaves) == ref.root(leaves)      # over the no-GIL threshold
+
+
+@pytest.fixture(params=[1, 2, 3])
+def hash_threads(request):
+    from mpt.hasher import set_hash_threads
+
+    old = set_hash_threads(request.param)
+    yield request.param
+    set_hash_threads(old)
+
+
+@pytest.mark.parametrize("n", [1023, 1024, 1025, 2047, 2048, 2049, 3072, 4096, 5000, 9999])
+def test_chunked_and_threaded_roots_match_reference(backend, hash_threads, n):
+    """root() folds chunks of 1024 leaves (over the hashing threads from 2048 leaves on): chunk edges, a last
+    chunk of one leaf, and a count of chunks that is not a power of two."""
+    rng = random.Random(n)
+    leaves = random_leaves(rng, n, max_len=120)
+    want = ref.root(leaves)
+    assert merkle.root(leaves) == want
+    assert merkle.root(tuple(leaves)) == want
+    assert merkle.header_hash(iter(leaves)) == want
+    assert merkle.data_hash(leaves) == ref.root([hashlib.sha256(x).digest() for x in leaves])
+
+
+def test_hashing_threads_context_manager():
+    from mpt.hasher import get_hash_threads
+
+    before = get_hash_threads()
+    leaves = [i.to_bytes(100, "big") for i in range(5000)]
+    with merkle.hashing_threads(2) as n:
+        assert n == 2 and get_hash_threads() == 2
+        assert merkle.root(leaves) == ref.root(leaves)
+    assert get_hash_threads() == before
+    with pytest.raises(KeyError):
+        with merkle.hashing_threads(3):
+            raise KeyError("restored on error too")
+    assert get_hash_threads() == before
+
+
+def test_threaded_roots_from_many_python_threads():
+    """Python threads calling root() at once, each running its own OpenMP team without the GIL."""
+    from mpt.hasher import set_hash_threads
+
+    rng = random.Random(99)
+    trees = [random_leaves(rng, 3000 + 517 * i, max_len=80) for i in range(4)]
+    want = [ref.root(t) for t in trees]
+    got = [None] * len(trees)
+
+    def work(i):
+        for _ in range(3):
+            got[i] = merkle.root(trees[i])
+
+    old = set_hash_threads(2)
+    try:
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(len(trees))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        set_hash_threads(old)
+    assert got == want
 
 
 def test_every_proof_of_every_index_up_to_64(backend):

@@ -25,7 +25,7 @@ def random_bytes(rng: random.Random, n: int) -> bytes:
     return rng.getrandbits(8 * n).to_bytes(n, "little") if n else b""
 
 
-@pytest.fixture(params=["scalar", "shani"])
+@pytest.fixture(params=["scalar", "avx2", "shani"])
 def backend(request):
     if request.param not in sha256_backends():
         pytest.skip(f"this CPU or build cannot run the {request.param} backend")
@@ -97,19 +97,50 @@ def test_streaming_any_chunking(backend):
 
 
 def test_many_matches_one_at_a_time(backend):
-    """The batch entry point pairs messages of different lengths (the SHA-NI path interleaves two)."""
+    """The batch entry point groups messages of different lengths (SHA-NI interleaves two, AVX2 runs eight lanes,
+    a short lane idling while the longest finishes; a last group of 3..7 uses idle lanes, of 1..2 scalar code)."""
     rng = random.Random(11)
-    for count in [0, 1, 2, 3, 7, 64, 101]:
+    for count in [0, 1, 2, 3, 7, 8, 9, 10, 11, 15, 16, 17, 64, 101]:
         messages = [random_bytes(rng, rng.choice([0, 1, 31, 55, 56, 63, 64, 100, 129, 500])) for _ in range(count)]
         assert binding._sha256_many(messages) == [hashlib.sha256(m).digest() for m in messages]
         assert binding._sha256_many(messages, prefix=0) == [hashlib.sha256(b"\0" + m).digest() for m in messages]
         assert binding._sha256_many(messages, prefix=1) == [hashlib.sha256(b"\1" + m).digest() for m in messages]
 
 
+def test_many_long_and_equal_lengths(backend):
+    """Groups where every lane has the same block count (AVX2 skips its per-lane blend) and lanes far apart."""
+    rng = random.Random(12)
+    for size in [0, 55, 64, 100, 4096]:
+        messages = [random_bytes(rng, size) for _ in range(19)]
+        assert binding._sha256_many(messages, prefix=0) == [hashlib.sha256(b"\0" + m).digest() for m in messages]
+    messages = [random_bytes(rng, 5000 if i % 8 == 3 else 3) for i in range(24)]
+    assert binding._sha256_many(messages) == [hashlib.sha256(m).digest() for m in messages]
+
+
+def test_batches_match_the_scalar_backend():
+    """Every backend this CPU runs gives the scalar backend's digests on random batches (mixed and equal lengths,
+    every group size around AVX2's eight lanes and SHA-NI's four) and on in-place Merkle levels."""
+    rng = random.Random(14)
+    batches = [[random_bytes(rng, rng.randrange(300)) for _ in range(count)] for count in range(0, 40)]
+    batches += [[random_bytes(rng, size)] * count for size in (32, 100, 129) for count in (4, 8, 12, 13)]
+    levels = [random_bytes(rng, 64 * npairs) for npairs in range(0, 40)]
+    start = sha256_backend()
+    try:
+        set_sha256_backend("scalar")
+        want = [(binding._sha256_many(b), binding._sha256_many(b, prefix=0)) for b in batches]
+        want_levels = [binding._sha256_pairs(1, level, True) for level in levels]
+        for name in sha256_backends():
+            set_sha256_backend(name)
+            assert [(binding._sha256_many(b), binding._sha256_many(b, prefix=0)) for b in batches] == want, name
+            assert [binding._sha256_pairs(1, level, True) for level in levels] == want_levels, name
+    finally:
+        set_sha256_backend(start)
+
+
 @pytest.mark.parametrize("in_place", [False, True])
 def test_pairs_reduce_a_level(backend, in_place):
     rng = random.Random(13)
-    for npairs in [0, 1, 2, 3, 4, 5, 16, 33]:
+    for npairs in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 16, 17, 33]:
         level = random_bytes(rng, 64 * npairs)
         want = b"".join(hashlib.sha256(b"\x01" + level[64 * i:64 * i + 64]).digest() for i in range(npairs))
         assert binding._sha256_pairs(1, level, in_place) == want, (npairs, in_place)
@@ -132,7 +163,7 @@ def test_set_backend_round_trip():
         set_sha256_backend(start)
 
 
-@pytest.mark.parametrize("name", ["scalar", "shani", "auto", "bogus"])
+@pytest.mark.parametrize("name", ["scalar", "avx2", "shani", "auto", "bogus"])
 def test_environment_forces_backend(name):
     code = "from mpt._sha256 import sha256, sha256_backend; import hashlib; " \
            "assert sha256(b'x' * 100) == hashlib.sha256(b'x' * 100).digest(); print(sha256_backend())"

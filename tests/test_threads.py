@@ -416,3 +416,133 @@ def test_every_gil_release_is_documented():
     text = DOCS.read_text()
     undocumented = sorted(s for s in sites if "``%s``" % s not in text)
     assert not undocumented, "GIL released in functions docs/threads.rst does not cover: %s" % undocumented
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The busy-state contract: hash() and commit() run their hashing pass without the GIL; a write to the same trie
+# meanwhile raises RuntimeError instead of racing, and copies sharing nodes hash concurrently.
+# ---------------------------------------------------------------------------------------------------------------
+
+class _MutatingDB(dict):
+    """A plain-mapping database whose writes try to update the trie being committed (same thread)."""
+
+    def __init__(self):
+        super().__init__()
+        self.trie = None
+        self.errors = []
+
+    def __setitem__(self, key, value):
+        if self.trie is not None and not self.errors:
+            try:
+                self.trie[b"\x01" * 32] = b"sneaky"
+            except RuntimeError as e:
+                self.errors.append(e)
+        super().__setitem__(key, value)
+
+
+def test_write_during_commit_raises_and_changes_nothing():
+    rng = random.Random(5)
+    model = {rng.randbytes(32): rng.randbytes(40) for _ in range(300)}
+    db = _MutatingDB()
+    t = Trie(db)
+    for k, v in model.items():
+        t[k] = v
+    db.trie = t
+    root = t.commit()
+    assert root == trie_root(model)
+    assert len(db.errors) == 1
+    assert "trie changed during commit()" in str(db.errors[0])
+    assert "update()" in str(db.errors[0])
+    db.trie = None
+    # Nothing was changed, and the trie is writable again once commit() returned.
+    assert t.hash() == root and t.get(b"\x01" * 32) is None
+    t[b"\x01" * 32] = b"after"
+    model[b"\x01" * 32] = b"after"
+    assert t.hash() == trie_root(model)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_writes_while_another_thread_hashes_raise(threads):
+    rng = random.Random(11)
+    model = {rng.randbytes(32): rng.randbytes(60) for _ in range(30000)}
+    expected = trie_root(model)
+    old = set_hash_threads(threads)
+    try:
+        for _attempt in range(5):
+            t = Trie()
+            for k, v in model.items():
+                t[k] = v
+            started = threading.Event()
+            done = threading.Event()
+            outcome = {"raised": 0, "applied": 0}
+
+            def writer():
+                started.wait()
+                key = b"\x02" * 32
+                while not done.is_set():
+                    try:
+                        t.update(key, b"w")
+                    except RuntimeError as e:
+                        assert "trie changed during hash()" in str(e)
+                        outcome["raised"] += 1
+                        continue
+                    outcome["applied"] += 1
+                    # Undo it, so that the trie hashes to the model's root whenever the hash started.
+                    try:
+                        t.delete(key)
+                    except RuntimeError:
+                        # hash() started in between: retry the delete once it is done.
+                        while True:
+                            try:
+                                t.delete(key)
+                                break
+                            except RuntimeError:
+                                outcome["raised"] += 1
+                    break
+
+            w = threading.Thread(target=writer)
+            w.start()
+            started.set()
+            root = t.hash()
+            done.set()
+            w.join()
+            assert t.get(b"\x02" * 32) is None
+            assert root == expected or outcome["applied"]
+            assert t.hash() == expected
+            if outcome["raised"]:
+                return
+        pytest.skip("the writer thread never ran while hash() did (scheduling)")
+    finally:
+        set_hash_threads(old)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_copies_sharing_nodes_hash_concurrently(threads):
+    rng = random.Random(21)
+    base = {rng.randbytes(32): rng.randbytes(rng.choice([5, 40, 100])) for _ in range(4000)}
+    t = Trie()
+    for k, v in base.items():
+        t[k] = v
+    models, copies = [], []
+    for i in range(8):
+        m = dict(base)
+        c = t.copy()             # shares every (unhashed) node with t and the other copies
+        r = random.Random(100 + i)
+        for _ in range(50):
+            k = r.randbytes(32)
+            m[k] = c[k] = r.randbytes(30)
+        models.append(m)
+        copies.append(c)
+    expected = [trie_root(m) for m in models]
+    results = [None] * 8
+    old = set_hash_threads(threads)
+    try:
+        def worker(i):
+            def run():
+                results[i] = copies[i].hash()
+            return run
+        _run([worker(i) for i in range(8)])
+    finally:
+        set_hash_threads(old)
+    assert results == expected
+    assert t.hash() == trie_root(base)

@@ -1,5 +1,6 @@
 # cython: language_level=3
-"""SHA-256 backed by sha256.c (SHA-NI when the CPU has it, portable C otherwise)."""
+"""SHA-256 backed by sha256.c (SHA-NI when the CPU has it, else AVX2 eight messages at a time for batches, else
+portable C)."""
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_CheckBuffer, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
@@ -20,7 +21,7 @@ from mpt._sha256.sha256 cimport (
 cdef enum:
     _NOGIL_THRESHOLD = 4096
 
-BACKENDS = ("scalar", "shani")
+BACKENDS = ("scalar", "avx2", "shani")
 
 
 cdef bytes _digest(data, int prefix):
@@ -75,7 +76,8 @@ def sha256_prefixed(int prefix, data):
 
 
 def sha256_backend():
-    """Name of the SHA-256 backend in use: "shani" (x86 SHA extensions) or "scalar" (portable C)."""
+    """Name of the SHA-256 backend in use: "shani" (x86 SHA extensions), "avx2" (eight messages at a time in AVX2
+    lanes for batches) or "scalar" (portable C)."""
     return mpt_sha256_backend().decode()
 
 
@@ -111,7 +113,7 @@ def _copy_backends():
 
 
 def set_sha256_backend(str name not None):
-    """Use the named backend ("scalar", "shani", or "auto" for the fastest supported) for every SHA-256 of mpt,
+    """Use the named backend ("scalar", "avx2", "shani", or "auto" for the fastest supported) for every SHA-256 of mpt,
     process-wide. Returns the previous name. Digests never depend on the backend. MPT_SHA256_BACKEND sets the
     initial choice."""
     cdef _set_backend_fn set_fn

@@ -2,11 +2,15 @@
  * SHA-256 (FIPS 180-4) for mpt: CometBFT / RFC 6962 Merkle trees (mpt.merkle)
  * and IAVL.
  *
- * Two compression backends behind one API:
+ * Three compression backends behind one API:
  *   "scalar"  portable C99;
- *   "shani"   the x86 SHA extensions (SHA-NI), compiled with a function-level
- *             target attribute and chosen only when CPUID reports them.
- * The backend is picked on first use: MPT_SHA256_BACKEND=scalar|shani|auto
+ *   "avx2"    x86 AVX2, eight messages in the eight lanes of YMM registers
+ *             (batches only: mpt_sha256_many / mpt_sha256_pairs; one message
+ *             at a time uses the scalar code);
+ *   "shani"   the x86 SHA extensions (SHA-NI).
+ * The x86 ones are compiled with function-level target attributes and chosen
+ * only when CPUID (and, for AVX2, the OS's XCR0) reports them.
+ * The backend is picked on first use: MPT_SHA256_BACKEND=scalar|avx2|shani|auto
  * (environment) forces one, otherwise the fastest the CPU supports.  A forced
  * backend the CPU cannot run is ignored (auto choice).  Digests never depend
  * on the backend.
@@ -41,9 +45,9 @@ void mpt_sha256_final(mpt_sha256_ctx *ctx, unsigned char out[32]);
 /* One shot.  out may alias data. */
 void mpt_sha256(const unsigned char *data, size_t len, unsigned char out[32]);
 
-/* Name of the backend in use ("scalar" or "shani"). */
+/* Name of the backend in use ("scalar", "avx2" or "shani"). */
 const char *mpt_sha256_backend(void);
-/* Use the named backend ("scalar", "shani", or "auto" for the fastest this
+/* Use the named backend ("scalar", "avx2", "shani", or "auto": the fastest this
  * CPU supports).  Returns 0, or -1 (backend unchanged) when the name is
  * unknown or the CPU / build cannot run it. */
 int mpt_sha256_set_backend(const char *name);
@@ -60,15 +64,16 @@ void mpt_sha256_prefixed(unsigned char prefix, const unsigned char *data,
 /* sha256(prefix || data[i][0..len[i])) into out[32*i .. 32*i+32) for i < n.
  * With prefix_len 0 the prefix byte is ignored (plain SHA-256 of each
  * message).  The SHA-NI backend hashes two messages at a time (their blocks
- * interleaved, which hides the latency of the SHA rounds).  out must not
- * overlap any message. */
+ * interleaved, which hides the latency of the SHA rounds), AVX2 eight.  out
+ * must not overlap any message. */
 void mpt_sha256_many(unsigned char prefix, int prefix_len,
                      const unsigned char *const *data, const size_t *len,
                      size_t n, unsigned char *out);
 
 /* sha256(prefix || in[64*i .. 64*i+64)) into out[32*i .. 32*i+32) for
  * i < npairs: one level of a binary Merkle tree of 32-byte hashes (RFC 6962
- * inner nodes use prefix 0x01).  out may equal in (the level is reduced in
+ * inner nodes use prefix 0x01); four pairs at a time on SHA-NI, eight on
+ * AVX2.  out may equal in (the level is reduced in
  * place); otherwise they must not overlap. */
 void mpt_sha256_pairs(unsigned char prefix, const unsigned char *in,
                       size_t npairs, unsigned char *out);

@@ -26,6 +26,7 @@ import random
 import re
 from itertools import repeat
 import sys
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -159,6 +160,40 @@ def _hash_fixed_size(label: str, n: int) -> Case:
         name="HashFixedSize/" + label, group="HashFixedSize", size=n, setup=setup, op=op, check=check,
         stateful=True, small=n < 100000, keccak_blobs=_hashed_blobs,
         doc="hash() of a fresh trie holding make_accounts(%d)" % n,
+    )
+
+
+def _hash_two_tries(label: str, n: int, mode: str) -> Case:
+    """Two Python threads hashing two different tries at once ("threads") against one after the other
+    ("serial"): hash() runs its whole pass without the GIL, so the threads overlap (issue 15)."""
+    def setup():
+        ks, vs = _accounts(n)
+        return _filled_trie(ks, vs), _filled_trie(ks, vs)
+
+    def op(pair):
+        a, b = pair
+        if mode == "serial":
+            return a.hash(), b.hash()
+        out = [None]
+
+        def other():
+            out[0] = b.hash()
+
+        t = threading.Thread(target=other)
+        t.start()
+        first = a.hash()
+        t.join()
+        return first, out[0]
+
+    def check(pair):
+        roots = op(pair)
+        _expect("HashTwoTries/%s/%s roots" % (label, mode), roots, (ACCOUNT_ROOTS[n], ACCOUNT_ROOTS[n]))
+
+    return Case(
+        name="HashTwoTries/%s/%s" % (label, mode), group="HashTwoTries", size=n, setup=setup, op=op, check=check,
+        stateful=True, small=n < 100000,
+        doc="hash() of two fresh tries holding make_accounts(%d), %s" % (
+            n, "one after the other" if mode == "serial" else "in two Python threads at once"),
     )
 
 
@@ -425,7 +460,8 @@ def _merkle_root_case(label: str, n: int) -> Case:
     return Case(
         name="MerkleRoot/" + label, group="MerkleRoot", size=n, setup=setup, op=op, check=check,
         small=n < 100000, sha256_messages=_merkle_preimages,
-        doc="mpt.merkle.root of %d leaves of %d bytes (CometBFT HashFromByteSlices)" % (n, MERKLE_LEAF_SIZE),
+        doc="mpt.merkle.root of %d leaves of %d bytes (CometBFT HashFromByteSlices%s)" % (
+            n, MERKLE_LEAF_SIZE, "; on --hash-threads N threads" if n >= 2048 else ""),
     )
 
 
@@ -817,6 +853,8 @@ def _build_cases() -> Dict[str, Case]:
     cases: List[Case] = []
     cases += [_hash_fixed_size(label, n) for label, n in ACCOUNT_SIZES.items()]
     cases += [_commit_after_hash(label, n) for label, n in ACCOUNT_SIZES.items()]
+    cases += [_hash_two_tries(label, ACCOUNT_SIZES[label], mode)
+              for label in ("10K", "100K") for mode in ("serial", "threads")]
     cases += [_derive_sha("std_trie"), _derive_sha("stack_trie")]
     cases.append(_insert_100k_case())
     cases += [_insert(label, ACCOUNT_SIZES[label]) for label in ("1K", "10K", "100K")]

@@ -3,7 +3,7 @@ from typing import Literal, final
 
 from mpt.rlp import WriteBuffer
 
-Format = Literal["legacy", "v1", "vbyte"]
+Format = Literal["legacy", "v1", "vbyte", 0, 1, 2]  # an int is an index into FORMATS
 FORMATS: tuple[str, str, str]
 
 class Node:

@@ -1,4 +1,5 @@
 # cython: language_level=3
+# cython: binding=False
 """IAVL node codecs (cosmos/iavl node.go): the legacy v0.x format, the v1 format and PR #673's stream-vbyte.
 
 Layouts (varint = Go binary.PutVarint, i.e. zigzag + LEB128; bytes(x) = uvarint(len(x)) || x):
@@ -18,6 +19,12 @@ The hash is the same for all three: sha256(varint(height) varint(size) varint(ve
 Every encoder writes straight into memory sized by `c_encoded_size` (to_bytes fills the bytes object in place;
 `encode` extends a WriteBuffer once). Every decoder walks the input with bounds checks and refuses anything iavl
 would never write, raising NodeDecodeError with the offset of the offending byte.
+
+``binding=False``: the module's functions are plain builtins (METH_FASTCALL, the interpreter's specialised call
+path) instead of cyfunctions, which takes ~100 instructions off each ~1000-instruction decode_node call.
+inspect.signature() cannot read them; each docstring starts with its signature line instead (embedsignature).
+The hot methods (to_bytes, encode, encoded_size) stay cyfunctions (binding=True): on CPython 3.11 a builtin
+method with keywords goes through the unspecialised call path and a subclass check of self, which costs more.
 """
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
@@ -28,6 +35,7 @@ from libc.string cimport memcpy
 
 from mpt.rlp cimport WriteBuffer
 from mpt.varint cimport (
+    MAX_VARINT_LEN64,
     VARINT_NON_CANONICAL,
     VARINT_OVERFLOW,
     VARINT_TRUNCATED,
@@ -35,8 +43,6 @@ from mpt.varint cimport (
     put_varint,
     read_uvarint,
     unzigzag,
-    uvarint_size,
-    varint_size,
 )
 
 from mpt._sha256.sha256 cimport (
@@ -55,6 +61,8 @@ share_sha256_backend()
 cdef enum:
     # varint(height) + varint(size) + varint(version): the longest header any format or the hash writes.
     MAX_HEADER = 30
+    # Height, control byte, four integers of up to 4 bytes, and 3 bytes of slack for _put_le32's full stores.
+    VBYTE_HEADER_ROOM = 2 + 16 + 3
 
 cdef uint64_t UINT32_MAX_ = 0xFFFFFFFF
 
@@ -67,6 +75,42 @@ FORMATS = (_LEGACY, _V1, _VBYTE)
 cdef int sha256_into(const uint8_t *data, Py_ssize_t n, uint8_t *out) except -1:
     mpt_sha256(data, <size_t>n, out)
     return 0
+
+
+cdef extern from *:
+    """
+    #ifndef MPT_IAVL_BITLEN64
+    #define MPT_IAVL_BITLEN64
+    #if defined(__GNUC__) || defined(__clang__)
+    static inline int mpt_iavl_bitlen64(unsigned long long v) { return 64 - __builtin_clzll(v | 1); }
+    #else
+    static inline int mpt_iavl_bitlen64(unsigned long long v) { int n = 1; v |= 1; while (v >>= 1) n++; return n; }
+    #endif
+    #endif
+    """
+    # Bits needed for v, at least 1 (so 0 counts as one byte / one group below).
+    int mpt_iavl_bitlen64(unsigned long long v) noexcept nogil
+
+
+cdef inline int _uvarint_size(uint64_t v) noexcept:
+    # Branch-free LEB128 length (Go's trick): 7 payload bits per byte, the count rounded up.
+    return (mpt_iavl_bitlen64(v) * 9 + 64) >> 6
+
+
+cdef inline int _varint_size(int64_t v) noexcept:
+    return _uvarint_size((<uint64_t>v << 1) ^ <uint64_t>(v >> 63))
+
+
+cdef inline int _fmt(object fmt) except -1:
+    # The hot path of every Python-level codec call: literals are interned, so it is one or two pointer
+    # compares; anything else (an equal str built at run time, or an int 0/1/2) goes through parse_format.
+    if fmt is _VBYTE:
+        return FORMAT_VBYTE
+    if fmt is _LEGACY:
+        return FORMAT_LEGACY
+    if fmt is _V1:
+        return FORMAT_V1
+    return parse_format(fmt)
 
 
 cdef int parse_format(object fmt) except -1:
@@ -83,6 +127,9 @@ cdef int parse_format(object fmt) except -1:
         return FORMAT_V1
     if fmt == _LEGACY:
         return FORMAT_LEGACY
+    if type(fmt) is int and 0 <= <object>fmt <= 2:
+        # An index into FORMATS (0 legacy, 1 v1, 2 vbyte): the same order as the NodeFormat enum.
+        return <int>fmt
     raise ValueError("unknown IAVL node format %r (expected 'legacy', 'v1' or 'vbyte')" % (fmt,))
 
 
@@ -119,13 +166,85 @@ cdef inline uint32_t _be32(const uint8_t *p) noexcept:
 
 
 cdef inline int _vbyte_len(uint32_t v) noexcept:
-    if v < 0x100:
-        return 1
-    if v < 0x10000:
-        return 2
-    if v < 0x1000000:
-        return 3
-    return 4
+    # Bytes of v, at least 1, without branches.
+    return (mpt_iavl_bitlen64(v) + 7) >> 3
+
+
+cdef inline Py_ssize_t _put_le32(uint8_t *out, uint32_t v, int length, uint8_t *control, int slot) noexcept:
+    # All four bytes are written whatever the length (no branches); the caller's buffer has 3 bytes of slack and
+    # the next field overwrites the extra ones.
+    out[0] = <uint8_t>v
+    out[1] = <uint8_t>(v >> 8)
+    out[2] = <uint8_t>(v >> 16)
+    out[3] = <uint8_t>(v >> 24)
+    control[0] |= <uint8_t>((length - 1) << (2 * slot))
+    return length
+
+
+cdef inline Py_ssize_t _vbyte_header(uint8_t *out, int height, uint32_t version, uint64_t size,
+                                     uint32_t klen) noexcept:
+    """height, control byte, the four integers; out has VBYTE_HEADER_ROOM bytes. Returns the header length."""
+    cdef uint8_t control = 0
+    cdef Py_ssize_t p = 2
+    out[0] = <uint8_t>height
+    p += _put_le32(out + p, version, _vbyte_len(version), &control, 0)
+    p += _put_le32(out + p, <uint32_t>size, _vbyte_len(<uint32_t>size), &control, 1)
+    p += _put_le32(out + p, <uint32_t>(size >> 32), _vbyte_len(<uint32_t>(size >> 32)), &control, 2)
+    p += _put_le32(out + p, klen, _vbyte_len(klen), &control, 3)
+    out[1] = control
+    return p
+
+
+cdef int _vbyte_version_error(int64_t version) except -1:
+    raise NodeEncodeError("version is too large: %d does not fit the stream-vbyte format's uint32 "
+                          "(PR #673 refuses versions above 2**32-1)" % version)
+
+
+cdef inline Py_ssize_t _leaf_size(Node node, NodeFormat fmt) except -1:
+    # A leaf's size is a sum of field lengths: straight-line, no virtual call, nothing allocated.
+    cdef Py_ssize_t klen = PyBytes_GET_SIZE(node.key), vlen = PyBytes_GET_SIZE(node._value)
+    if fmt == FORMAT_VBYTE:
+        if <uint64_t>node.version > UINT32_MAX_:
+            _vbyte_version_error(node.version)
+        # height, control, version, size low (1), size high (0), key length
+        return 4 + _vbyte_len(<uint32_t>node.version) + _vbyte_len(<uint32_t>klen) + klen + vlen
+    return 2 + (_varint_size(node.version) if fmt == FORMAT_LEGACY else 0) + _uvarint_size(<uint64_t>klen) + klen \
+        + _uvarint_size(<uint64_t>vlen) + vlen
+
+
+cdef bytes _leaf_bytes(Node node, NodeFormat fmt):
+    """A leaf's encoding in one pass: the header goes to a stack buffer (its length is then known), then one
+    exact-size bytes object gets the header, the key and the value. No size pre-pass."""
+    cdef uint8_t head[VBYTE_HEADER_ROOM + MAX_HEADER]
+    cdef uint8_t vhead[MAX_VARINT_LEN64]
+    cdef Py_ssize_t h, vh = 0
+    cdef Py_ssize_t klen = PyBytes_GET_SIZE(node.key), vlen = PyBytes_GET_SIZE(node._value)
+    cdef bytes out
+    cdef uint8_t *o
+    if fmt == FORMAT_VBYTE:
+        if <uint64_t>node.version > UINT32_MAX_:
+            _vbyte_version_error(node.version)
+        if <uint64_t>klen > UINT32_MAX_:
+            raise NodeEncodeError("key too long for the stream-vbyte format")
+        h = _vbyte_header(head, 0, <uint32_t>node.version, 1, <uint32_t>klen)
+    else:
+        head[0] = 0                     # varint(height 0)
+        head[1] = 2                     # varint(size 1)
+        h = 2
+        if fmt == FORMAT_LEGACY:
+            h += put_varint(head + h, node.version)
+        h += put_uvarint(head + h, <uint64_t>klen)
+        vh = put_uvarint(vhead, <uint64_t>vlen)
+    out = PyBytes_FromStringAndSize(NULL, h + klen + vh + vlen)
+    o = <uint8_t *>PyBytes_AS_STRING(out)
+    memcpy(o, head, <size_t>h)
+    memcpy(o + h, PyBytes_AS_STRING(node.key), <size_t>klen)
+    o += h + klen
+    if vh:
+        memcpy(o, vhead, <size_t>vh)
+        o += vh
+    memcpy(o, PyBytes_AS_STRING(node._value), <size_t>vlen)
+    return out
 
 
 cdef inline Py_ssize_t _put_bytes(uint8_t *out, bytes b) noexcept:
@@ -137,7 +256,7 @@ cdef inline Py_ssize_t _put_bytes(uint8_t *out, bytes b) noexcept:
 
 cdef inline Py_ssize_t _bytes_size(bytes b) noexcept:
     cdef Py_ssize_t n = PyBytes_GET_SIZE(b)
-    return uvarint_size(<uint64_t>n) + n
+    return _uvarint_size(<uint64_t>n) + n
 
 
 cdef inline void _hash_bytes(mpt_sha256_ctx *ctx, bytes b) noexcept:
@@ -156,7 +275,7 @@ cdef Py_ssize_t _v1_ref_size(bytes ref) noexcept:
     cdef const uint8_t *p
     if PyBytes_GET_SIZE(ref) == NODE_KEY_SIZE:
         p = <const uint8_t *>PyBytes_AS_STRING(ref)
-        return varint_size(_be64(p)) + varint_size(<int64_t>_be32(p + 8))
+        return _varint_size(_be64(p)) + _varint_size(<int64_t>_be32(p + 8))
     return 1 + HASH_SIZE
 
 
@@ -195,17 +314,16 @@ cdef class Node:
         cdef Py_ssize_t n
         if fmt == FORMAT_VBYTE:
             if <uint64_t>self.version > UINT32_MAX_:
-                raise NodeEncodeError("version is too large: %d does not fit the stream-vbyte format's uint32 "
-                                      "(PR #673 refuses versions above 2**32-1)" % self.version)
+                _vbyte_version_error(self.version)
             n = 2 + _vbyte_len(<uint32_t>self.version) + _vbyte_len(<uint32_t>self.size) \
                 + _vbyte_len(<uint32_t>(<uint64_t>self.size >> 32)) \
                 + _vbyte_len(<uint32_t>PyBytes_GET_SIZE(self.key)) + PyBytes_GET_SIZE(self.key)
             if self.height == 0:
                 return n + PyBytes_GET_SIZE(self._value)
             return n + 2 * HASH_SIZE
-        n = varint_size(self.height) + varint_size(self.size) + _bytes_size(self.key)
+        n = _varint_size(self.height) + _varint_size(self.size) + _bytes_size(self.key)
         if fmt == FORMAT_LEGACY:
-            n += varint_size(self.version)
+            n += _varint_size(self.version)
             if self.height == 0:
                 return n + _bytes_size(self._value)
             self._need_child_hashes()
@@ -230,25 +348,12 @@ cdef class Node:
         """Write the encoding at out, which has c_encoded_size(fmt) bytes of room (checked by the callers)."""
         cdef Py_ssize_t p = 0
         cdef Py_ssize_t klen = PyBytes_GET_SIZE(self.key)
-        cdef uint32_t ints[4]
-        cdef int i, k, length
-        cdef uint8_t control = 0
+        cdef uint8_t head[VBYTE_HEADER_ROOM]
         cdef bytes own
         cdef int mode
         if fmt == FORMAT_VBYTE:
-            out[0] = <uint8_t>self.height
-            ints[0] = <uint32_t>self.version
-            ints[1] = <uint32_t>self.size
-            ints[2] = <uint32_t>(<uint64_t>self.size >> 32)
-            ints[3] = <uint32_t>klen
-            p = 2
-            for i in range(4):
-                length = _vbyte_len(ints[i])
-                control |= <uint8_t>((length - 1) << (2 * i))
-                for k in range(length):
-                    out[p + k] = <uint8_t>(ints[i] >> (8 * k))
-                p += length
-            out[1] = control
+            p = _vbyte_header(head, self.height, <uint32_t>self.version, <uint64_t>self.size, <uint32_t>klen)
+            memcpy(out, head, <size_t>p)
             memcpy(out + p, PyBytes_AS_STRING(self.key), <size_t>klen)
             p += klen
             if self.height == 0:
@@ -283,8 +388,7 @@ cdef class Node:
     cdef int _check_encodable(self, NodeFormat fmt) except -1:
         if fmt == FORMAT_VBYTE:
             if <uint64_t>self.version > UINT32_MAX_:
-                raise NodeEncodeError("version is too large: %d does not fit the stream-vbyte format's uint32 "
-                                      "(PR #673 refuses versions above 2**32-1)" % self.version)
+                _vbyte_version_error(self.version)
             if PyBytes_GET_SIZE(self.key) > UINT32_MAX_:
                 raise NodeEncodeError("key too long for the stream-vbyte format")
             if self.height != 0:
@@ -309,6 +413,8 @@ cdef class Node:
     cdef bytes _to_bytes(self, NodeFormat fmt):
         cdef Py_ssize_t n
         cdef bytes out
+        if self.height == 0:
+            return _leaf_bytes(self, fmt)
         self._check_encodable(fmt)
         n = self.c_encoded_size(fmt)
         out = PyBytes_FromStringAndSize(NULL, n)
@@ -354,21 +460,25 @@ cdef class Node:
 
     # ------------------------------------------------------------------------------------------ Python API
 
+    @cython.binding(True)
     def to_bytes(self, format="v1"):
         """The node's encoding in format ``"legacy"``, ``"v1"`` (default) or ``"vbyte"``."""
-        return self._to_bytes(<NodeFormat>parse_format(format))
+        return self._to_bytes(<NodeFormat>_fmt(format))
 
+    @cython.binding(True)
     def encode(self, WriteBuffer buf not None, format="v1"):
         """Append the encoding to buf (an mpt.rlp.WriteBuffer); return the number of bytes written."""
-        cdef NodeFormat fmt = <NodeFormat>parse_format(format)
+        cdef NodeFormat fmt = <NodeFormat>_fmt(format)
         cdef Py_ssize_t before = buf._length
         self.c_encode(buf, fmt)
         return buf._length - before
 
+    @cython.binding(True)
     def encoded_size(self, format="v1"):
         """Length of to_bytes(format), computed without encoding (no allocation)."""
-        cdef NodeFormat fmt = <NodeFormat>parse_format(format)
-        return self.c_encoded_size(fmt)
+        if self.height == 0:
+            return _leaf_size(self, <NodeFormat>_fmt(format))
+        return self.c_encoded_size(<NodeFormat>_fmt(format))
 
     @property
     def hash(self):
@@ -588,55 +698,84 @@ cdef bytes _read_v1_ref(const uint8_t *data, Py_ssize_t *pos, Py_ssize_t n, bint
     return make_node_key(version, <uint32_t>nonce)
 
 
+cdef inline uint32_t _le32(const uint8_t *p, int length) noexcept:
+    """A stream-vbyte integer of length 1..4 bytes, little-endian."""
+    cdef uint32_t v = p[0]
+    if length > 1:
+        v |= <uint32_t>p[1] << 8
+        if length > 2:
+            v |= <uint32_t>p[2] << 16
+            if length > 3:
+                v |= <uint32_t>p[3] << 24
+    return v
+
+
+cdef Node _decode_vbyte(const uint8_t *data, Py_ssize_t n):
+    # Straight-line: the control byte gives all four lengths at once, one bounds check covers the header, and a
+    # leaf (the common node) checks its shape inline; the key and value are sliced once into their bytes objects.
+    cdef int height, l0, l1, l2, l3
+    cdef uint8_t control
+    cdef Py_ssize_t pos
+    cdef uint32_t version, size_lo, size_hi, klen
+    cdef const uint8_t *p
+    cdef bytes key
+    cdef InnerNode inner
+    if n < 2:
+        _fail("truncated header (%d of at least 2 bytes)" % n, n)
+    height = <signed char>data[0]
+    control = data[1]
+    l0 = (control & 3) + 1
+    l1 = ((control >> 2) & 3) + 1
+    l2 = ((control >> 4) & 3) + 1
+    l3 = (control >> 6) + 1
+    pos = 2 + l0 + l1 + l2 + l3
+    if pos > n:
+        _fail("control byte 0x%02x promises %d more bytes than there are" % (control, pos - n), 1)
+    # Canonical: a multi-byte integer has a non-zero top byte (the encoder picks the shortest length).
+    p = data + 2
+    if l0 > 1 and p[l0 - 1] == 0:
+        _fail("non-canonical stream-vbyte integer (a zero top byte)", 2)
+    version = _le32(p, l0)
+    p += l0
+    if l1 > 1 and p[l1 - 1] == 0:
+        _fail("non-canonical stream-vbyte integer (a zero top byte)", p - data)
+    size_lo = _le32(p, l1)
+    p += l1
+    if l2 > 1 and p[l2 - 1] == 0:
+        _fail("non-canonical stream-vbyte integer (a zero top byte)", p - data)
+    size_hi = _le32(p, l2)
+    p += l2
+    if l3 > 1 and p[l3 - 1] == 0:
+        _fail("non-canonical stream-vbyte integer (a zero top byte)", p - data)
+    klen = _le32(p, l3)
+    if height != 0 or size_lo != 1 or size_hi != 0:
+        _check_shape(height, <int64_t>(size_lo | (<uint64_t>size_hi << 32)), 0, 1)
+    if klen > <uint64_t>(n - pos):
+        _fail("key length %d exceeds the %d bytes left" % (klen, n - pos), 1)
+    key = PyBytes_FromStringAndSize(<const char *>data + pos, <Py_ssize_t>klen)
+    pos += <Py_ssize_t>klen
+    if height == 0:
+        return LeafNode.new(key, PyBytes_FromStringAndSize(<const char *>data + pos, n - pos), version)
+    if n - pos != 2 * HASH_SIZE:
+        _fail("an inner node ends with two 32-byte hashes, %d bytes left" % (n - pos), pos)
+    inner = InnerNode.new(key, height, <int64_t>(size_lo | (<uint64_t>size_hi << 32)), version)
+    inner._left_hash = PyBytes_FromStringAndSize(<const char *>data + pos, HASH_SIZE)
+    inner._right_hash = PyBytes_FromStringAndSize(<const char *>data + pos + HASH_SIZE, HASH_SIZE)
+    return inner
+
+
 cdef Node c_decode_node(const uint8_t *data, Py_ssize_t n, NodeFormat fmt, int64_t version, uint32_t nonce,
                         bint has_node_key):
     """Decode one node spanning data[:n]. v1 takes version and nonce from the NodeKey (has_node_key)."""
     cdef Py_ssize_t pos = 0, at, size_at
     cdef int64_t height, size, mode
-    cdef uint64_t vals[4]
-    cdef uint8_t control
-    cdef int i, k, length
     cdef bytes key, value
     cdef LeafNode leaf
     cdef InnerNode inner
     if fmt == FORMAT_V1 and not has_node_key:
         raise ValueError("the v1 format does not store the version: pass the 12-byte node_key")
     if fmt == FORMAT_VBYTE:
-        if n < 2:
-            _fail("truncated header (%d of at least 2 bytes)" % n, n)
-        height = <signed char>data[0]
-        control = data[1]
-        pos = 2
-        for i in range(4):
-            length = ((control >> (2 * i)) & 3) + 1
-            if pos + length > n:
-                _fail("control byte 0x%02x promises %d more bytes than there are" % (control, pos + length - n), 1)
-            if length == 1:
-                vals[i] = data[pos]
-            else:
-                vals[i] = 0
-                for k in range(length):
-                    vals[i] |= <uint64_t>data[pos + k] << (8 * k)
-                if data[pos + length - 1] == 0:
-                    _fail("non-canonical stream-vbyte integer (a zero top byte)", pos)
-            pos += length
-        version = <int64_t>vals[0]
-        size = <int64_t>(vals[1] | (vals[2] << 32))
-        _check_shape(height, size, 0, 1)
-        if vals[3] > <uint64_t>(n - pos):
-            _fail("key length %d exceeds the %d bytes left" % (vals[3], n - pos), 1)
-        key = PyBytes_FromStringAndSize(<const char *>data + pos, <Py_ssize_t>vals[3])
-        pos += <Py_ssize_t>vals[3]
-        if height == 0:
-            leaf = LeafNode.new(key, PyBytes_FromStringAndSize(<const char *>data + pos, n - pos), version)
-            return leaf
-        if n - pos != 2 * HASH_SIZE:
-            _fail("an inner node ends with two 32-byte hashes, %d bytes left" % (n - pos), pos)
-        inner = InnerNode.new(key, <int>height, size, version)
-        inner._left_hash = PyBytes_FromStringAndSize(<const char *>data + pos, HASH_SIZE)
-        inner._right_hash = PyBytes_FromStringAndSize(<const char *>data + pos + HASH_SIZE, HASH_SIZE)
-        return inner
-
+        return _decode_vbyte(data, n)
     pos = _varint(data, 0, n, &height, "height")
     size_at = pos
     pos = _varint(data, pos, n, &size, "size")
@@ -678,12 +817,15 @@ def decode_node(data, format="v1", node_key=None):
     v1 needs the 12-byte node_key (the database key, version u64 BE || nonce u32 BE): the bytes do not hold
     the version. Raises NodeDecodeError (with ``.offset``) for anything iavl would never have written.
     """
-    cdef NodeFormat fmt = <NodeFormat>parse_format(format)
+    cdef NodeFormat fmt = <NodeFormat>_fmt(format)
     cdef Py_buffer view
     cdef int64_t version = 0
     cdef uint32_t nonce = 0
     cdef bint has_key = False
     cdef const uint8_t *k
+    if fmt == FORMAT_VBYTE and node_key is None and type(data) is bytes:
+        # The hot path: no node key to read (stream-vbyte holds the version), no buffer to acquire.
+        return _decode_vbyte(<const uint8_t *>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))
     if node_key is not None:
         nk = node_key if type(node_key) is bytes else _as_bytes(node_key, "node_key")
         if PyBytes_GET_SIZE(nk) != NODE_KEY_SIZE:

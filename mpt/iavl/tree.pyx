@@ -107,6 +107,7 @@ cdef class MutableTree:
         bytes _rm_value                     # _remove's results (value removed, new leftmost key)
         bytes _rm_newkey
         bint _rm_found
+        Node _saved_root                    # root of `version` as saved/loaded (rollback goes back to it)
 
     def __init__(self, db=None, *, format="v1"):
         self.db = MemoryDB() if db is None else db
@@ -182,6 +183,7 @@ cdef class MutableTree:
         if not found:
             raise VersionError("version %d does not exist" % v)
         self.root = root
+        self._saved_root = root
         self.version = v
         return v
 
@@ -190,6 +192,7 @@ cdef class MutableTree:
         data = self.db.get(LATEST_KEY)
         if data is None:
             self.root = None
+            self._saved_root = None
             self.version = 0
             return 0
         return self.load_version(int.from_bytes(data, "big"))
@@ -201,6 +204,24 @@ cdef class MutableTree:
         self._load_root(version, &found)
         return found
 
+    def available_versions(self):
+        """The saved versions in the database, ascending (iavl's AvailableVersions)."""
+        cdef bint found
+        cdef int64_t v
+        cdef list out = []
+        # The node database has no prefix scan in its protocol; versions run 1..latest, one lookup each.
+        for v in range(1, self.latest_version + 1):
+            self._load_root(v, &found)
+            if found:
+                out.append(v)
+        return out
+
+    def rollback(self):
+        """Discard the unsaved changes: the working tree goes back to the last saved or loaded version
+        (iavl's Rollback; an empty tree before any)."""
+        self.root = self._saved_root
+        self._new_nodes = None
+
     @property
     def latest_version(self):
         """The latest saved version in the database (0 if none)."""
@@ -209,20 +230,79 @@ cdef class MutableTree:
 
     # ------------------------------------------------------------------------------------------ reading
 
-    def get(self, key, default=None):
-        """The value at key in the working tree, or default."""
-        cdef bytes k = _as_bytes(key, "key")
-        cdef Node node = self.root
+    cdef Node _leaf_for(self, Node node, bytes k):
+        """The leaf where a search for k ends below node (None for an empty tree)."""
         if node is None:
-            return default
+            return None
         while node.height != 0:
             if _compare(k, node.key) < 0:
                 node = self._left(node)
             else:
                 node = self._right(node)
-        if _compare(k, node.key) == 0:
+        return node
+
+    def get(self, key, default=None):
+        """The value at key in the working tree, or default."""
+        cdef bytes k = _as_bytes(key, "key")
+        cdef Node node = self._leaf_for(self.root, k)
+        if node is not None and _compare(k, node.key) == 0:
             return node._value
         return default
+
+    def get_versioned(self, key, version, default=None):
+        """The value at key in saved version ``version`` (iavl's GetVersioned): default if the key is absent
+        there or the version does not exist."""
+        cdef bytes k = _as_bytes(key, "key")
+        cdef bint found
+        cdef Node node
+        cdef int64_t v = version
+        if v <= 0:
+            return default
+        node = self._leaf_for(self._load_root(v, &found), k)
+        if node is not None and _compare(k, node.key) == 0:
+            return node._value
+        return default
+
+    def get_with_index(self, key):
+        """(index, value) like iavl's GetWithIndex: index is key's position in key order (where it would be
+        inserted if absent), value None when key is absent."""
+        cdef bytes k = _as_bytes(key, "key")
+        cdef Node node = self.root
+        cdef Node right
+        cdef int64_t index = 0
+        cdef int c
+        if node is None:
+            return 0, None
+        while node.height != 0:
+            if _compare(k, node.key) < 0:
+                node = self._left(node)
+            else:
+                # Everything in the left subtree sorts before k.
+                right = self._right(node)
+                index += node.size - right.size
+                node = right
+        c = _compare(node.key, k)
+        if c < 0:
+            return index + 1, None
+        if c > 0:
+            return index, None
+        return index, node._value
+
+    def get_by_index(self, index):
+        """(key, value) of the index-th key in key order (iavl's GetByIndex); (None, None) if out of range."""
+        cdef int64_t i = index
+        cdef Node node = self.root
+        cdef Node left
+        if node is None or i < 0 or i >= node.size:
+            return None, None
+        while node.height != 0:
+            left = self._left(node)
+            if i < left.size:
+                node = left
+            else:
+                i -= left.size
+                node = self._right(node)
+        return node.key, node._value
 
     def has(self, key):
         return self.get(key) is not None
@@ -246,12 +326,15 @@ cdef class MutableTree:
     def working_version(self):
         return self.version + 1
 
-    def items(self, start=None, end=None):
-        """(key, value) pairs in key order, from start (inclusive) to end (exclusive), like iavl's Iterator."""
+    def items(self, start=None, end=None, ascending=True):
+        """(key, value) pairs from start (inclusive) to end (exclusive), like iavl's Iterator: in key order, or
+        in reverse key order with ascending=False (the same range: end is still excluded, start included)."""
         cdef bytes lo = None if start is None else _as_bytes(start, "key")
         cdef bytes hi = None if end is None else _as_bytes(end, "key")
         cdef list stack = []
         cdef Node node = self.root
+        cdef bint asc = ascending
+        cdef bint go_left, go_right
         if node is None:
             return
         stack.append(node)
@@ -262,18 +345,34 @@ cdef class MutableTree:
                     yield node.key, node._value
                 continue
             # Left subtree holds keys < node.key, the right one keys >= node.key: skip what the range excludes.
-            if hi is None or _compare(node.key, hi) < 0:
-                stack.append(self._right(node))
-            if lo is None or _compare(lo, node.key) < 0:
-                stack.append(self._left(node))
+            go_right = hi is None or _compare(node.key, hi) < 0
+            go_left = lo is None or _compare(lo, node.key) < 0
+            # The stack pops last-in first: push the side to visit second first.
+            if asc:
+                if go_right:
+                    stack.append(self._right(node))
+                if go_left:
+                    stack.append(self._left(node))
+            else:
+                if go_left:
+                    stack.append(self._left(node))
+                if go_right:
+                    stack.append(self._right(node))
 
-    def keys(self, start=None, end=None):
-        for k, _ in self.items(start, end):
+    def iterate(self, start=None, end=None, ascending=True):
+        """iavl's Iterator(start, end, ascending): (key, value) pairs, start inclusive, end exclusive."""
+        return self.items(start, end, ascending)
+
+    def keys(self, start=None, end=None, ascending=True):
+        for k, _ in self.items(start, end, ascending):
             yield k
 
-    def values(self, start=None, end=None):
-        for _, v in self.items(start, end):
+    def values(self, start=None, end=None, ascending=True):
+        for _, v in self.items(start, end, ascending):
             yield v
+
+    def __reversed__(self):
+        return self.keys(ascending=False)
 
     def __iter__(self):
         return self.keys()
@@ -490,6 +589,7 @@ cdef class MutableTree:
             if existing_hash != root_hash:
                 raise VersionError("version %d was already saved to a different hash %s" % (v, existing_hash.hex()))
             self.root = existing
+            self._saved_root = existing
             self.version = v
             return root_hash, v
         self._nonce = 0
@@ -520,6 +620,7 @@ cdef class MutableTree:
         for node in self._new_nodes:
             node.persisted = True
         self._new_nodes = None
+        self._saved_root = self.root
         self.version = v
         return root_hash, v
 

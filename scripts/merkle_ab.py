@@ -1,0 +1,76 @@
+"""Interleaved timing of mpt.merkle.root against a hashlib loop, for A/B runs of two builds on a busy machine.
+
+    python scripts/merkle_ab.py [--threads N] [--rounds R]      # run from the checkout to measure
+
+Each round times root() and the hashlib loop back to back on the same leaves (MerkleRoot's: 100-byte leaves)
+and keeps the best of `--rounds`; the ratio hashlib / root of one process is what to compare between builds
+(both sides see the same load). Prints one JSON line per size.
+"""
+import argparse
+import hashlib
+import json
+import random
+import sys
+import time
+
+sys.path.insert(0, ".")
+
+from mpt import merkle  # noqa: E402
+from mpt.hasher import set_hash_threads  # noqa: E402
+
+
+def hashlib_root(leaves):
+    sha256 = hashlib.sha256
+    if not leaves:
+        return sha256(b"").digest()
+    level = [sha256(b"\x00" + x).digest() for x in leaves]
+    while len(level) > 1:
+        nxt = [sha256(b"\x01" + level[i] + level[i + 1]).digest() for i in range(0, len(level) - 1, 2)]
+        if len(level) % 2:
+            nxt.append(level[-1])
+        level = nxt
+    return level[0]
+
+
+CLOCK = time.perf_counter
+
+
+def best(fn, arg, calls, rounds):
+    out = []
+    for _ in range(rounds):
+        t0 = CLOCK()
+        for _ in range(calls):
+            fn(arg)
+        out.append((CLOCK() - t0) / calls)
+    return min(out)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--rounds", type=int, default=15)
+    p.add_argument("--sizes", default="100,1000,10000,100000")
+    p.add_argument("--cpu", action="store_true",
+                   help="time with the calling thread's CPU clock (time.thread_time) instead of the wall clock: "
+                        "on a busy machine it leaves out the time spent waiting for a core (one thread only)")
+    args = p.parse_args()
+    if args.cpu:
+        global CLOCK
+        CLOCK = time.thread_time
+    set_hash_threads(args.threads)
+    for n in map(int, args.sizes.split(",")):
+        rng = random.Random(n)
+        leaves = [rng.getrandbits(800).to_bytes(100, "little") for _ in range(n)]
+        assert merkle.root(leaves) == hashlib_root(leaves)
+        calls = max(1, 20000 // n)
+        ours, theirs = [], []
+        for _ in range(args.rounds):
+            ours.append(best(merkle.root, leaves, calls, 1))
+            theirs.append(best(hashlib_root, leaves, max(1, calls // 10), 1))
+        o, t = min(ours), min(theirs)
+        print(json.dumps({"n": n, "threads": args.threads, "root_us": round(o * 1e6, 2),
+                          "hashlib_us": round(t * 1e6, 2), "speedup": round(t / o, 2)}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
