@@ -234,5 +234,8 @@ cdef NodeSet commit_trie(Node root, bytes root_hash, object db, set touched, bin
         (<Node>ns._visited[i]).dirty = False
         Py_XDECREF(ns._visited[i])
         ns._visited[i] = NULL
-    ns._visited_count = 0
+    # The array is not needed again: the NodeSet (kept as last_commit) does not hold it for its lifetime.
+    PyMem_Free(ns._visited)
+    ns._visited = NULL
+    ns._visited_count = ns._visited_capacity = 0
     return ns

@@ -8,9 +8,9 @@ cimport cython
 from cpython.buffer cimport PyObject_CheckBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_AsTuple
-from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.tuple cimport PyTuple_GET_SIZE
-from libc.stdint cimport int32_t, uint8_t, uint64_t
+from libc.stdint cimport int32_t, uint8_t, uint16_t, uint64_t
 from libc.string cimport memcmp, memcpy, memset
 
 from mpt._keccak.keccak cimport mpt_keccak256_many
@@ -18,7 +18,7 @@ from mpt.encoding cimport COMPACT_LEAF_FLAG, COMPACT_ODD_FLAG, TERMINATOR, keyby
 from mpt.hasher cimport Hasher, HasherPool, KnownEncodings, default_pool, hash_threads, keccak_backend_number, known_key
 from mpt.rlp cimport RLPItem, read_item_fast
 from mpt.node cimport FullNode, HashNode, Node, ShortNode, ValueNode, decode_node_c
-from mpt.stacktrie cimport STBuilder, st_add_key, st_finish_root, st_free, st_init
+from mpt.stacktrie cimport ST_LEAF, STBuilder, st_add_nibbles, st_finish_root, st_free, st_init
 from mpt.trie cimport Trie, check_bytes
 
 from mpt.errors import MissingNodeError, NodeDecodeError, ProofError, RLPDecodeError
@@ -27,6 +27,10 @@ cdef enum:
     HASH_LENGTH = 32
 
 cdef bytes _EMPTY_ROOT = bytes.fromhex("56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421")
+
+
+from mpt.db.memory import MemoryDB
+cdef object _NO_NODES = MemoryDB()          # verify_range_proof's rebuilt tries read from it, nothing writes
 
 
 cdef bytes _hex(bytes key):
@@ -559,10 +563,9 @@ cdef Node _resolve_node(ProofSet *ps, const uint8_t *wanted, Py_ssize_t index):
     return n
 
 
-cdef Node _proof_to_path(const uint8_t *root_hash, Node root, bytes key, ProofSet *ps, bint allow_absent,
+cdef Node _proof_to_path(const uint8_t *root_hash, Node root, bytes hexkey, ProofSet *ps, bint allow_absent,
                          list value_out):
     """Resolve the path of key from the proof into a node tree; hash nodes stay where the path does not go."""
-    cdef bytes hexkey = _hex(key)
     cdef Py_ssize_t pos = 0, before, depth = 0
     cdef Node parent, child
     cdef object got
@@ -674,9 +677,8 @@ cdef int _drop_child(Node parent, bytes key, Py_ssize_t pos) except -1:
     return 0
 
 
-cdef int _unset_internal(Node n, bytes left_key, bytes right_key) except -1:
+cdef int _unset_internal(Node n, bytes left, bytes right) except -1:
     """Drop every reference strictly between the two edge paths; returns 1 when the whole trie goes."""
-    cdef bytes left = _hex(left_key), right = _hex(right_key)
     cdef Py_ssize_t pos = 0, nk
     cdef Node parent = None
     cdef int fork_left = 0, fork_right = 0, i
@@ -741,9 +743,8 @@ cdef int _unset_internal(Node n, bytes left_key, bytes right_key) except -1:
     return 0
 
 
-cdef bint _has_right_element(Node n, bytes key) except -1:
-    """Whether the (resolved) path of key has anything to its right."""
-    cdef bytes hexkey = _hex(key)
+cdef bint _has_right_element(Node n, bytes hexkey) except -1:
+    """Whether the (resolved) path of hexkey has anything to its right."""
     cdef Py_ssize_t pos = 0
     cdef int i, nib
     cdef ShortNode sn
@@ -768,6 +769,31 @@ cdef bint _has_right_element(Node n, bytes key) except -1:
     return False
 
 
+# Byte -> its two nibbles as they lie in memory (high nibble first), for one 16-bit store per key byte.
+cdef uint16_t _NIBBLE_PAIRS[256]
+cdef int _fill_nibble_pairs() except -1:
+    cdef int i
+    cdef uint8_t pair[2]
+    for i in range(256):
+        pair[0] = <uint8_t>(i >> 4)
+        pair[1] = <uint8_t>(i & 0x0f)
+        memcpy(&_NIBBLE_PAIRS[i], pair, 2)
+    return 0
+_fill_nibble_pairs()
+
+
+cdef list _bytes_list(object items, str what):
+    """items as a list of exact bytes: a list that already is one is used as it is (nothing here runs Python
+    code that could change it while it is in use), anything else is copied with check_bytes."""
+    if type(items) is list:
+        for x in <list>items:
+            if type(x) is not bytes:
+                break
+        else:
+            return <list>items
+    return [check_bytes(x, what) for x in items]
+
+
 cdef inline int _key_order(bytes a, bytes b) noexcept:
     """0 when a < b and a is not a prefix of b; 1 when a >= b; -1 when a is a proper prefix of b."""
     cdef Py_ssize_t na = PyBytes_GET_SIZE(a), nb = PyBytes_GET_SIZE(b)
@@ -781,17 +807,33 @@ cdef object _verify_whole_range(bytes root_hash, list ks, list vs):
     """No proof: the entries must be the whole trie. Their root comes from the C StackTrie builder straight
     from the lists (checked ascending, prefix-free, no empty value): no Python call per key."""
     cdef STBuilder b
-    cdef Py_ssize_t i, n = len(ks)
+    cdef Py_ssize_t i, j, n = len(ks), nk, cap = INLINE_HEX_KEY
     cdef int rc = 0
     cdef bytes k, v
+    cdef const uint8_t *kb
+    cdef uint8_t nib_inline[INLINE_HEX_KEY]
+    cdef uint8_t *nib = nib_inline
+    cdef void *grown
     st_init(&b, keccak_backend_number())
     try:
         for i in range(n):
             k = <bytes>ks[i]
             v = <bytes>vs[i]
+            nk = PyBytes_GET_SIZE(k)
+            if 2 * nk > cap:
+                grown = PyMem_Realloc(NULL if nib == nib_inline else nib, 2 * nk)
+                if grown == NULL:
+                    raise MemoryError()
+                nib = <uint8_t *>grown
+                cap = 2 * nk
+            # Two nibbles per key byte from a table: one 16-bit store each (st_add_key's loop does two stores
+            # through the builder's pointer, reloaded after each).
+            kb = <const uint8_t *>PyBytes_AS_STRING(k)
+            for j in range(nk):
+                memcpy(nib + 2 * j, &_NIBBLE_PAIRS[kb[j]], 2)
             # The lists hold every key and value alive: the builder's borrowed pending value stays valid.
-            rc = st_add_key(&b, <const uint8_t *>PyBytes_AS_STRING(k), <size_t>PyBytes_GET_SIZE(k),
-                            <const uint8_t *>PyBytes_AS_STRING(v), <size_t>PyBytes_GET_SIZE(v))
+            rc = st_add_nibbles(&b, nib, <size_t>(2 * nk), ST_LEAF, <const uint8_t *>PyBytes_AS_STRING(v),
+                                <size_t>PyBytes_GET_SIZE(v))
             if rc != 0:
                 break
         if rc == 0:
@@ -803,6 +845,8 @@ cdef object _verify_whole_range(bytes root_hash, list ks, list vs):
                              % (root_hash.hex(), PyBytes_FromStringAndSize(<const char *>b.root, HASH_LENGTH).hex()))
     finally:
         st_free(&b)
+        if nib != nib_inline:
+            PyMem_Free(nib)
     return False
 
 
@@ -813,8 +857,8 @@ def verify_range_proof(root, first_key, keys, values, proof):
     Returns whether the trie has more entries to the right. Raises ProofError otherwise (geth semantics).
     """
     cdef bytes root_hash = _root_bytes(root)
-    cdef list ks = [check_bytes(k, "key") for k in keys]
-    cdef list vs = [check_bytes(v, "value") for v in values]
+    cdef list ks = _bytes_list(keys, "key")
+    cdef list vs = _bytes_list(values, "value")
     cdef bytes first = check_bytes(first_key, "first_key")
     cdef Py_ssize_t i, n = len(ks)
     cdef ProofSet ps
@@ -823,7 +867,7 @@ def verify_range_proof(root, first_key, keys, values, proof):
     cdef Trie t
     cdef Node tree
     cdef list value_out
-    cdef bytes last, have
+    cdef bytes last, have, first_hex, last_hex
     if n != len(vs):
         raise ProofError("inconsistent proof data, keys: %d, values: %d" % (n, len(vs)))
     for i in range(n):
@@ -848,16 +892,18 @@ def verify_range_proof(root, first_key, keys, values, proof):
     try:
         _proofset_init(&ps, blobs)
         if n == 0:
-            tree = _proof_to_path(rh, None, first, &ps, True, value_out)
-            if value_out or _has_right_element(tree, first):
+            first_hex = _hex(first)
+            tree = _proof_to_path(rh, None, first_hex, &ps, True, value_out)
+            if value_out or _has_right_element(tree, first_hex):
                 raise ProofError("more entries available")
             return False
         last = ks[n - 1]
         if n == 1 and first == last:
-            tree = _proof_to_path(rh, None, first, &ps, False, value_out)
+            first_hex = _hex(first)
+            tree = _proof_to_path(rh, None, first_hex, &ps, False, value_out)
             if value_out[0] != vs[0]:
                 raise ProofError("correct proof but invalid data")
-            return _has_right_element(tree, first)
+            return _has_right_element(tree, first_hex)
         if first >= last:
             raise ProofError("invalid edge keys")
         if ks[0] < first:
@@ -866,18 +912,26 @@ def verify_range_proof(root, first_key, keys, values, proof):
             raise ProofError("range starts before first_key")
         if PyBytes_GET_SIZE(first) != PyBytes_GET_SIZE(last):
             raise ProofError("inconsistent edge keys (%d != %d)" % (PyBytes_GET_SIZE(first), PyBytes_GET_SIZE(last)))
-        tree = _proof_to_path(rh, None, first, &ps, True, value_out)
-        tree = _proof_to_path(rh, tree, last, &ps, True, value_out)
-        t = Trie()
-        if not _unset_internal(tree, first, last):
+        first_hex = _hex(first)
+        last_hex = _hex(last)
+        tree = _proof_to_path(rh, None, first_hex, &ps, True, value_out)
+        tree = _proof_to_path(rh, tree, last_hex, &ps, True, value_out)
+        # A bare Trie (no __init__: no MemoryDB per call) over the module's empty database: the rebuilt tree
+        # is only read (a hash node the range reaches raises MissingNodeError), never committed.
+        t = Trie.__new__(Trie)
+        t.db = _NO_NODES
+        t.verify_reads = True
+        t._touched = set()
+        if not _unset_internal(tree, first_hex, last_hex):
             t.root = tree
         for i in range(n):
-            t.update(ks[i], vs[i])
+            # Checked above: bytes, and no value is empty (an update, never a delete).
+            t._update(_hex(<bytes>ks[i]), ValueNode.new(<bytes>vs[i]))
         _proofset_build_known(&ps)
         have = _hash_rebuilt(t.root, &ps) if t.root is not None else t.hash()
         if have != root_hash:
             raise ProofError("invalid proof, want hash %s, got %s" % (root_hash.hex(), have.hex()))
-        return _has_right_element(t.root, last)
+        return _has_right_element(t.root, last_hex)
     except MissingNodeError as e:
         raise ProofError("invalid proof: the range reaches node %s that the proof does not hold"
                          % (e.node_hash.hex() if e.node_hash else "?")) from None

@@ -159,3 +159,40 @@ def test_random_commit_reopen_cycles(ops, every):
             t = Trie(db, root)
             assert dict(t.items()) == model
     assert t.hash() == trie_root(model)
+
+
+def test_nodeset_nodes_built_on_first_access_match_the_database():
+    t, model = filled(200)
+    root = t.commit()
+    ns = t.last_commit
+    count, size = len(ns), ns.size          # answered from the collected arrays, before the dict exists
+    nodes = ns.nodes
+    assert nodes is ns.nodes                # built once
+    assert count == len(nodes) == len(t.database) and size == sum(len(b) for _, b in nodes.values())
+    assert nodes[b""] == (root, t.database.get(root))
+    for path, (h, blob) in nodes.items():
+        assert keccak256(blob) == h and t.database.get(h) == blob
+    assert repr(ns) == "<NodeSet root=%s nodes=%d deleted=0>" % (root.hex(), count)
+
+
+def test_many_deleted_paths():
+    # More replaced paths than the scan handles: they are checked against the NodeSet's dict.
+    t, model = filled(300)
+    t.commit()
+    keys = sorted(model)
+    for k in keys[:250]:
+        del t[k]
+        del model[k]
+    root = t.commit()
+    assert root == trie_root(model)
+    ns = t.last_commit
+    stored_now = {e.path for e in node_encodings(model) if e.hashed}
+    assert set(ns.nodes) <= stored_now
+    assert len(ns.deleted) > 16 and not (ns.deleted & set(ns.nodes))
+
+
+def test_nodeset_built_directly():
+    from mpt.committer import NodeSet
+
+    ns = NodeSet(b"\x01" * 32, {b"": (b"\x01" * 32, b"abc")}, {b"\x02"}, None)
+    assert len(ns) == 1 and ns.size == 3 and ns.nodes == {b"": (b"\x01" * 32, b"abc")} and ns.deleted == {b"\x02"}

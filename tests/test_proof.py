@@ -468,3 +468,35 @@ def test_range_property_small_tries(items, data):
     values = [v for _, v in entries[start:end]]
     more = verify_range_proof(root, keys[0], keys, values, edge_proof(t, keys[0], keys[-1]))
     assert more == (end < len(entries))
+
+
+def test_whole_range_without_proof_takes_any_sequences_of_bytes_likes():
+    t = Trie()
+    entries = sorted((bytes([i, 7 * i % 256]) * 3, b"v%d" % i * (i % 5 + 1)) for i in range(1, 120))
+    for k, v in entries:
+        t[k] = v
+    root = t.hash()
+    keys = [k for k, _ in entries]
+    values = [v for _, v in entries]
+    assert verify_range_proof(root, keys[0], keys, values, None) is False
+    assert verify_range_proof(root, keys[0], tuple(keys), iter(values), None) is False
+    assert verify_range_proof(root, keys[0], [bytearray(k) for k in keys], [memoryview(v) for v in values],
+                              None) is False
+    # Keys longer than the stack buffer for nibbles.
+    long_t = Trie()
+    long_entries = sorted((bytes([i]) * 100, b"x" * i) for i in range(1, 40))
+    for k, v in long_entries:
+        long_t[k] = v
+    assert verify_range_proof(long_t.hash(), long_entries[0][0], [k for k, _ in long_entries],
+                              [v for _, v in long_entries], None) is False
+    with pytest.raises(ProofError, match="invalid proof"):
+        verify_range_proof(root, keys[0], keys, values[:-1] + [b"other"], None)
+    with pytest.raises(ProofError, match="monotonically"):
+        verify_range_proof(root, keys[0], keys[::-1], values, None)
+    with pytest.raises(ProofError, match="prefixes"):
+        verify_range_proof(root, b"\x01", [b"\x01", b"\x01\x02"], [b"a", b"b"], None)
+    with pytest.raises(ProofError, match="monotonically"):
+        verify_range_proof(root, b"\x01", [b"\x01", b"\x01"], [b"a", b"b"], None)
+    with pytest.raises(TypeError):
+        verify_range_proof(root, keys[0], keys[:-1] + ["str"], values, None)
+    assert keys == [k for k, _ in entries]  # the caller's lists are not changed
