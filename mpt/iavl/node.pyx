@@ -327,16 +327,16 @@ cdef class Node:
             if self.height == 0:
                 return n + _bytes_size(self._value)
             self._need_child_hashes()
-            return n + _bytes_size(self._left_hash) + _bytes_size(self._right_hash)
+            return n + _bytes_size((<InnerNode>self)._left_hash) + _bytes_size((<InnerNode>self)._right_hash)
         if self.height == 0:
             return n + _bytes_size(self._value)
-        _check_ref(self._left_ref, "left")
-        _check_ref(self._right_ref, "right")
+        _check_ref((<InnerNode>self)._left_ref, "left")
+        _check_ref((<InnerNode>self)._right_ref, "right")
         # 0x20 + own hash, one mode byte (0..3), then the children.
-        return n + 1 + HASH_SIZE + 1 + _v1_ref_size(self._left_ref) + _v1_ref_size(self._right_ref)
+        return n + 1 + HASH_SIZE + 1 + _v1_ref_size((<InnerNode>self)._left_ref) + _v1_ref_size((<InnerNode>self)._right_ref)
 
     cdef int _need_child_hashes(self) except -1:
-        if self._left_hash is None or self._right_hash is None:
+        if (<InnerNode>self)._left_hash is None or (<InnerNode>self)._right_hash is None:
             raise NodeEncodeError("this inner node does not know its children's hashes (it was read from the "
                                   "v1 format, which stores child node keys); the legacy and vbyte formats and "
                                   "the hash need them")
@@ -359,8 +359,8 @@ cdef class Node:
             if self.height == 0:
                 memcpy(out + p, PyBytes_AS_STRING(self._value), <size_t>PyBytes_GET_SIZE(self._value))
                 return p + PyBytes_GET_SIZE(self._value)
-            memcpy(out + p, PyBytes_AS_STRING(self._left_hash), HASH_SIZE)
-            memcpy(out + p + HASH_SIZE, PyBytes_AS_STRING(self._right_hash), HASH_SIZE)
+            memcpy(out + p, PyBytes_AS_STRING((<InnerNode>self)._left_hash), HASH_SIZE)
+            memcpy(out + p + HASH_SIZE, PyBytes_AS_STRING((<InnerNode>self)._right_hash), HASH_SIZE)
             return p + 2 * HASH_SIZE
         p = put_varint(out, self.height)
         p += put_varint(out + p, self.size)
@@ -370,20 +370,20 @@ cdef class Node:
         if self.height == 0:
             return p + _put_bytes(out + p, self._value)
         if fmt == FORMAT_LEGACY:
-            p += _put_bytes(out + p, self._left_hash)
-            return p + _put_bytes(out + p, self._right_hash)
+            p += _put_bytes(out + p, (<InnerNode>self)._left_hash)
+            return p + _put_bytes(out + p, (<InnerNode>self)._right_hash)
         own = self.c_hash()
         out[p] = HASH_SIZE
         memcpy(out + p + 1, PyBytes_AS_STRING(own), HASH_SIZE)
         p += 1 + HASH_SIZE
         mode = 0
-        if not _is_v1_ref(self._left_ref):
+        if not _is_v1_ref((<InnerNode>self)._left_ref):
             mode |= MODE_LEGACY_LEFT
-        if not _is_v1_ref(self._right_ref):
+        if not _is_v1_ref((<InnerNode>self)._right_ref):
             mode |= MODE_LEGACY_RIGHT
         p += put_varint(out + p, mode)
-        p += _put_v1_ref(out + p, self._left_ref)
-        return p + _put_v1_ref(out + p, self._right_ref)
+        p += _put_v1_ref(out + p, (<InnerNode>self)._left_ref)
+        return p + _put_v1_ref(out + p, (<InnerNode>self)._right_ref)
 
     cdef int _check_encodable(self, NodeFormat fmt) except -1:
         if fmt == FORMAT_VBYTE:
@@ -393,7 +393,7 @@ cdef class Node:
                 raise NodeEncodeError("key too long for the stream-vbyte format")
             if self.height != 0:
                 self._need_child_hashes()
-                if PyBytes_GET_SIZE(self._left_hash) != HASH_SIZE or PyBytes_GET_SIZE(self._right_hash) != HASH_SIZE:
+                if PyBytes_GET_SIZE((<InnerNode>self)._left_hash) != HASH_SIZE or PyBytes_GET_SIZE((<InnerNode>self)._right_hash) != HASH_SIZE:
                     raise NodeEncodeError("the stream-vbyte format stores child hashes raw: both must be 32 bytes")
         elif fmt == FORMAT_V1 and self.height != 0:
             # The own hash is written too: computing it needs the child hashes unless it was decoded.
@@ -449,8 +449,8 @@ cdef class Node:
             mpt_sha256_update(&ctx, tail, 1 + HASH_SIZE)
         else:
             mpt_sha256_update(&ctx, head, <size_t>p)
-            _hash_bytes(&ctx, self._left_hash)
-            _hash_bytes(&ctx, self._right_hash)
+            _hash_bytes(&ctx, (<InnerNode>self)._left_hash)
+            _hash_bytes(&ctx, (<InnerNode>self)._right_hash)
         mpt_sha256_final(&ctx, digest)
         self._hash = PyBytes_FromStringAndSize(<char *>digest, HASH_SIZE)
         return self._hash
@@ -503,20 +503,20 @@ cdef class Node:
 
     @property
     def left_hash(self):
-        return self._left_hash
+        return None if self.height == 0 else (<InnerNode>self)._left_hash
 
     @property
     def right_hash(self):
-        return self._right_hash
+        return None if self.height == 0 else (<InnerNode>self)._right_hash
 
     @property
     def left_node_key(self):
         """Inner node: how the v1 format references the left child (12-byte NodeKey or 32-byte legacy hash)."""
-        return self._left_ref
+        return None if self.height == 0 else (<InnerNode>self)._left_ref
 
     @property
     def right_node_key(self):
-        return self._right_ref
+        return None if self.height == 0 else (<InnerNode>self)._right_ref
 
 
 @cython.final
@@ -553,6 +553,7 @@ cdef class LeafNode(Node):
 
 @cython.final
 @cython.no_gc
+@cython.freelist(64)
 cdef class InnerNode(Node):
     """An inner node.
 
