@@ -340,6 +340,8 @@ cdef class Node:
     # ------------------------------------------------------------------------------------------ sizes
 
     cdef Py_ssize_t c_encoded_size(self, NodeFormat fmt) except -1:
+        # A cast, not a check: only read for height > 0.
+        cdef InnerNode inner = <InnerNode>self
         cdef Py_ssize_t n
         if fmt == FORMAT_VBYTE:
             if <uint64_t>self.version > UINT32_MAX_:
@@ -356,16 +358,18 @@ cdef class Node:
             if self.height == 0:
                 return n + _bytes_size(self._value)
             self._need_child_hashes()
-            return n + _bytes_size((<InnerNode>self)._left_hash) + _bytes_size((<InnerNode>self)._right_hash)
+            return n + _bytes_size(inner._left_hash) + _bytes_size(inner._right_hash)
         if self.height == 0:
             return n + _bytes_size(self._value)
-        _check_ref((<InnerNode>self)._left_ref, "left")
-        _check_ref((<InnerNode>self)._right_ref, "right")
+        _check_ref(inner._left_ref, "left")
+        _check_ref(inner._right_ref, "right")
         # 0x20 + own hash, one mode byte (0..3), then the children.
-        return n + 1 + HASH_SIZE + 1 + _v1_ref_size((<InnerNode>self)._left_ref) + _v1_ref_size((<InnerNode>self)._right_ref)
+        return n + 1 + HASH_SIZE + 1 + _v1_ref_size(inner._left_ref) + _v1_ref_size(inner._right_ref)
 
     cdef int _need_child_hashes(self) except -1:
-        if (<InnerNode>self)._left_hash is None or (<InnerNode>self)._right_hash is None:
+        # A cast, not a check: only read for height > 0.
+        cdef InnerNode inner = <InnerNode>self
+        if inner._left_hash is None or inner._right_hash is None:
             raise NodeEncodeError("this inner node does not know its children's hashes (it was read from the "
                                   "v1 format, which stores child node keys); the legacy and vbyte formats and "
                                   "the hash need them")
@@ -375,6 +379,8 @@ cdef class Node:
 
     cdef Py_ssize_t _write(self, uint8_t *out, NodeFormat fmt) except -1:
         """Write the encoding at out, which has c_encoded_size(fmt) bytes of room (checked by the callers)."""
+        # A cast, not a check: only read for height > 0.
+        cdef InnerNode inner = <InnerNode>self
         cdef Py_ssize_t p = 0
         cdef Py_ssize_t klen = PyBytes_GET_SIZE(self.key)
         cdef uint8_t head[VBYTE_HEADER_ROOM]
@@ -388,8 +394,8 @@ cdef class Node:
             if self.height == 0:
                 memcpy(out + p, PyBytes_AS_STRING(self._value), <size_t>PyBytes_GET_SIZE(self._value))
                 return p + PyBytes_GET_SIZE(self._value)
-            memcpy(out + p, PyBytes_AS_STRING((<InnerNode>self)._left_hash), HASH_SIZE)
-            memcpy(out + p + HASH_SIZE, PyBytes_AS_STRING((<InnerNode>self)._right_hash), HASH_SIZE)
+            memcpy(out + p, PyBytes_AS_STRING(inner._left_hash), HASH_SIZE)
+            memcpy(out + p + HASH_SIZE, PyBytes_AS_STRING(inner._right_hash), HASH_SIZE)
             return p + 2 * HASH_SIZE
         p = put_varint(out, self.height)
         p += put_varint(out + p, self.size)
@@ -399,22 +405,24 @@ cdef class Node:
         if self.height == 0:
             return p + _put_bytes(out + p, self._value)
         if fmt == FORMAT_LEGACY:
-            p += _put_bytes(out + p, (<InnerNode>self)._left_hash)
-            return p + _put_bytes(out + p, (<InnerNode>self)._right_hash)
+            p += _put_bytes(out + p, inner._left_hash)
+            return p + _put_bytes(out + p, inner._right_hash)
         own = self.c_hash()
         out[p] = HASH_SIZE
         memcpy(out + p + 1, PyBytes_AS_STRING(own), HASH_SIZE)
         p += 1 + HASH_SIZE
         mode = 0
-        if not _is_v1_ref((<InnerNode>self)._left_ref):
+        if not _is_v1_ref(inner._left_ref):
             mode |= MODE_LEGACY_LEFT
-        if not _is_v1_ref((<InnerNode>self)._right_ref):
+        if not _is_v1_ref(inner._right_ref):
             mode |= MODE_LEGACY_RIGHT
         p += put_varint(out + p, mode)
-        p += _put_v1_ref(out + p, (<InnerNode>self)._left_ref)
-        return p + _put_v1_ref(out + p, (<InnerNode>self)._right_ref)
+        p += _put_v1_ref(out + p, inner._left_ref)
+        return p + _put_v1_ref(out + p, inner._right_ref)
 
     cdef int _check_encodable(self, NodeFormat fmt) except -1:
+        # A cast, not a check: only read for height > 0.
+        cdef InnerNode inner = <InnerNode>self
         if fmt == FORMAT_VBYTE:
             if <uint64_t>self.version > UINT32_MAX_:
                 _vbyte_version_error(self.version)
@@ -422,7 +430,7 @@ cdef class Node:
                 raise NodeEncodeError("key too long for the stream-vbyte format")
             if self.height != 0:
                 self._need_child_hashes()
-                if PyBytes_GET_SIZE((<InnerNode>self)._left_hash) != HASH_SIZE or PyBytes_GET_SIZE((<InnerNode>self)._right_hash) != HASH_SIZE:
+                if PyBytes_GET_SIZE(inner._left_hash) != HASH_SIZE or PyBytes_GET_SIZE(inner._right_hash) != HASH_SIZE:
                     raise NodeEncodeError("the stream-vbyte format stores child hashes raw: both must be 32 bytes")
         elif fmt == FORMAT_V1 and self.height != 0:
             # The own hash is written too: computing it needs the child hashes unless it was decoded.
@@ -463,6 +471,8 @@ cdef class Node:
     # ------------------------------------------------------------------------------------------ hashing
 
     cdef bytes c_hash(self):
+        # A cast, not a check: only read for height > 0.
+        cdef InnerNode inner = <InnerNode>self
         # Streamed: the header and bytes(key) go through a small stack buffer, the key itself straight from
         # the bytes object, so no preimage is ever copied whole.
         cdef mpt_sha256_ctx ctx
@@ -488,8 +498,8 @@ cdef class Node:
             mpt_sha256_update(&ctx, tail, 1 + HASH_SIZE)
         else:
             mpt_sha256_update(&ctx, head, <size_t>p)
-            _hash_bytes(&ctx, (<InnerNode>self)._left_hash)
-            _hash_bytes(&ctx, (<InnerNode>self)._right_hash)
+            _hash_bytes(&ctx, inner._left_hash)
+            _hash_bytes(&ctx, inner._right_hash)
         mpt_sha256_final(&ctx, digest)
         self._hash = PyBytes_FromStringAndSize(<char *>digest, HASH_SIZE)
         return self._hash
