@@ -23,8 +23,8 @@ would never write, raising NodeDecodeError with the offset of the offending byte
 ``binding=False``: the module's functions are plain builtins (METH_FASTCALL, the interpreter's specialised call
 path) instead of cyfunctions, which takes ~100 instructions off each ~1000-instruction decode_node call.
 inspect.signature() cannot read them; each docstring starts with its signature line instead (embedsignature).
-The hot methods (to_bytes, encode, encoded_size) stay cyfunctions (binding=True): on CPython 3.11 a builtin
-method with keywords goes through the unspecialised call path and a subclass check of self, which costs more.
+The codec methods (to_bytes, encode, encoded_size) are defined again on LeafNode and InnerNode: CPython 3.11
+specialises a builtin method's call only when self's type is the defining type.
 """
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
@@ -509,12 +509,10 @@ cdef class Node:
 
     # ------------------------------------------------------------------------------------------ Python API
 
-    @cython.binding(True)
     def to_bytes(self, format="v1"):
         """The node's encoding in format ``"legacy"``, ``"v1"`` (default) or ``"vbyte"``."""
         return self._to_bytes(<NodeFormat>_fmt(format))
 
-    @cython.binding(True)
     def encode(self, WriteBuffer buf not None, format="v1"):
         """Append the encoding to buf (an mpt.rlp.WriteBuffer); return the number of bytes written."""
         cdef NodeFormat fmt = <NodeFormat>_fmt(format)
@@ -522,7 +520,6 @@ cdef class Node:
         self.c_encode(buf, fmt)
         return buf._length - before
 
-    @cython.binding(True)
     def encoded_size(self, format="v1"):
         """Length of to_bytes(format), computed without encoding (no allocation)."""
         if self.height == 0:
@@ -595,6 +592,23 @@ cdef class LeafNode(Node):
         n.version = version
         return n
 
+    # The codec methods again on each concrete class: CPython 3.11 specialises the call of a builtin method
+    # (METH_FASTCALL) only when self's type is exactly the type that defines it; Node's, called on a LeafNode,
+    # would take the generic path with a subclass check (~110 instructions more than this).
+    def to_bytes(self, format="v1"):
+        """The node's encoding in format ``"legacy"``, ``"v1"`` (default) or ``"vbyte"``."""
+        return _leaf_bytes(self, <NodeFormat>_fmt(format))
+
+    def encode(self, WriteBuffer buf not None, format="v1"):
+        """Append the encoding to buf (an mpt.rlp.WriteBuffer); return the number of bytes written."""
+        cdef Py_ssize_t before = buf._length
+        self.c_encode(buf, <NodeFormat>_fmt(format))
+        return buf._length - before
+
+    def encoded_size(self, format="v1"):
+        """Length of to_bytes(format), computed without encoding (no allocation)."""
+        return _leaf_size(self, <NodeFormat>_fmt(format))
+
     def __repr__(self):
         return "LeafNode(key=%r, value=%r, version=%d, nonce=%d)" % (self.key, self._value, self.version,
                                                                     self.nonce)
@@ -649,6 +663,21 @@ cdef class InnerNode(Node):
         n.size = size
         n.version = version
         return n
+
+    # See LeafNode: the codec methods on the exact type, for CPython's specialised call.
+    def to_bytes(self, format="v1"):
+        """The node's encoding in format ``"legacy"``, ``"v1"`` (default) or ``"vbyte"``."""
+        return self._to_bytes(<NodeFormat>_fmt(format))
+
+    def encode(self, WriteBuffer buf not None, format="v1"):
+        """Append the encoding to buf (an mpt.rlp.WriteBuffer); return the number of bytes written."""
+        cdef Py_ssize_t before = buf._length
+        self.c_encode(buf, <NodeFormat>_fmt(format))
+        return buf._length - before
+
+    def encoded_size(self, format="v1"):
+        """Length of to_bytes(format), computed without encoding (no allocation)."""
+        return self.c_encoded_size(<NodeFormat>_fmt(format))
 
     def __repr__(self):
         return "InnerNode(key=%r, height=%d, size=%d, version=%d, nonce=%d)" % (
