@@ -27,13 +27,7 @@ cdef class Node:
         readonly int64_t version    # legacy: node.version; v1: nodeKey.version
         readonly uint32_t nonce     # v1 nodeKey.nonce; 0 for a node read from the legacy format
         bytes _hash                 # cached node hash (decoded for v1 inner nodes)
-        bytes _left_hash            # inner: child hashes, when known
-        bytes _right_hash
-        bytes _left_ref             # inner, v1: a child's NodeKey (12 bytes) or legacy hash (32 bytes)
-        bytes _right_ref
-        # Tree state (tree.pyx): the in-memory children and whether the node is in the database already.
-        Node left_node
-        Node right_node
+        # Tree state (tree.pyx): whether the node is in the database already.
         bint persisted
 
     cdef inline bint is_leaf(self) noexcept:
@@ -55,8 +49,20 @@ cdef class LeafNode(Node):
     cdef LeafNode new(bytes key, bytes value, int64_t version)
 
 
+# The child fields live on InnerNode only: a leaf (most nodes, and the one decode_node returns in the benchmarks)
+# then has three object fields for tp_new to set to None and tp_dealloc to release, not nine. Code holding a
+# Node whose height is not 0 casts it: <InnerNode>node.
 @cython.final
 cdef class InnerNode(Node):
+    cdef:
+        bytes _left_hash            # child hashes, when known
+        bytes _right_hash
+        bytes _left_ref             # v1: a child's NodeKey (12 bytes) or legacy hash (32 bytes)
+        bytes _right_ref
+        # Tree state (tree.pyx): the in-memory children.
+        Node left_node
+        Node right_node
+
     @staticmethod
     cdef InnerNode new(bytes key, int height, int64_t size, int64_t version)
 

@@ -23,8 +23,8 @@ would never write, raising NodeDecodeError with the offset of the offending byte
 ``binding=False``: the module's functions are plain builtins (METH_FASTCALL, the interpreter's specialised call
 path) instead of cyfunctions, which takes ~100 instructions off each ~1000-instruction decode_node call.
 inspect.signature() cannot read them; each docstring starts with its signature line instead (embedsignature).
-The hot methods (to_bytes, encode, encoded_size) stay cyfunctions (binding=True): on CPython 3.11 a builtin
-method with keywords goes through the unspecialised call path and a subclass check of self, which costs more.
+The codec methods (to_bytes, encode, encoded_size) are defined again on LeafNode and InnerNode: CPython 3.11
+specialises a builtin method's call only when self's type is the defining type.
 """
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
@@ -212,15 +212,51 @@ cdef inline Py_ssize_t _leaf_size(Node node, NodeFormat fmt) except -1:
         + _uvarint_size(<uint64_t>vlen) + vlen
 
 
+cdef Py_ssize_t _leaf_header(Node node, NodeFormat fmt, uint8_t *head, uint8_t *vhead, Py_ssize_t *vh) except -1:
+    """A leaf's bytes before the key (into head, VBYTE_HEADER_ROOM + MAX_HEADER bytes) and, for the varint
+    formats, before the value (uvarint(len(value)) into vhead, vh[0] bytes). Returns the length of head."""
+    cdef Py_ssize_t h
+    cdef Py_ssize_t klen = PyBytes_GET_SIZE(node.key)
+    vh[0] = 0
+    if fmt == FORMAT_VBYTE:
+        if <uint64_t>node.version > UINT32_MAX_:
+            _vbyte_version_error(node.version)
+        if <uint64_t>klen > UINT32_MAX_:
+            raise NodeEncodeError("key too long for the stream-vbyte format")
+        return _vbyte_header(head, 0, <uint32_t>node.version, 1, <uint32_t>klen)
+    head[0] = 0                     # varint(height 0)
+    head[1] = 2                     # varint(size 1)
+    h = 2
+    if fmt == FORMAT_LEGACY:
+        h += put_varint(head + h, node.version)
+    h += put_uvarint(head + h, <uint64_t>klen)
+    vh[0] = put_uvarint(vhead, <uint64_t>PyBytes_GET_SIZE(node._value))
+    return h
+
+
+cdef inline void _leaf_put(uint8_t *o, Node node, const uint8_t *head, Py_ssize_t h, const uint8_t *vhead,
+                           Py_ssize_t vh) noexcept:
+    cdef Py_ssize_t klen = PyBytes_GET_SIZE(node.key)
+    memcpy(o, head, <size_t>h)
+    memcpy(o + h, PyBytes_AS_STRING(node.key), <size_t>klen)
+    o += h + klen
+    if vh:
+        memcpy(o, vhead, <size_t>vh)
+        o += vh
+    memcpy(o, PyBytes_AS_STRING(node._value), <size_t>PyBytes_GET_SIZE(node._value))
+
+
 cdef bytes _leaf_bytes(Node node, NodeFormat fmt):
     """A leaf's encoding in one pass: the header goes to a stack buffer (its length is then known), then one
-    exact-size bytes object gets the header, the key and the value. No size pre-pass."""
+    exact-size bytes object gets the header, the key and the value. No size pre-pass.
+
+    The header code repeats _leaf_header's on purpose: gcc does not inline that one (two callers), and the call
+    with its out-parameter costs to_bytes ~40 instructions of its ~670."""
     cdef uint8_t head[VBYTE_HEADER_ROOM + MAX_HEADER]
     cdef uint8_t vhead[MAX_VARINT_LEN64]
     cdef Py_ssize_t h, vh = 0
     cdef Py_ssize_t klen = PyBytes_GET_SIZE(node.key), vlen = PyBytes_GET_SIZE(node._value)
     cdef bytes out
-    cdef uint8_t *o
     if fmt == FORMAT_VBYTE:
         if <uint64_t>node.version > UINT32_MAX_:
             _vbyte_version_error(node.version)
@@ -236,14 +272,7 @@ cdef bytes _leaf_bytes(Node node, NodeFormat fmt):
         h += put_uvarint(head + h, <uint64_t>klen)
         vh = put_uvarint(vhead, <uint64_t>vlen)
     out = PyBytes_FromStringAndSize(NULL, h + klen + vh + vlen)
-    o = <uint8_t *>PyBytes_AS_STRING(out)
-    memcpy(o, head, <size_t>h)
-    memcpy(o + h, PyBytes_AS_STRING(node.key), <size_t>klen)
-    o += h + klen
-    if vh:
-        memcpy(o, vhead, <size_t>vh)
-        o += vh
-    memcpy(o, PyBytes_AS_STRING(node._value), <size_t>vlen)
+    _leaf_put(<uint8_t *>PyBytes_AS_STRING(out), node, head, h, vhead, vh)
     return out
 
 
@@ -311,6 +340,8 @@ cdef class Node:
     # ------------------------------------------------------------------------------------------ sizes
 
     cdef Py_ssize_t c_encoded_size(self, NodeFormat fmt) except -1:
+        # A cast, not a check: only read for height > 0.
+        cdef InnerNode inner = <InnerNode>self
         cdef Py_ssize_t n
         if fmt == FORMAT_VBYTE:
             if <uint64_t>self.version > UINT32_MAX_:
@@ -327,16 +358,18 @@ cdef class Node:
             if self.height == 0:
                 return n + _bytes_size(self._value)
             self._need_child_hashes()
-            return n + _bytes_size(self._left_hash) + _bytes_size(self._right_hash)
+            return n + _bytes_size(inner._left_hash) + _bytes_size(inner._right_hash)
         if self.height == 0:
             return n + _bytes_size(self._value)
-        _check_ref(self._left_ref, "left")
-        _check_ref(self._right_ref, "right")
+        _check_ref(inner._left_ref, "left")
+        _check_ref(inner._right_ref, "right")
         # 0x20 + own hash, one mode byte (0..3), then the children.
-        return n + 1 + HASH_SIZE + 1 + _v1_ref_size(self._left_ref) + _v1_ref_size(self._right_ref)
+        return n + 1 + HASH_SIZE + 1 + _v1_ref_size(inner._left_ref) + _v1_ref_size(inner._right_ref)
 
     cdef int _need_child_hashes(self) except -1:
-        if self._left_hash is None or self._right_hash is None:
+        # A cast, not a check: only read for height > 0.
+        cdef InnerNode inner = <InnerNode>self
+        if inner._left_hash is None or inner._right_hash is None:
             raise NodeEncodeError("this inner node does not know its children's hashes (it was read from the "
                                   "v1 format, which stores child node keys); the legacy and vbyte formats and "
                                   "the hash need them")
@@ -346,6 +379,8 @@ cdef class Node:
 
     cdef Py_ssize_t _write(self, uint8_t *out, NodeFormat fmt) except -1:
         """Write the encoding at out, which has c_encoded_size(fmt) bytes of room (checked by the callers)."""
+        # A cast, not a check: only read for height > 0.
+        cdef InnerNode inner = <InnerNode>self
         cdef Py_ssize_t p = 0
         cdef Py_ssize_t klen = PyBytes_GET_SIZE(self.key)
         cdef uint8_t head[VBYTE_HEADER_ROOM]
@@ -359,8 +394,8 @@ cdef class Node:
             if self.height == 0:
                 memcpy(out + p, PyBytes_AS_STRING(self._value), <size_t>PyBytes_GET_SIZE(self._value))
                 return p + PyBytes_GET_SIZE(self._value)
-            memcpy(out + p, PyBytes_AS_STRING(self._left_hash), HASH_SIZE)
-            memcpy(out + p + HASH_SIZE, PyBytes_AS_STRING(self._right_hash), HASH_SIZE)
+            memcpy(out + p, PyBytes_AS_STRING(inner._left_hash), HASH_SIZE)
+            memcpy(out + p + HASH_SIZE, PyBytes_AS_STRING(inner._right_hash), HASH_SIZE)
             return p + 2 * HASH_SIZE
         p = put_varint(out, self.height)
         p += put_varint(out + p, self.size)
@@ -370,22 +405,24 @@ cdef class Node:
         if self.height == 0:
             return p + _put_bytes(out + p, self._value)
         if fmt == FORMAT_LEGACY:
-            p += _put_bytes(out + p, self._left_hash)
-            return p + _put_bytes(out + p, self._right_hash)
+            p += _put_bytes(out + p, inner._left_hash)
+            return p + _put_bytes(out + p, inner._right_hash)
         own = self.c_hash()
         out[p] = HASH_SIZE
         memcpy(out + p + 1, PyBytes_AS_STRING(own), HASH_SIZE)
         p += 1 + HASH_SIZE
         mode = 0
-        if not _is_v1_ref(self._left_ref):
+        if not _is_v1_ref(inner._left_ref):
             mode |= MODE_LEGACY_LEFT
-        if not _is_v1_ref(self._right_ref):
+        if not _is_v1_ref(inner._right_ref):
             mode |= MODE_LEGACY_RIGHT
         p += put_varint(out + p, mode)
-        p += _put_v1_ref(out + p, self._left_ref)
-        return p + _put_v1_ref(out + p, self._right_ref)
+        p += _put_v1_ref(out + p, inner._left_ref)
+        return p + _put_v1_ref(out + p, inner._right_ref)
 
     cdef int _check_encodable(self, NodeFormat fmt) except -1:
+        # A cast, not a check: only read for height > 0.
+        cdef InnerNode inner = <InnerNode>self
         if fmt == FORMAT_VBYTE:
             if <uint64_t>self.version > UINT32_MAX_:
                 _vbyte_version_error(self.version)
@@ -393,7 +430,7 @@ cdef class Node:
                 raise NodeEncodeError("key too long for the stream-vbyte format")
             if self.height != 0:
                 self._need_child_hashes()
-                if PyBytes_GET_SIZE(self._left_hash) != HASH_SIZE or PyBytes_GET_SIZE(self._right_hash) != HASH_SIZE:
+                if PyBytes_GET_SIZE(inner._left_hash) != HASH_SIZE or PyBytes_GET_SIZE(inner._right_hash) != HASH_SIZE:
                     raise NodeEncodeError("the stream-vbyte format stores child hashes raw: both must be 32 bytes")
         elif fmt == FORMAT_V1 and self.height != 0:
             # The own hash is written too: computing it needs the child hashes unless it was decoded.
@@ -402,7 +439,17 @@ cdef class Node:
         return 0
 
     cdef int c_encode(self, WriteBuffer buf, NodeFormat fmt) except -1:
-        cdef Py_ssize_t n
+        cdef Py_ssize_t n, h, vh
+        cdef uint8_t head[VBYTE_HEADER_ROOM + MAX_HEADER]
+        cdef uint8_t vhead[MAX_VARINT_LEN64]
+        if self.height == 0:
+            # One pass, as _leaf_bytes: the header sized on the stack, one ensure(), three copies.
+            h = _leaf_header(self, fmt, head, vhead, &vh)
+            n = h + PyBytes_GET_SIZE(self.key) + vh + PyBytes_GET_SIZE(self._value)
+            buf.ensure(n)
+            _leaf_put(buf._buf + buf._length, self, head, h, vhead, vh)
+            buf._length += n
+            return 0
         self._check_encodable(fmt)
         n = self.c_encoded_size(fmt)
         buf.ensure(n)
@@ -424,6 +471,8 @@ cdef class Node:
     # ------------------------------------------------------------------------------------------ hashing
 
     cdef bytes c_hash(self):
+        # A cast, not a check: only read for height > 0.
+        cdef InnerNode inner = <InnerNode>self
         # Streamed: the header and bytes(key) go through a small stack buffer, the key itself straight from
         # the bytes object, so no preimage is ever copied whole.
         cdef mpt_sha256_ctx ctx
@@ -449,8 +498,8 @@ cdef class Node:
             mpt_sha256_update(&ctx, tail, 1 + HASH_SIZE)
         else:
             mpt_sha256_update(&ctx, head, <size_t>p)
-            _hash_bytes(&ctx, self._left_hash)
-            _hash_bytes(&ctx, self._right_hash)
+            _hash_bytes(&ctx, inner._left_hash)
+            _hash_bytes(&ctx, inner._right_hash)
         mpt_sha256_final(&ctx, digest)
         self._hash = PyBytes_FromStringAndSize(<char *>digest, HASH_SIZE)
         return self._hash
@@ -460,12 +509,10 @@ cdef class Node:
 
     # ------------------------------------------------------------------------------------------ Python API
 
-    @cython.binding(True)
     def to_bytes(self, format="v1"):
         """The node's encoding in format ``"legacy"``, ``"v1"`` (default) or ``"vbyte"``."""
         return self._to_bytes(<NodeFormat>_fmt(format))
 
-    @cython.binding(True)
     def encode(self, WriteBuffer buf not None, format="v1"):
         """Append the encoding to buf (an mpt.rlp.WriteBuffer); return the number of bytes written."""
         cdef NodeFormat fmt = <NodeFormat>_fmt(format)
@@ -473,7 +520,6 @@ cdef class Node:
         self.c_encode(buf, fmt)
         return buf._length - before
 
-    @cython.binding(True)
     def encoded_size(self, format="v1"):
         """Length of to_bytes(format), computed without encoding (no allocation)."""
         if self.height == 0:
@@ -503,20 +549,20 @@ cdef class Node:
 
     @property
     def left_hash(self):
-        return self._left_hash
+        return None if self.height == 0 else (<InnerNode>self)._left_hash
 
     @property
     def right_hash(self):
-        return self._right_hash
+        return None if self.height == 0 else (<InnerNode>self)._right_hash
 
     @property
     def left_node_key(self):
         """Inner node: how the v1 format references the left child (12-byte NodeKey or 32-byte legacy hash)."""
-        return self._left_ref
+        return None if self.height == 0 else (<InnerNode>self)._left_ref
 
     @property
     def right_node_key(self):
-        return self._right_ref
+        return None if self.height == 0 else (<InnerNode>self)._right_ref
 
 
 @cython.final
@@ -546,6 +592,23 @@ cdef class LeafNode(Node):
         n.version = version
         return n
 
+    # The codec methods again on each concrete class: CPython 3.11 specialises the call of a builtin method
+    # (METH_FASTCALL) only when self's type is exactly the type that defines it; Node's, called on a LeafNode,
+    # would take the generic path with a subclass check (~110 instructions more than this).
+    def to_bytes(self, format="v1"):
+        """The node's encoding in format ``"legacy"``, ``"v1"`` (default) or ``"vbyte"``."""
+        return _leaf_bytes(self, <NodeFormat>_fmt(format))
+
+    def encode(self, WriteBuffer buf not None, format="v1"):
+        """Append the encoding to buf (an mpt.rlp.WriteBuffer); return the number of bytes written."""
+        cdef Py_ssize_t before = buf._length
+        self.c_encode(buf, <NodeFormat>_fmt(format))
+        return buf._length - before
+
+    def encoded_size(self, format="v1"):
+        """Length of to_bytes(format), computed without encoding (no allocation)."""
+        return _leaf_size(self, <NodeFormat>_fmt(format))
+
     def __repr__(self):
         return "LeafNode(key=%r, value=%r, version=%d, nonce=%d)" % (self.key, self._value, self.version,
                                                                     self.nonce)
@@ -553,6 +616,7 @@ cdef class LeafNode(Node):
 
 @cython.final
 @cython.no_gc
+@cython.freelist(64)
 cdef class InnerNode(Node):
     """An inner node.
 
@@ -599,6 +663,21 @@ cdef class InnerNode(Node):
         n.size = size
         n.version = version
         return n
+
+    # See LeafNode: the codec methods on the exact type, for CPython's specialised call.
+    def to_bytes(self, format="v1"):
+        """The node's encoding in format ``"legacy"``, ``"v1"`` (default) or ``"vbyte"``."""
+        return self._to_bytes(<NodeFormat>_fmt(format))
+
+    def encode(self, WriteBuffer buf not None, format="v1"):
+        """Append the encoding to buf (an mpt.rlp.WriteBuffer); return the number of bytes written."""
+        cdef Py_ssize_t before = buf._length
+        self.c_encode(buf, <NodeFormat>_fmt(format))
+        return buf._length - before
+
+    def encoded_size(self, format="v1"):
+        """Length of to_bytes(format), computed without encoding (no allocation)."""
+        return self.c_encoded_size(<NodeFormat>_fmt(format))
 
     def __repr__(self):
         return "InnerNode(key=%r, height=%d, size=%d, version=%d, nonce=%d)" % (

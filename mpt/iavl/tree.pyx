@@ -141,14 +141,17 @@ cdef class MutableTree:
         return node
 
     cdef inline Node _left(self, Node node):
-        if node.left_node is None:
-            node.left_node = self._fetch(node._left_ref if node._left_ref is not None else node._left_hash)
-        return node.left_node
+        # node is an inner node (height > 0): every caller checks, so the cast is unchecked.
+        cdef InnerNode inner = <InnerNode>node
+        if inner.left_node is None:
+            inner.left_node = self._fetch(inner._left_ref if inner._left_ref is not None else inner._left_hash)
+        return inner.left_node
 
     cdef inline Node _right(self, Node node):
-        if node.right_node is None:
-            node.right_node = self._fetch(node._right_ref if node._right_ref is not None else node._right_hash)
-        return node.right_node
+        cdef InnerNode inner = <InnerNode>node
+        if inner.right_node is None:
+            inner.right_node = self._fetch(inner._right_ref if inner._right_ref is not None else inner._right_hash)
+        return inner.right_node
 
     cdef Node _load_root(self, int64_t version, bint *found):
         """The root of a saved version (None for an empty one); found[0] is False if there is no such version."""
@@ -384,8 +387,8 @@ cdef class MutableTree:
         cdef InnerNode copy
         if not node.persisted:
             node._hash = None
-            node._left_hash = None
-            node._right_hash = None
+            (<InnerNode>node)._left_hash = None
+            (<InnerNode>node)._right_hash = None
             return node
         copy = InnerNode.new(node.key, node.height, node.size, self.version + 1)
         copy.left_node = self._left(node)
@@ -394,7 +397,7 @@ cdef class MutableTree:
 
     cdef inline void _update(self, Node node) noexcept:
         # calcHeightAndSize; both children are in memory for a node of the working version.
-        cdef Node l = node.left_node, r = node.right_node
+        cdef Node l = (<InnerNode>node).left_node, r = (<InnerNode>node).right_node
         node.height = (l.height if l.height > r.height else r.height) + 1
         node.size = l.size + r.size
 
@@ -402,8 +405,8 @@ cdef class MutableTree:
         cdef Node new_root
         node = self._mutable(node)
         new_root = self._mutable(self._left(node))
-        node.left_node = self._right(new_root)
-        new_root.right_node = node
+        (<InnerNode>node).left_node = self._right(new_root)
+        (<InnerNode>new_root).right_node = node
         self._update(node)
         self._update(new_root)
         return new_root
@@ -412,8 +415,8 @@ cdef class MutableTree:
         cdef Node new_root
         node = self._mutable(node)
         new_root = self._mutable(self._right(node))
-        node.right_node = self._left(new_root)
-        new_root.left_node = node
+        (<InnerNode>node).right_node = self._left(new_root)
+        (<InnerNode>new_root).left_node = node
         self._update(node)
         self._update(new_root)
         return new_root
@@ -422,16 +425,16 @@ cdef class MutableTree:
         return self._left(node).height - self._right(node).height
 
     cdef Node _balance(self, Node node):
-        cdef int b = node.left_node.height - node.right_node.height
+        cdef int b = (<InnerNode>node).left_node.height - (<InnerNode>node).right_node.height
         if b > 1:
-            if self._balance_of(node.left_node) >= 0:
+            if self._balance_of((<InnerNode>node).left_node) >= 0:
                 return self._rotate_right(node)
-            node.left_node = self._rotate_left(node.left_node)
+            (<InnerNode>node).left_node = self._rotate_left((<InnerNode>node).left_node)
             return self._rotate_right(node)
         if b < -1:
-            if self._balance_of(node.right_node) <= 0:
+            if self._balance_of((<InnerNode>node).right_node) <= 0:
                 return self._rotate_left(node)
-            node.right_node = self._rotate_right(node.right_node)
+            (<InnerNode>node).right_node = self._rotate_right((<InnerNode>node).right_node)
             return self._rotate_left(node)
         return node
 
@@ -455,9 +458,9 @@ cdef class MutableTree:
             return inner
         node = self._mutable(node)
         if _compare(key, node.key) < 0:
-            node.left_node = self._set(node.left_node, key, value, updated)
+            (<InnerNode>node).left_node = self._set((<InnerNode>node).left_node, key, value, updated)
         else:
-            node.right_node = self._set(node.right_node, key, value, updated)
+            (<InnerNode>node).right_node = self._set((<InnerNode>node).right_node, key, value, updated)
         if updated[0]:
             return node
         self._update(node)
@@ -496,7 +499,7 @@ cdef class MutableTree:
                 self._rm_newkey = node.key
                 return self._right(node)
             node = self._mutable(node)
-            node.left_node = child
+            (<InnerNode>node).left_node = child
             self._right(node)
             self._update(node)
             return self._balance(node)
@@ -507,7 +510,7 @@ cdef class MutableTree:
             self._rm_newkey = None
             return self._left(node)
         node = self._mutable(node)
-        node.right_node = child
+        (<InnerNode>node).right_node = child
         self._left(node)
         if self._rm_newkey is not None:
             node.key = self._rm_newkey
@@ -539,8 +542,8 @@ cdef class MutableTree:
         if node._hash is not None:
             return node._hash
         if node.height != 0:
-            node._left_hash = self._hash_new(self._left(node))
-            node._right_hash = self._hash_new(self._right(node))
+            (<InnerNode>node)._left_hash = self._hash_new(self._left(node))
+            (<InnerNode>node)._right_hash = self._hash_new(self._right(node))
         return node.c_hash()
 
     def hash(self):
@@ -554,6 +557,7 @@ cdef class MutableTree:
 
     cdef bytes _assign(self, Node node, int64_t version):
         """iavl's saveNewNodes: nonces in pre-order, hashes bottom-up; returns how a parent references node."""
+        cdef InnerNode inner
         if node.persisted:
             if node.nonce != 0:
                 return node.node_key_bytes()
@@ -563,10 +567,11 @@ cdef class MutableTree:
             node.nonce = self._nonce
         node.version = version
         if node.height != 0:
-            node._left_ref = self._assign(node.left_node, version)
-            node._right_ref = self._assign(node.right_node, version)
-            node._left_hash = node.left_node.c_hash()
-            node._right_hash = node.right_node.c_hash()
+            inner = <InnerNode>node
+            inner._left_ref = self._assign(inner.left_node, version)
+            inner._right_ref = self._assign(inner.right_node, version)
+            inner._left_hash = inner.left_node.c_hash()
+            inner._right_hash = inner.right_node.c_hash()
         node.c_hash()
         self._new_nodes.append(node)
         if self.storage == FORMAT_V1:
