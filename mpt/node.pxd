@@ -12,8 +12,10 @@ from mpt.rlp cimport WriteBuffer
 cdef extern from *:
     """
     #define MPT_STORE_RELEASE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+    #define MPT_LOAD_ACQUIRE(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
     """
     void _store_release "MPT_STORE_RELEASE"(bint *p, bint v) noexcept nogil
+    bint _load_acquire "MPT_LOAD_ACQUIRE"(const bint *p) noexcept nogil
 
 
 cdef class Node:
@@ -37,9 +39,12 @@ cdef class Node:
         _store_release(&self.has_hash, 1)
 
     cdef inline void copy_hash_from(self, Node other) noexcept:
-        if other.has_hash:
-            memcpy(self.hash_value, other.hash_value, 32)
-        self.has_hash = other.has_hash
+        # other's flag is read once, with an acquire load: a pass on another thread may publish other's hash
+        # meanwhile, and two plain reads could see the flag unset, then set, and flag self without its bytes.
+        if _load_acquire(&other.has_hash):
+            self.set_hash(other.hash_value)
+        else:
+            self.has_hash = 0
 
     cdef int encode(self, WriteBuffer w) except -1
     cdef Py_ssize_t encoded_size(self) except -1

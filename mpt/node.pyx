@@ -62,20 +62,46 @@ cdef class Node:
         return encode_node(self)
 
 
+cdef inline bint _is_node(object c):
+    # The exact four kinds: the hashing pass reads nodes through their C layout, so a bare Node or a Python
+    # subclass of Node must never get into a tree (it would be read as a ShortNode).
+    return type(c) is FullNode or type(c) is ShortNode or type(c) is HashNode or type(c) is ValueNode
+
+
+cdef int _check_fresh(Node n) except -1:
+    """Refuse a second __init__ call: nodes are immutable once made (a trie, or a hashing pass on another
+    thread, may hold this one). A node made by the library (decoded, or built by a trie) is never fresh."""
+    cdef bint used
+    if type(n) is FullNode:
+        used = n.dirty or n.has_hash or any(s is not None for s in (<FullNode>n).children)
+    elif type(n) is ShortNode:
+        used = (<ShortNode>n).key is not None
+    elif type(n) is ValueNode:
+        used = (<ValueNode>n).value is not None
+    else:
+        used = n.has_hash
+    if used:
+        raise TypeError("%s.__init__() called on a node that is already initialized (nodes are immutable)"
+                        % type(n).__name__)
+    return 0
+
+
 @cython.final
 @cython.no_gc
 cdef class FullNode(Node):
     """A branch: 16 children indexed by nibble plus a value slot."""
 
     def __init__(self, children=None):
+        _check_fresh(self)
         if children is None:
             children = [None] * BRANCH_WIDTH
         children = list(children)
         if len(children) != BRANCH_WIDTH:
             raise ValueError("a FullNode has 17 slots, got %d" % len(children))
         for i, c in enumerate(children):
-            if c is not None and not isinstance(c, Node):
-                raise TypeError("FullNode slot %d holds %s, not a node" % (i, type(c).__name__))
+            if c is not None and not _is_node(c):
+                raise TypeError("FullNode slot %d holds %s, not a FullNode, ShortNode, HashNode or ValueNode"
+                                % (i, type(c).__name__))
             if c is not None and (i == 16) != isinstance(c, ValueNode):
                 raise TypeError("ValueNode belongs in slot 16 only (slot %d holds %s)" % (i, type(c).__name__))
         for i, c in enumerate(children):
@@ -178,6 +204,10 @@ cdef class ShortNode(Node):
 
     def __init__(self, bytes key, Node val not None):
         cdef Py_ssize_t i, n = len(key)
+        _check_fresh(self)
+        if not _is_node(val):
+            raise TypeError("a ShortNode's child must be a FullNode, ShortNode, HashNode or ValueNode, not %s"
+                            % type(val).__name__)
         for i in range(n):
             if key[i] > 15 and not (i == n - 1 and key[i] == TERMINATOR):
                 raise ValueError("ShortNode key must be hex nibbles (optionally ending in 16)")
@@ -236,6 +266,7 @@ cdef class HashNode(Node):
     """A reference by hash to a node not loaded yet."""
 
     def __init__(self, bytes hash):
+        _check_fresh(self)
         if len(hash) != HASH_LENGTH:
             raise ValueError("a HashNode holds a 32-byte hash, got %d bytes" % len(hash))
         self.set_hash(<const uint8_t *>PyBytes_AS_STRING(hash))
@@ -268,6 +299,7 @@ cdef class ValueNode(Node):
     """A stored value (a leaf's payload or a branch's value slot)."""
 
     def __init__(self, bytes value):
+        _check_fresh(self)
         if not value:
             raise ValueError("trie values are never empty")
         self.value = value

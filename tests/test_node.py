@@ -126,3 +126,48 @@ def test_trie_nodes_match_reference_encodings():
     walk(t.root_node)
     seen.add(t.root_node.encoding())
     assert seen == expected
+
+
+def test_constructors_take_only_the_four_node_kinds():
+    from mpt.node import Node
+
+    class Sub(Node):
+        pass
+
+    for bad in (Node(), Sub()):
+        with pytest.raises(TypeError):
+            FullNode([bad] + [None] * 16)
+        with pytest.raises(TypeError):
+            ShortNode(bytes([1, 2]), bad)
+    # The real kinds are still accepted.
+    leaf = ShortNode(bytes([3, 16]), ValueNode(b"v"))
+    assert FullNode([leaf, HashNode(b"\x01" * 32)] + [None] * 14 + [ValueNode(b"w")]).children[0] is leaf
+    assert ShortNode(bytes([1, 2]), FullNode()).val is not None
+
+
+def test_nodes_cannot_be_initialized_twice():
+    """A node may already sit in a trie (or be read by a hashing pass on another thread): __init__ on a live
+    node raises instead of changing it in place."""
+    leaf = ShortNode(bytes([3, 16]), ValueNode(b"v"))
+    fn = FullNode([leaf] + [None] * 16)
+    ext = ShortNode(bytes([1, 2]), fn)
+    vn = ValueNode(b"v")
+    hn = HashNode(b"\x01" * 32)
+    empty = FullNode()
+    for node, args in ((fn, ([None] * 17,)), (empty, ()), (leaf, (bytes([4, 16]), ValueNode(b"x"))),
+                       (ext, (bytes([5]), fn)), (vn, (b"x",)), (hn, (b"\x02" * 32,))):
+        before = repr(node)
+        with pytest.raises(TypeError, match="already initialized"):
+            node.__init__(*args)
+        assert repr(node) == before
+    # Decoded and trie-made nodes are no fresher.
+    t = Trie()
+    t.update(b"\x01" * 32, b"a" * 40)
+    t.update(b"\x02" * 32, b"b" * 40)
+    t.hash()
+    root = t.root_node
+    with pytest.raises(TypeError):
+        root.__init__()
+    dec = decode_node(bytes(root.encoding()))
+    with pytest.raises(TypeError):
+        dec.__init__()
