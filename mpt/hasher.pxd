@@ -109,4 +109,5 @@ cdef class HasherPool:
 
 cdef HasherPool default_pool()
 cdef int hash_threads() noexcept
+cdef void mark_openmp_used() noexcept nogil
 cdef int keccak_backend_number() noexcept

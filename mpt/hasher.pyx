@@ -54,6 +54,18 @@ cdef enum:
     # Heights a flush sorts without allocating: a 32-byte key's path has 64 nibbles, so 130 covers every
     # trie of hashed keys.
     FLUSH_INLINE_HEIGHTS = 130
+    # The pass shares out at most the 16 subtrees under the first branch: more threads than that only cost a
+    # HashPass (about 115 KB) and an idle OS thread each.
+    MAX_PASS_THREADS = 16
+    # set_hash_threads() refuses more than this: far beyond any useful count, and a typo (2**31 - 1) must not
+    # size memory or start OS threads.
+    MAX_HASH_THREADS = 256
+    # _pass_visit results besides an entry index (>= 0) and -1 (no entry).
+    VISIT_NO_MEMORY = -2
+    VISIT_BAD_TYPE = -3
+    # _pass_run / _hash_tree failure bits (OR-ed over the threads).
+    RUN_NO_MEMORY = 1
+    RUN_BAD_TYPE = 2
 
 
 cdef extern from *:
@@ -79,15 +91,20 @@ cdef inline void _prefetch_children(FullNode fn) noexcept:
 
 
 cdef int _threads_from_env() noexcept:
-    cdef int n
+    cdef long long n
     try:
         n = int(os.environ.get("MPT_HASH_THREADS", "1"))
-    except ValueError:
+    except (ValueError, OverflowError):
         n = 1
-    return n if n > 0 else min(os.cpu_count() or 1, 8)
+    if n > MAX_HASH_THREADS:
+        # An environment variable must not fail the import: too many is capped, not refused.
+        return MAX_HASH_THREADS
+    return <int>n if n > 0 else min(os.cpu_count() or 1, 8)
 
 
 cdef int _HASH_THREADS = _threads_from_env()
+cdef bint _OPENMP_USED = False           # a parallel region ran in this process (see _after_fork_in_child)
+cdef bint _FORKED_AFTER_OPENMP = False    # this process was forked after one did
 
 
 cdef int hash_threads() noexcept:
@@ -101,11 +118,43 @@ def get_hash_threads():
 
 
 def set_hash_threads(int n):
-    """Set the number of hashing threads (1 = always hash on the calling thread). Returns the old value."""
+    """Set the number of hashing threads (1 = always hash on the calling thread; 0 or less also means 1).
+    Returns the old value. ValueError above 256.
+
+    In a child process forked after OpenMP threads ran in its parent, the count stays 1 (with a RuntimeWarning
+    when more is asked): libgomp's thread pool does not survive fork(), and a parallel region there never
+    returns (docs/threads.rst)."""
     global _HASH_THREADS
+    if n > MAX_HASH_THREADS:
+        raise ValueError(f"set_hash_threads({n}): at most {MAX_HASH_THREADS} hashing threads")
     old = _HASH_THREADS
+    if n > 1 and _FORKED_AFTER_OPENMP:
+        warnings.warn("set_hash_threads(): this process was forked after OpenMP threads ran in its parent; "
+                      "hashing stays on the calling thread (libgomp cannot run threads after fork())",
+                      RuntimeWarning, stacklevel=2)
+        n = 1
     _HASH_THREADS = n if n > 0 else 1
     return old
+
+
+# OpenMP threads and fork(). libgomp keeps its worker threads in a pool; fork() copies the pool's bookkeeping but
+# not the threads, so the child's next parallel region waits forever for workers that do not exist. Once any
+# region ran here (mark_openmp_used: the batched hasher, merkle roots), a forked child hashes on its calling
+# thread only; a count of 1 never enters a parallel region (_hash_tree, mpt_keccak_many_threads, merkle's fold).
+cdef void mark_openmp_used() noexcept nogil:
+    global _OPENMP_USED
+    _OPENMP_USED = True
+
+
+def _after_fork_in_child():
+    global _HASH_THREADS, _FORKED_AFTER_OPENMP
+    if _OPENMP_USED:
+        _FORKED_AFTER_OPENMP = True
+        _HASH_THREADS = 1
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def keccak_backends():
@@ -205,6 +254,8 @@ cdef extern from *:
             mpt_keccak256_many(backend, data, len, n, out);
             return;
         }
+        if ((size_t)threads > n)
+            threads = (int)n;   /* no idle OS threads */
         {
             size_t chunk = (n + (size_t)threads - 1) / (size_t)threads;
             int t;
@@ -545,8 +596,8 @@ cdef Py_ssize_t _visit_full(HashPass *p, PyObject *n, int *height) noexcept nogi
         c = kids[j]
         if not _has_hash(c):
             e = _pass_visit(p, c, &heights[j])
-            if e == -2:
-                return -2
+            if e < -1:
+                return e
             entry_of[j] = e
             flushes_at[j] = p.flushes
     # Sizes, deciding once how each child is written. A child entry made before the last flush is gone: that
@@ -612,7 +663,9 @@ cdef Py_ssize_t _visit_full(HashPass *p, PyObject *n, int *height) noexcept nogi
 cdef Py_ssize_t _pass_visit(HashPass *p, PyObject *n, int *height) noexcept nogil:
     """Post-order: encode n's unhashed descendants, then n, at the end of the buffer, and record n as a pending
     entry. Returns its entry index; -1 when n needs no entry (its encoding is under 32 bytes: it is embedded in
-    its parent, nothing stays in the buffer; or a flush hashed it before returning); -2 when out of memory.
+    its parent, nothing stays in the buffer; or a flush hashed it before returning); VISIT_NO_MEMORY (-2) when
+    out of memory; VISIT_BAD_TYPE (-3) for an unhashed node that is neither a FullNode nor a ShortNode (a bare
+    Node or a Python subclass: the macros below would read it as a ShortNode and crash).
     height is set to 1 + the highest pending node n refers to (0 when none), so that a flush hashes every node
     after the ones it refers to."""
     cdef Py_ssize_t e = -1, e_flushes = 0, start, length, payload
@@ -620,13 +673,16 @@ cdef Py_ssize_t _pass_visit(HashPass *p, PyObject *n, int *height) noexcept nogi
     cdef int eh = 0
     cdef bint pending = False
     cdef PyObject *c
-    if _type_of(n) is _FULL:
+    cdef void *t = _type_of(n)
+    if t is _FULL:
         return _visit_full(p, n, height)
+    if t is not _SHORT:
+        return VISIT_BAD_TYPE
     c = _short_val(n)
     if _type_of(c) is not _VALUE and not _has_hash(c):
         e = _pass_visit(p, c, &eh)
-        if e == -2:
-            return -2
+        if e < -1:
+            return e
         e_flushes = p.flushes
     # An entry made before the last flush is gone: the child was hashed, and carries its hash now.
     pending = e >= 0 and e_flushes == p.flushes
@@ -645,25 +701,29 @@ cdef Py_ssize_t _pass_visit(HashPass *p, PyObject *n, int *height) noexcept nogi
 
 
 cdef int _pass_run(HashPass *p, PyObject *n) noexcept nogil:
-    """Hash every unhashed node under n (n too, when its encoding is 32 bytes or more). -1: out of memory (the
-    nodes hashed so far keep their correct hashes; nothing is flagged without one)."""
+    """Hash every unhashed node under n (n too, when its encoding is 32 bytes or more). Returns 0, or
+    RUN_NO_MEMORY / RUN_BAD_TYPE (the nodes hashed so far keep their correct hashes; nothing is flagged without
+    one)."""
     cdef int height = 0
+    cdef Py_ssize_t e
     p.length = 0
     p.n_pending = 0
-    if _pass_visit(p, n, &height) == -2 or _pass_flush(p) < 0:
+    e = _pass_visit(p, n, &height)
+    if e < -1 or _pass_flush(p) < 0:
         p.n_pending = 0
         p.length = 0
-        return -1
+        return RUN_BAD_TYPE if e == VISIT_BAD_TYPE else RUN_NO_MEMORY
     return 0
 
 
 cdef int _hash_tree(HashPass **passes, int n_passes, PyObject *root) noexcept nogil:
     """Hash the tree under root over n_passes threads: the subtrees under the first branch (below the root's
-    extension, if any) one per task on the OpenMP threads, then the few nodes above them on this thread."""
+    extension, if any) one per task on the OpenMP threads, then the few nodes above them on this thread.
+    Returns 0 or the RUN_* failure bits. n_passes == 1 never enters a parallel region (fork safety)."""
     cdef PyObject *split = root
     cdef PyObject *c
     cdef PyObject *todo[16]
-    cdef int m = 0, i, failed = 0
+    cdef int m = 0, i, failed = 0, team
     if n_passes > 1:
         while _type_of(split) is _SHORT:
             c = _short_val(split)
@@ -677,16 +737,35 @@ cdef int _hash_tree(HashPass **passes, int n_passes, PyObject *root) noexcept no
                     todo[m] = c
                     m += 1
         if m >= 2:
-            for i in prange(m, num_threads=n_passes, schedule='dynamic', chunksize=1):
+            # No more threads than subtrees: each costs an OS thread.
+            team = m if m < n_passes else n_passes
+            for i in prange(m, num_threads=team, schedule='dynamic', chunksize=1):
                 # (A reduction: a plain assignment would make failed lastprivate.)
-                failed += _pass_run(passes[threadid()], todo[i]) < 0
+                failed |= _pass_run(passes[threadid()], todo[i])
             if failed:
-                return -1
+                return failed
     # The root pass: with the subtrees done only a few nodes remain, unless the split found nothing to share.
     passes[0].threads = n_passes if m < 2 else 1
     i = _pass_run(passes[0], root)
     passes[0].threads = 1
     return i
+
+
+cdef str _bad_type_name(Node root):
+    """Name of the first unhashed node under root that the pass cannot hash (for the error message)."""
+    cdef list todo = [root]
+    cdef Node n
+    while todo:
+        n = todo.pop()
+        if n is None or n.has_hash:
+            continue
+        if type(n) is FullNode:
+            todo.extend((<FullNode>n).children[:16])
+        elif type(n) is ShortNode:
+            todo.append((<ShortNode>n).val)
+        elif type(n) is not ValueNode:
+            return type(n).__name__
+    return "node"
 
 
 @cython.final
@@ -766,13 +845,20 @@ cdef class Hasher:
             return 0
         if threads < 1:
             threads = 1
+        elif threads > MAX_PASS_THREADS:
+            threads = MAX_PASS_THREADS
         if threads > self.n_passes:
             self._grow_passes(threads)
         for i in range(threads):
             self.passes[i].known = self.known
+        if threads > 1:
+            mark_openmp_used()
         with nogil:
             rc = _hash_tree(self.passes, threads, r)
-        if rc < 0:
+        if rc & RUN_BAD_TYPE:
+            raise TypeError("cannot hash a node tree holding an unhashed %s: only FullNode, ShortNode, HashNode "
+                            "and ValueNode can be hashed" % _bad_type_name(root))
+        if rc:
             raise MemoryError()
         return 0
 

@@ -1,4 +1,6 @@
 """Hasher pool: buffers are reused, results do not depend on reuse order."""
+import pytest
+
 from mpt import FullNode, ShortNode, Trie, ValueNode
 from mpt._reference import trie_root
 from mpt.hasher import Hasher, HasherPool, get_default_pool
@@ -95,3 +97,107 @@ def test_level_parallel_path_matches_recursive_hashing():
         assert t.hash() == expected
     finally:
         set_hash_threads(old)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Unknown node kinds: the batched pass reads nodes through their C layout, so anything but the four real kinds
+# must be refused (it used to be read as a ShortNode and crash the process). In a subprocess: a regression would
+# kill the interpreter, not just fail.
+# ---------------------------------------------------------------------------------------------------------------
+
+_UNKNOWN_NODES = r"""
+import sys
+from mpt.node import FullNode, HashNode, Node, ShortNode, ValueNode
+from mpt.hasher import get_default_pool, set_hash_threads
+
+class Sub(Node):
+    pass
+
+h = get_default_pool().get()
+for threads in (1, 2):
+    set_hash_threads(threads)
+    for bad in (Node(), Sub()):
+        for call in (h.hash, h.hash_by_levels):
+            try:
+                call(bad)
+            except TypeError as e:
+                assert type(bad).__name__ in str(e), e
+            else:
+                sys.exit("hashed a bare %s" % type(bad).__name__)
+for children in ([Node(), Node()] + [None] * 15, [Sub()] + [None] * 16):
+    try:
+        FullNode(children)
+    except TypeError as e:
+        assert "slot 0" in str(e), e
+    else:
+        sys.exit("FullNode took a bare node")
+for bad in (Node(), Sub()):
+    try:
+        ShortNode(b"\x01", bad)
+    except TypeError:
+        pass
+    else:
+        sys.exit("ShortNode took a bare node")
+# The real kinds still hash after the refusals (the pool's hasher is reusable).
+leaf = ShortNode(bytes([1] * 10 + [16]), ValueNode(b"v" * 40))
+assert h.hash(FullNode([leaf, HashNode(b"\x07" * 32)] + [None] * 15)) == bytes.fromhex(sys.argv[1])
+print("ok")
+"""
+
+
+def test_unknown_node_types_raise_instead_of_crashing(tmp_path):
+    import subprocess
+    import sys
+
+    from mpt import HashNode
+
+    leaf = ShortNode(bytes([1] * 10 + [16]), ValueNode(b"v" * 40))
+    want = get_default_pool().get().hash(FullNode([leaf, HashNode(b"\x07" * 32)] + [None] * 15))
+    script = tmp_path / "unknown_nodes.py"
+    script.write_text(_UNKNOWN_NODES)
+    r = subprocess.run([sys.executable, str(script), want.hex()], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+    assert r.stdout.strip() == "ok"
+
+
+_MANY_THREADS = r"""
+import os
+from mpt import Trie, merkle
+from mpt._merkle_reference import root as ref_root
+from mpt._reference import trie_root
+from mpt.hasher import set_hash_threads
+
+set_hash_threads(256)
+leaves = [i.to_bytes(10, "big") for i in range(2048)]
+assert merkle.root(leaves) == ref_root(leaves)
+items = {i.to_bytes(32, "big"): b"v" * 40 for i in range(3000)}
+t = Trie()
+for k, v in items.items():
+    t.update(k, v)
+assert t.hash() == trie_root(items)
+# 2 chunks of merkle leaves, at most 16 subtrees under the root branch: not 256 OS threads.
+print(len(os.listdir("/proc/self/task")))
+"""
+
+
+def test_thread_count_is_bounded(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from mpt.hasher import get_hash_threads, set_hash_threads
+
+    before = get_hash_threads()
+    for n in (257, 2**31 - 1):
+        with pytest.raises(ValueError):
+            set_hash_threads(n)
+    assert get_hash_threads() == before
+    assert set_hash_threads(256) == before
+    assert set_hash_threads(before) == 256
+    script = tmp_path / "many_threads.py"
+    script.write_text(_MANY_THREADS)
+    env = dict(os.environ, MPT_HASH_THREADS="1")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    if os.path.isdir("/proc/self/task"):
+        assert int(r.stdout) <= 20
