@@ -32,7 +32,7 @@ from cpython.sequence cimport PySequence_Fast_GET_ITEM, PySequence_Fast_GET_SIZE
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcmp, memcpy, memmove
 
-from mpt.hasher cimport hash_threads
+from mpt.hasher cimport hash_threads, mark_openmp_used
 from mpt._sha256.sha256 cimport (
     mpt_sha256,
     mpt_sha256_backend,
@@ -258,7 +258,13 @@ cdef extern from *:
     """
     #include "sha256.h"
     #include <string.h>
+    /* prange-free OpenMP: without -fopenmp the pragma below is ignored and every chunk runs on this thread. */
+    #ifdef _OPENMP
     #include <omp.h>
+    #define MPT_MERKLE_THREAD_NUM() omp_get_thread_num()
+    #else
+    #define MPT_MERKLE_THREAD_NUM() 0
+    #endif
 
     /* Leaves per chunk of the fused root: 1024 hashes are 32 KiB, reduced level by level while they sit in L1/L2
      * instead of going out to memory and being read back once per level (what made 100K leaves slower per leaf
@@ -296,11 +302,20 @@ cdef extern from *:
         }
     }
 
+    /* Threads mpt_merkle_fold really starts for n leaves: no more than there are chunks (1: no parallel region). */
+    static int mpt_merkle_team(size_t n, int threads)
+    {
+        size_t nchunks = (n + MPT_MERKLE_CHUNK - 1) / MPT_MERKLE_CHUNK;
+        if (threads <= 1 || nchunks <= 1)
+            return 1;
+        return (size_t)threads > nchunks ? (int)nchunks : threads;
+    }
+
     /* Slots of hashes mpt_merkle_fold needs for n (>= 1) leaves given as pointers: a chunk root each, then CHUNK
-     * working slots per thread. */
+     * working slots per thread it starts (capped at the chunks: the count alone must not size memory). */
     static size_t mpt_merkle_fold_slots(size_t n, int threads)
     {
-        return (n + MPT_MERKLE_CHUNK - 1) / MPT_MERKLE_CHUNK + (size_t)(threads > 1 ? threads : 1) * MPT_MERKLE_CHUNK;
+        return (n + MPT_MERKLE_CHUNK - 1) / MPT_MERKLE_CHUNK + (size_t)mpt_merkle_team(n, threads) * MPT_MERKLE_CHUNK;
     }
 
     /* Root of n (>= 1) leaves into hashes[0..32).  With ptrs, the leaves are ptrs/lens and hashes has
@@ -312,14 +327,13 @@ cdef extern from *:
     {
         size_t nchunks = (n + MPT_MERKLE_CHUNK - 1) / MPT_MERKLE_CHUNK, j;
         unsigned char *work = hashes + 32 * nchunks;
-        if (threads > 1 && nchunks > 1) {
+        threads = mpt_merkle_team(n, threads);
+        if (threads > 1) {
             long jj, nc = (long)nchunks;
-            if (threads > nc)
-                threads = (int)nc;
             #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
             for (jj = 0; jj < nc; jj++)
                 mpt_merkle_chunk(ptrs, lens, n, hashes,
-                                 work + (size_t)32 * MPT_MERKLE_CHUNK * (size_t)omp_get_thread_num(), (size_t)jj);
+                                 work + (size_t)32 * MPT_MERKLE_CHUNK * (size_t)MPT_MERKLE_THREAD_NUM(), (size_t)jj);
         } else {
             for (j = 0; j < nchunks; j++)
                 mpt_merkle_chunk(ptrs, lens, n, hashes, work, j);
@@ -332,6 +346,7 @@ cdef extern from *:
     }
     """
     size_t _merkle_fold_slots "mpt_merkle_fold_slots"(size_t n, int threads) noexcept nogil
+    int _merkle_team "mpt_merkle_team"(size_t n, int threads) noexcept nogil
     void _merkle_fold "mpt_merkle_fold"(const unsigned char* const* ptrs, const size_t* lens, size_t n,
                                          unsigned char* hashes, int threads) noexcept nogil
 
@@ -339,9 +354,14 @@ cdef extern from *:
 cdef inline int _threads_for(size_t n) noexcept:
     """Hashing threads for a root of n leaves: mpt.set_hash_threads() / MPT_HASH_THREADS, once the tree is large
     enough (_THREADS_MIN_LEAVES) that waking the OpenMP team pays."""
+    cdef int threads
     if n < _THREADS_MIN_LEAVES:
         return 1
-    return hash_threads()
+    threads = _merkle_team(n, hash_threads())
+    if threads > 1:
+        # A forked child must not enter a parallel region again (mpt.hasher._after_fork_in_child).
+        mark_openmp_used()
+    return threads
 
 
 cdef inline void _hash_leaves(_Scratch s, size_t n, unsigned char* out) noexcept nogil:
@@ -440,11 +460,14 @@ def root(items):
 
 @contextlib.contextmanager
 def hashing_threads(int n):
-    """Context manager: hash roots of 2048+ leaves on n OpenMP threads inside the block, then restore the previous
-    setting. The setting is process-wide (:func:`mpt.hasher.set_hash_threads`, shared with the Keccak hasher),
-    not per Python thread."""
+    """Context manager: hash roots of 2048+ leaves on n OpenMP threads inside the block (1 to 256, else
+    ValueError), then restore the previous setting. The setting is process-wide
+    (:func:`mpt.hasher.set_hash_threads`): it also applies to the Keccak hashing of tries, and to every Python
+    thread while the block runs, not only to the one that entered it."""
     from mpt.hasher import set_hash_threads
 
+    if n < 1:
+        raise ValueError(f"hashing_threads({n}): need at least 1 thread")
     old = set_hash_threads(n)
     try:
         yield n

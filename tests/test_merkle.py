@@ -529,3 +529,17 @@ def test_tx_proof_failures_say_what_failed():
         merkle.verify_tx_proof(changed(proof=None) if False else dict(good, proof=[1, 2]))
     with pytest.raises(TypeError):
         merkle.verify_tx_proof(good, data_hash=5)
+
+
+def test_hashing_threads_refuses_counts_below_one():
+    from mpt.hasher import get_hash_threads
+
+    before = get_hash_threads()
+    for n in (0, -1):
+        with pytest.raises(ValueError):
+            with merkle.hashing_threads(n):
+                pass
+    with pytest.raises(ValueError):
+        with merkle.hashing_threads(257):
+            pass
+    assert get_hash_threads() == before

@@ -5,6 +5,7 @@ too; readers share one committed, lazily loading trie, and one trie that nobody 
 concurrently; one MemoryDB takes the commits of several threads; one LMDBStore serves readers while a writer
 commits and grows its map; a HasherPool never hands one hasher to two threads.
 """
+import os
 import pathlib
 import random
 import re
@@ -546,3 +547,62 @@ def test_copies_sharing_nodes_hash_concurrently(threads):
         set_hash_threads(old)
     assert results == expected
     assert t.hash() == trie_root(base)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# fork() after OpenMP threads ran: libgomp's pool does not survive fork(), so a child entering a parallel region
+# waited forever. The child now hashes on its calling thread (mpt.hasher._after_fork_in_child).
+# ---------------------------------------------------------------------------------------------------------------
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@pytest.mark.parametrize("work", ["merkle", "trie"])
+def test_forked_child_hashes_after_openmp_ran_in_parent(work):
+    import time
+    import warnings
+
+    from mpt import merkle
+    from mpt._merkle_reference import root as merkle_root
+    from mpt.hasher import get_hash_threads
+
+    leaves = [i.to_bytes(40, "big") for i in range(5000)]
+    items = {i.to_bytes(32, "big"): b"v" * 40 for i in range(3000)}
+
+    def run():
+        if work == "merkle":
+            return merkle.root(leaves)
+        t = Trie()
+        for k, v in items.items():
+            t.update(k, v)
+        return t.hash()
+
+    want = merkle_root(leaves) if work == "merkle" else trie_root(items)
+    old = set_hash_threads(2)
+    try:
+        assert run() == want            # the parent's OpenMP team now exists
+        pid = os.fork()
+        if pid == 0:                    # child: never return into pytest
+            code = 1
+            try:
+                ok = get_hash_threads() == 1 and run() == want
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    set_hash_threads(2)     # refused with a warning: still 1
+                ok = ok and get_hash_threads() == 1 and len(caught) == 1 and run() == want
+                code = 0 if ok else 3
+            finally:
+                os._exit(code)
+        deadline = time.monotonic() + 120
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                pytest.fail("the forked child hung hashing")
+            time.sleep(0.05)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert get_hash_threads() == 2  # the parent keeps its setting
+        assert run() == want
+    finally:
+        set_hash_threads(old)
