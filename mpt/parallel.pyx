@@ -110,6 +110,72 @@ cdef int _compare_entries(const void *pa, const void *pb) noexcept nogil:
     return 0
 
 
+cdef inline bint _less(const Entry *a, const Entry *b) noexcept nogil:
+    # _compare_entries(a, b) < 0, inlined: the heads decide almost every comparison of hashed keys.
+    if a.head != b.head:
+        return a.head < b.head
+    return _compare_entries(a, b) < 0
+
+
+cdef void _sort_entries(Entry *e, size_t n, int depth) noexcept nogil:
+    """Sort by (key, input position): quicksort with a median of three and an inlined comparison (libc's qsort
+    calls through a pointer for each of its ~n log n comparisons: a fifth of a shard build), insertion sort for
+    short runs, and qsort itself past a depth limit, so that no input is quadratic. The order is total (positions
+    differ), so stability does not matter."""
+    cdef size_t i, j, lo, mid
+    cdef Entry pivot, tmp
+    while n > 16:
+        if depth == 0:
+            qsort(e, n, sizeof(Entry), _compare_entries)
+            return
+        depth -= 1
+        mid = n // 2
+        # Median of e[0], e[mid], e[n-1] into e[mid], then used as the pivot.
+        if _less(&e[mid], &e[0]):
+            tmp = e[mid]; e[mid] = e[0]; e[0] = tmp
+        if _less(&e[n - 1], &e[mid]):
+            tmp = e[mid]; e[mid] = e[n - 1]; e[n - 1] = tmp
+            if _less(&e[mid], &e[0]):
+                tmp = e[mid]; e[mid] = e[0]; e[0] = tmp
+        pivot = e[mid]
+        i = 0
+        j = n - 1
+        while True:                     # Hoare partition: e[0] <= pivot <= e[n-1] bound both scans
+            while _less(&e[i], &pivot):
+                i += 1
+            while _less(&pivot, &e[j]):
+                j -= 1
+            if i >= j:
+                break
+            tmp = e[i]; e[i] = e[j]; e[j] = tmp
+            i += 1
+            j -= 1
+        # e[0..j] <= pivot <= e[j+1..n-1]: recurse into the smaller side, loop on the larger.
+        lo = j + 1
+        if lo < n - lo:
+            _sort_entries(e, lo, depth)
+            e += lo
+            n -= lo
+        else:
+            _sort_entries(e + lo, n - lo, depth)
+            n = lo
+    for i in range(1, n):
+        tmp = e[i]
+        j = i
+        while j > 0 and _less(&tmp, &e[j - 1]):
+            e[j] = e[j - 1]
+            j -= 1
+        e[j] = tmp
+
+
+cdef inline int _log2(size_t n) noexcept nogil:
+    cdef int r = 0
+    while n > 1:
+        n >>= 1
+        r += 1
+    return r
+
+
 cdef inline uint32_t _load_u32(const uint8_t *p) noexcept nogil:
     return (<uint32_t>p[0]) | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
 
@@ -172,7 +238,7 @@ cdef void _build_records(STBuilder *b, const uint8_t *buf, size_t length, ShardR
         e.head = _head(e.key, e.key_len)
         e.seq = i
         pos += _RECORD_HEADER + e.key_len + e.value_len
-    qsort(entries, n, sizeof(Entry), _compare_entries)
+    _sort_entries(entries, n, 2 * _log2(n) + 4)
     st_reset(b)
     b.allow_prefix = True
     i = 0
