@@ -92,8 +92,8 @@ def build_root_dask(collection, key: str = "key", value: str = "value", *, shard
     and ``value`` (bytes, or hex strings; e.g. from ``dask.dataframe.read_parquet``). Order across partitions
     counts: a later partition's value for a key wins, and an empty value deletes. ``shard_nibbles`` (default 2:
     256 shards) sets how finely keys are split; ``groups`` how many build tasks there are (default: twice the
-    client's worker threads, or twice the partitions without a client; at most the shard count). ``client``: a ``dask.distributed.Client`` (default: the current one, or
-    dask's default scheduler).
+    client's worker threads, or twice the partitions without a client; at most the shard count). ``client``: a
+    ``dask.distributed.Client`` (default: the current one, or dask's default scheduler).
     """
     import dask
     from dask.delayed import delayed

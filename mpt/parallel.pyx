@@ -563,7 +563,8 @@ cdef class _Partition:
             try:
                 k, v = item
             except (TypeError, ValueError):
-                raise TypeError("pair %d: expected a (key, value) pair, got %s" % (index, type(item).__name__)) from None
+                raise TypeError("pair %d: expected a (key, value) pair, got %s"
+                                % (index, type(item).__name__)) from None
             key = _as_bytes(k, "key", index)
             value = _as_bytes(v, "value", index)
         if <size_t>PyBytes_GET_SIZE(key) > 0xffffffff or <size_t>PyBytes_GET_SIZE(value) > 0xffffffff:

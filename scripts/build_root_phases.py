@@ -53,7 +53,8 @@ def main(argv=None):
     print("%-8s %9s %9s %9s %9s %9s" % ("workers", "read", "build", "combine", "total", "cpu"))
     for w in args.workers:
         b = best[w]
-        print("%-8d %8.3fs %8.3fs %8.3fs %8.3fs %8.3fs" % (w, b["read"], b["build"], b["combine"], b["total"], b["cpu"]))
+        print("%-8d %8.3fs %8.3fs %8.3fs %8.3fs %8.3fs"
+              % (w, b["read"], b["build"], b["combine"], b["total"], b["cpu"]))
     return 0
 
 
