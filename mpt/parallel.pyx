@@ -618,6 +618,23 @@ cdef class _Partition:
         a.len = 0
         return 0
 
+    cdef int _presize(self, Py_ssize_t done, Py_ssize_t total) except -1:
+        # After the first round of a large tuple: grow each shard arena once to what the whole input will need
+        # (its first-round share scaled up, plus 5%), instead of doubling it several times, each a copy and
+        # fresh pages to fault in. Only without spilling: a spill empties the arenas anyway.
+        cdef double scale = <double>total / <double>done * 1.05
+        cdef size_t s, want
+        cdef uint8_t *p
+        for s in range(self.nshards):
+            want = <size_t>(<double>self.arenas[s].len * scale) + 1024
+            if want > self.arenas[s].cap:
+                p = <uint8_t *>PyMem_RawRealloc(self.arenas[s].buf, want)
+                if p == NULL:
+                    return 0            # not needed: the arena still grows on demand
+                self.arenas[s].buf = p
+                self.arenas[s].cap = want
+        return 0
+
     cdef int _read_tuple(self, tuple items, int readers, list states, object pool, object progress) except -1:
         """Read a tuple of pairs in rounds of readers x _READ_CHUNK pairs: reader 0 (this thread) fills the
         partition's arenas with the first chunk, reader r the r-th chunk into its own, and then every reader's
@@ -636,6 +653,8 @@ cdef class _Partition:
             used = 1 if readers == 1 or hi - lo < 4096 else readers
             if used == 1:
                 self._read_range(items, lo, hi, self.arenas)
+                if lo == 0 and hi < n and self.spill_dir is None:
+                    self._presize(hi, n)
             else:
                 step = (hi - lo + used - 1) // used     # (cdivision: no negative floor trick)
                 futures = []
@@ -658,6 +677,8 @@ cdef class _Partition:
                     if st.error is not None:
                         err, st.error = st.error, None
                         raise err
+                if lo == 0 and self.spill_dir is None:
+                    self._presize(min(hi, step), n)     # reader 0's share, before the others are appended
                 merges = [pool.submit(self._merge_part, states[:used - 1], a2, b2)
                           for a2, b2 in _chunks(self.nshards + 1, used)]
                 for f in merges:
