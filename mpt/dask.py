@@ -92,8 +92,8 @@ def build_root_dask(collection, key: str = "key", value: str = "value", *, shard
     and ``value`` (bytes, or hex strings; e.g. from ``dask.dataframe.read_parquet``). Order across partitions
     counts: a later partition's value for a key wins, and an empty value deletes. ``shard_nibbles`` (default 2:
     256 shards) sets how finely keys are split; ``groups`` how many build tasks there are (default: twice the
-    partitions, at most the shard count). ``client``: a ``dask.distributed.Client`` (default: the current one, or
-    dask's default scheduler).
+    client's worker threads, or twice the partitions without a client; at most the shard count). ``client``: a
+    ``dask.distributed.Client`` (default: the current one, or dask's default scheduler).
     """
     import dask
     from dask.delayed import delayed
@@ -120,7 +120,15 @@ def build_root_dask(collection, key: str = "key", value: str = "value", *, shard
     parts = collection.to_delayed()
     nshards = 1 << (4 * k)
     if groups is None:
-        groups = 2 * max(1, len(parts))
+        # Two build tasks per worker thread (one running, one queued, so none idles at the end), not per input
+        # partition: every group adds a pick task per partition to the shuffle.
+        threads = 0
+        if client is not None:
+            try:
+                threads = sum(client.nthreads().values())
+            except Exception:               # a client that cannot say: fall back to the partition count
+                threads = 0
+        groups = 2 * (threads or max(1, len(parts)))
     groups = max(1, min(int(groups), nshards))
     split = [delayed(_split, pure=True)(p, k, groups, columns[0], columns[1]) for p in parts]
     builds = [delayed(_build_group, pure=True)(*[delayed(_pick, pure=True)(s, g) for s in split])

@@ -16,6 +16,7 @@ from mpt.parallel import _current_backend, _Partition, _run_shards, choose_shard
 
 def phases(pairs, workers):
     k = choose_shard_nibbles(len(pairs), workers)
+    c0 = time.process_time()
     t0 = time.perf_counter()
     part = _Partition(k, None, 0)
     try:
@@ -25,9 +26,10 @@ def phases(pairs, workers):
         t2 = time.perf_counter()
         root = combine(results, part.short_keys)
         t3 = time.perf_counter()
+        c3 = time.process_time()
     finally:
         part.close()
-    return root, {"read": t1 - t0, "build": t2 - t1, "combine": t3 - t2, "total": t3 - t0}
+    return root, {"read": t1 - t0, "build": t2 - t1, "combine": t3 - t2, "total": t3 - t0, "cpu": c3 - c0}
 
 
 def main(argv=None):
@@ -47,10 +49,12 @@ def main(argv=None):
                 best[w][name] = min(best[w].get(name, t), t)
     assert len(roots) == 1, "roots differ between worker counts"
     print("n=%d root=%s (best of %d)" % (args.n, roots.pop().hex(), args.repeat))
-    print("%-8s %9s %9s %9s %9s" % ("workers", "read", "build", "combine", "total"))
+    # cpu: CPU seconds of every thread; cpu / total is the parallelism the run got (2 at best on 2 free cores).
+    print("%-8s %9s %9s %9s %9s %9s" % ("workers", "read", "build", "combine", "total", "cpu"))
     for w in args.workers:
         b = best[w]
-        print("%-8d %8.3fs %8.3fs %8.3fs %8.3fs" % (w, b["read"], b["build"], b["combine"], b["total"]))
+        print("%-8d %8.3fs %8.3fs %8.3fs %8.3fs %8.3fs"
+              % (w, b["read"], b["build"], b["combine"], b["total"], b["cpu"]))
     return 0
 
 

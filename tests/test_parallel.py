@@ -223,3 +223,26 @@ def test_choose_shard_nibbles():
 def test_progress_bars(capsys):
     pairs = [(keccak256(bytes([i])), b"v" * 40) for i in range(100)]
     assert build_root(pairs, progress=True) == trie_root(pairs)
+
+
+@pytest.mark.parametrize("order", ["sorted", "reversed", "organ", "same_head", "one_key", "shuffled"])
+def test_shard_sort_orders(order):
+    # The shard sort (quicksort, insertion sort, a qsort fallback past a depth limit) on inputs that defeat naive
+    # pivots: sorted, reversed, organ-pipe, equal 8-byte heads (ties go to the rest of the key), one key rewritten
+    # thousands of times (ties go to the input position: the last write must win).
+    rng = random.Random(order)
+    if order == "same_head":
+        pairs = [(b"\x11" * 8 + _rand(rng, rng.choice([0, 1, 3, 24])), b"v%d" % i) for i in range(3000)]
+    elif order == "one_key":
+        pairs = [(b"\x22" * 32, b"v%d" % i) for i in range(3000)] + [(b"\x22" * 31, b"x")]
+    else:
+        pairs = sorted((_rand(rng, 32), _rand(rng, 40)) for _ in range(3000))
+        if order == "reversed":
+            pairs.reverse()
+        elif order == "organ":
+            pairs = pairs[::2] + pairs[1::2][::-1]
+        elif order == "shuffled":
+            rng.shuffle(pairs)
+    want = trie_root(pairs)
+    for k in (0, 1):
+        assert build_root(pairs, shard_nibbles=k, workers=1) == want
