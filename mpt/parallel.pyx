@@ -597,9 +597,12 @@ cdef class _Partition:
         except BaseException as exc:
             reader.error = exc
 
-    def _merge_part(self, list readers, size_t lo, size_t hi):
-        # Shards lo..hi-1 of every other reader's arenas appended to the partition's, in reader (= input) order.
+    def _merge_part(self, list readers, size_t lo, size_t hi, Py_ssize_t done=0, Py_ssize_t total=0):
+        # Shards lo..hi-1 of every other reader's arenas appended to the partition's, in reader (= input) order;
+        # on the first round of a large input (done > 0), the partition's arenas are presized first.
         cdef _Reader r
+        if done > 0:
+            self._presize(done, total, lo, hi)
         for r in readers:
             with nogil:
                 _merge_arenas(self.arenas, r.arenas, lo, hi)
@@ -618,17 +621,18 @@ cdef class _Partition:
         a.len = 0
         return 0
 
-    cdef int _presize(self, Py_ssize_t done, Py_ssize_t total) except -1:
-        # After the first round of a large tuple: grow each shard arena once to what the whole input will need
-        # (its first-round share scaled up, plus 5%), instead of doubling it several times, each a copy and
+    cdef int _presize(self, Py_ssize_t done, Py_ssize_t total, size_t lo, size_t hi) except -1:
+        # After the first round of a large tuple: grow shard arenas lo..hi-1 once to what the whole input will
+        # need (their share so far scaled up, plus 5%), instead of doubling them several times, each a copy and
         # fresh pages to fault in. Only without spilling: a spill empties the arenas anyway.
         cdef double scale = <double>total / <double>done * 1.05
         cdef size_t s, want
         cdef uint8_t *p
-        for s in range(self.nshards):
+        for s in range(lo, hi if hi < self.nshards else self.nshards):
             want = <size_t>(<double>self.arenas[s].len * scale) + 1024
             if want > self.arenas[s].cap:
-                p = <uint8_t *>PyMem_RawRealloc(self.arenas[s].buf, want)
+                with nogil:
+                    p = <uint8_t *>PyMem_RawRealloc(self.arenas[s].buf, want)
                 if p == NULL:
                     return 0            # not needed: the arena still grows on demand
                 self.arenas[s].buf = p
@@ -654,7 +658,7 @@ cdef class _Partition:
             if used == 1:
                 self._read_range(items, lo, hi, self.arenas)
                 if lo == 0 and hi < n and self.spill_dir is None:
-                    self._presize(hi, n)
+                    self._presize(hi, n, 0, self.nshards)
             else:
                 step = (hi - lo + used - 1) // used     # (cdivision: no negative floor trick)
                 futures = []
@@ -677,9 +681,9 @@ cdef class _Partition:
                     if st.error is not None:
                         err, st.error = st.error, None
                         raise err
-                if lo == 0 and self.spill_dir is None:
-                    self._presize(min(hi, step), n)     # reader 0's share, before the others are appended
-                merges = [pool.submit(self._merge_part, states[:used - 1], a2, b2)
+                # Reader 0's share scaled up, before the others are appended (in the merge tasks, in parallel).
+                done = min(hi, step) if lo == 0 and hi < n and self.spill_dir is None else 0
+                merges = [pool.submit(self._merge_part, states[:used - 1], a2, b2, done, n)
                           for a2, b2 in _chunks(self.nshards + 1, used)]
                 for f in merges:
                     f.result()
