@@ -390,13 +390,35 @@ cdef bint _ref_ok(const uint8_t *data, RLPItem *item, Py_ssize_t start) noexcept
     return item.payload_length == 0 or item.payload_length == HASH_LENGTH
 
 
+cdef extern from *:
+    """
+    /* How many of p[0..8) are 0x80 (an empty RLP string) before the first other byte: one load instead of a
+       chain of dependent ones over a sparse branch's empty slots. */
+    static inline int mpt_proof_empty_run(const unsigned char *p) {
+    #if (defined(__GNUC__) || defined(__clang__)) && defined(__BYTE_ORDER__) && \
+        __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        unsigned long long w;
+        memcpy(&w, p, 8);
+        w ^= 0x8080808080808080ULL;
+        return w ? __builtin_ctzll(w) >> 3 : 8;
+    #else
+        int n = 0;
+        while (n < 8 && p[n] == 0x80)
+            n++;
+        return n;
+    #endif
+    }
+    """
+    int _empty_run "mpt_proof_empty_run"(const uint8_t *p) noexcept nogil
+
+
 cdef bint _scan_node(const uint8_t *data, Py_ssize_t start, Py_ssize_t end, NodeItems *out) noexcept:
     """Whether data[start:end] decodes as a node (mpt.node's _decode_at, embedded nodes included); fills out
     with its items."""
     cdef RLPItem outer
     cdef RLPItem *item
     cdef Py_ssize_t pos, step
-    cdef int c = 0, i
+    cdef int c = 0, i, run
     cdef uint8_t flag, b
     cdef uint32_t slow = 0                          # bit i: item i is neither empty nor a 32-byte string
     if not read_item_fast(data, start, end, &outer) or not outer.is_list or outer.end != end:
@@ -408,6 +430,21 @@ cdef bint _scan_node(const uint8_t *data, Py_ssize_t start, Py_ssize_t end, Node
         item = &out.items[c]
         out.starts[c] = pos
         b = data[pos]
+        if b == 0x80 and pos + 8 <= outer.end:
+            # A run of empty slots (most of a sparse branch), up to 8 at once.
+            run = _empty_run(data + pos)
+            if run > BRANCH_WIDTH - c:
+                run = BRANCH_WIDTH - c              # too many items: the c == BRANCH_WIDTH check refuses it
+            for i in range(run):
+                item = &out.items[c + i]
+                out.starts[c + i] = pos + i
+                item.is_list = False
+                item.payload_offset = pos + i + 1
+                item.payload_length = 0
+                item.end = pos + i + 1
+            pos += run
+            c += run
+            continue
         if (b & 0xdf) == 0x80:
             # An empty string or a hash (most items of a branch): a valid child reference as it is. The next
             # position is one add away (this loop is a chain of dependent loads: it was ~15% of a verification,
