@@ -153,6 +153,8 @@ cdef enum:
     LINEAR_LOOKUP_MAX = 16
     # Hex keys (2 nibbles a byte + terminator) of keys up to 64 bytes live on the C stack.
     INLINE_HEX_KEY = 129
+    # The payload of a branch holding 16 hashes and an empty value.
+    FULL_BRANCH_PAYLOAD = 16 * (HASH_LENGTH + 1) + 1
 
 
 ctypedef struct ProofSet:
@@ -426,6 +428,23 @@ cdef bint _scan_node(const uint8_t *data, Py_ssize_t start, Py_ssize_t end, Node
     if not read_item_fast(data, start, end, &outer) or not outer.is_list or outer.end != end:
         return False
     pos = outer.payload_offset
+    if outer.payload_length == FULL_BRANCH_PAYLOAD and data[pos + 16 * (HASH_LENGTH + 1)] == 0x80:
+        # A branch with 16 hash children and no value (most branches near a big trie's root): every item is
+        # at a known place, so the checks are 16 independent loads instead of a chain where each item's
+        # position waits for the previous item's header.
+        b = 0
+        for i in range(16):
+            b |= data[pos + i * (HASH_LENGTH + 1)] ^ 0xa0
+        if b == 0:
+            for i in range(BRANCH_WIDTH):
+                item = &out.items[i]
+                out.starts[i] = pos + i * (HASH_LENGTH + 1)
+                item.is_list = False
+                item.payload_offset = pos + i * (HASH_LENGTH + 1) + 1
+                item.payload_length = HASH_LENGTH if i < 16 else 0
+                item.end = item.payload_offset + item.payload_length
+            out.count = BRANCH_WIDTH
+            return True
     while pos < outer.end:
         if c == BRANCH_WIDTH:
             return False
