@@ -389,8 +389,18 @@ cdef inline bint _compact_ok(const uint8_t *compact, Py_ssize_t n) noexcept:
 cdef bint _ref_ok(const uint8_t *data, RLPItem *item, Py_ssize_t start) noexcept:
     """A child reference (mpt.node's _decode_ref) that decodes: empty, a 32-byte hash or a small embedded node."""
     cdef NodeItems inner
+    cdef RLPItem k, v
     if item.is_list:
-        return item.end - start < HASH_LENGTH and _scan_node(data, start, item.end, &inner)
+        if item.end - start >= HASH_LENGTH:
+            return False
+        # An embedded leaf (a branch of short keys holds up to 16): its two items checked here, without the
+        # general scan and its 17-item buffers. Anything else takes _scan_node.
+        if (read_item_fast(data, item.payload_offset, item.end, &k) and not k.is_list
+                and read_item_fast(data, k.end, item.end, &v) and v.end == item.end
+                and _compact_ok(data + k.payload_offset, k.payload_length)
+                and (data[k.payload_offset] >> 4) & COMPACT_LEAF_FLAG):
+            return not v.is_list and v.payload_length != 0
+        return _scan_node(data, start, item.end, &inner)
     return item.payload_length == 0 or item.payload_length == HASH_LENGTH
 
 

@@ -244,9 +244,14 @@ def test_branch_item_runs_are_checked_like_the_decoder():
     rng = random.Random(15)
     refs = [b"\x80"] * 6 + [b"\xa0" + bytes(range(32))] * 3 + [_rlp_list(b"\x20\x01")]   # valid children
     others = [b"\x05", b"\x81\x90", b"\x82\x01\x02"]                                 # values only
+    # Embedded nodes, good and bad (checked on a leaf fast path): leaf keys odd/even/bad flag/bad pad,
+    # empty or list values, an extension, three items.
+    embedded = [_rlp_list(x) for x in (b"\x30\x01", b"\x3f\x82\x01\x02", b"\x20\x80", b"\x40\x01", b"\x21\x01",
+                                       b"\x20\xc1\x01", b"\x00" + _rlp_list(b"\x20\x01"), b"\x20\x01\x01",
+                                       b"\xc0\x01", b"\x82\x20\x01\x01")]
     accepted = refused = 0
     for _ in range(3000):
-        items = [rng.choice(refs if rng.random() < 0.99 else others)
+        items = [rng.choice(refs if rng.random() < 0.98 else rng.choice([others, embedded]))
                  for _ in range(rng.choice([15, 16, 17, 17, 17, 17, 18]))]
         if len(items) == 17 and rng.random() < 0.5:
             items[16] = rng.choice(others)
