@@ -7,7 +7,9 @@ order of a proof does not matter and a caller cannot make a node stand in for an
 cimport cython
 from cpython.buffer cimport PyObject_CheckBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.list cimport PyList_AsTuple
+from cpython.list cimport PyList_AsTuple, PyList_GET_SIZE
+from cpython.ref cimport PyObject
+from cpython.sequence cimport PySequence_Fast_GET_ITEM, PySequence_Fast_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.tuple cimport PyTuple_GET_SIZE
 from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
@@ -153,6 +155,9 @@ cdef enum:
     LINEAR_LOOKUP_MAX = 16
     # Hex keys (2 nibbles a byte + terminator) of keys up to 64 bytes live on the C stack.
     INLINE_HEX_KEY = 129
+    # verify_proof reads a list of up to this many nodes in place (no tuple copy); more are hashed without the
+    # GIL, when another thread could change a list: those come as a tuple.
+    LIST_PROOF_MAX = 64
     # The payload of a branch holding 16 hashes and an empty value.
     FULL_BRANCH_PAYLOAD = 16 * (HASH_LENGTH + 1) + 1
 
@@ -221,10 +226,12 @@ cdef inline uint64_t _digest_slot(const uint8_t *digest) noexcept:
     return v
 
 
-cdef int _proofset_init(ProofSet *ps, tuple blobs) except -1:
-    cdef Py_ssize_t n = PyTuple_GET_SIZE(blobs), i, j, size, slot
+cdef int _proofset_init(ProofSet *ps, object blobs) except -1:
+    """blobs: a tuple of bytes, or (verify_proof, at most LIST_PROOF_MAX nodes) a list of bytes that no Python
+    code runs on while the set is in use."""
+    cdef Py_ssize_t n = PySequence_Fast_GET_SIZE(blobs), i, j, size, slot
     cdef int backend
-    cdef bytes blob
+    cdef PyObject *blob
     ps.n = n
     ps.table = NULL
     ps.mask = 0
@@ -239,9 +246,9 @@ cdef int _proofset_init(ProofSet *ps, tuple blobs) except -1:
         if ps.data == NULL or ps.lengths == NULL or ps.digests == NULL:
             raise MemoryError()
     for i in range(n):
-        blob = <bytes>blobs[i]
-        ps.data[i] = <const uint8_t *>PyBytes_AS_STRING(blob)
-        ps.lengths[i] = <size_t>PyBytes_GET_SIZE(blob)
+        blob = PySequence_Fast_GET_ITEM(blobs, i)
+        ps.data[i] = <const uint8_t *>PyBytes_AS_STRING(<object>blob)
+        ps.lengths[i] = <size_t>PyBytes_GET_SIZE(<object>blob)
     backend = keccak_backend_number()
     if mpt_keccak_backend_lanes(backend) < n <= INLINE_PROOF_NODES:
         # Longest first (insertion sort): the lanes start the long chains (a branch is 4 Keccak blocks) together
@@ -254,7 +261,7 @@ cdef int _proofset_init(ProofSet *ps, tuple blobs) except -1:
                 ps.lengths[j - 1], ps.lengths[j] = ps.lengths[j], ps.lengths[j - 1]
                 ps.data[j - 1], ps.data[j] = ps.data[j], ps.data[j - 1]
                 j -= 1
-    if n > 64:
+    if n > LIST_PROOF_MAX:
         with nogil:                                 # the tuple keeps every encoding alive
             mpt_keccak256_many(backend, ps.data, ps.lengths, <size_t>n, ps.digests)
     else:
@@ -520,12 +527,15 @@ cdef bint _scan_node(const uint8_t *data, Py_ssize_t start, Py_ssize_t end, Node
 cdef int _raise_bad_node(const uint8_t *data, Py_ssize_t length, const uint8_t *digest, Py_ssize_t index) except -1:
     """The node failed _scan_node: let the decoder say why, as a ProofError."""
     cdef str why = "rejected by the node checks"
+    # Copies first (bytes objects: no garbage collection, no Python code): data and digest may point into the
+    # caller's list, which code run by the decoder (a finalizer) could change.
+    cdef bytes node = PyBytes_FromStringAndSize(<const char *>data, length)
+    cdef bytes node_hash = PyBytes_FromStringAndSize(<const char *>digest, HASH_LENGTH)
     try:
-        decode_node_c(None, <const unsigned char *>data, length)
+        decode_node_c(None, <const unsigned char *>PyBytes_AS_STRING(node), length)
     except NodeDecodeError as e:
         why = str(e)
-    raise ProofError("bad proof node %d (hash %s): %s"
-                     % (index, PyBytes_FromStringAndSize(<const char *>digest, HASH_LENGTH).hex(), why))
+    raise ProofError("bad proof node %d (hash %s): %s" % (index, node_hash.hex(), why))
 
 
 cdef inline bint _compact_matches(const uint8_t *compact, Py_ssize_t n, const uint8_t *hexkey, Py_ssize_t klen,
@@ -602,12 +612,21 @@ def verify_proof(root, key, proof):
     """
     cdef bytes wanted = _root_bytes(root)
     cdef bytes keyb = check_bytes(key, "key")
-    cdef tuple blobs = _proof_blobs(proof)
+    cdef object blobs = proof
     cdef ProofSet ps
     cdef uint8_t hex_inline[INLINE_HEX_KEY]
     cdef uint8_t *hexkey = hex_inline
     cdef Py_ssize_t n = PyBytes_GET_SIZE(keyb), klen = 2 * n + 1, i
     cdef const uint8_t *kb = <const uint8_t *>PyBytes_AS_STRING(keyb)
+    # A list of bytes is read in place (no tuple copy): from here to the end of the walk no Python code runs
+    # but on error paths, which copy what they read first (_raise_bad_node, _missing_message).
+    if type(proof) is list and PyList_GET_SIZE(proof) <= LIST_PROOF_MAX:
+        for blob in <list>proof:
+            if type(blob) is not bytes:
+                blobs = _proof_blobs(proof)
+                break
+    else:
+        blobs = _proof_blobs(proof)
     if memcmp(PyBytes_AS_STRING(wanted), PyBytes_AS_STRING(_EMPTY_ROOT), HASH_LENGTH) == 0:
         return None                                 # the empty trie holds no key: nothing more to prove
     if klen > INLINE_HEX_KEY:

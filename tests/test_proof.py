@@ -227,6 +227,22 @@ def test_proof_walk_accepts_exactly_what_the_decoder_accepts(blob, flips, cut, k
         assert refused is not None and refused.endswith(": " + why)
 
 
+def test_list_proofs_read_in_place_or_copied(random_trie):
+    # verify_proof reads a list of up to 64 bytes nodes in place, longer lists (hashed without the GIL) and
+    # lists holding other bytes-likes through a tuple copy: all give the same answers.
+    t, items = random_trie
+    k = sorted(items)[5]
+    proof = t.prove(k)
+    junk = [bytes([0xc2, 0x20, i]) for i in range(70)]            # valid leaves nothing refers to
+    for nodes in (proof, proof + junk[:64 - len(proof)], proof + junk, junk[:3] + proof,
+                  [bytearray(b) for b in proof] + junk):
+        assert verify_proof(t.hash(), k, nodes) == items[k]
+        assert verify_proof(t.hash(), k, tuple(nodes)) == items[k]
+    bad = proof[:1] + [proof[1][:-1]] + proof[2:]                 # the root's child cut: missing
+    with pytest.raises(ProofError, match="proof node 1 missing"):
+        verify_proof(t.hash(), k, bad)
+
+
 def _rlp_list(payload):
     if len(payload) < 56:
         return bytes([0xc0 + len(payload)]) + payload
