@@ -7,13 +7,15 @@ order of a proof does not matter and a caller cannot make a node stand in for an
 cimport cython
 from cpython.buffer cimport PyObject_CheckBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.list cimport PyList_AsTuple
+from cpython.list cimport PyList_AsTuple, PyList_GET_SIZE
+from cpython.ref cimport PyObject
+from cpython.sequence cimport PySequence_Fast_GET_ITEM, PySequence_Fast_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.tuple cimport PyTuple_GET_SIZE
 from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, memset
 
-from mpt._keccak.keccak cimport mpt_keccak256_many
+from mpt._keccak.keccak cimport mpt_keccak256_many, mpt_keccak_backend_lanes
 from mpt.encoding cimport COMPACT_LEAF_FLAG, COMPACT_ODD_FLAG, TERMINATOR, keybytes_to_hex_c, prefix_length
 from mpt.hasher cimport Hasher, HasherPool, KnownEncodings, default_pool, hash_threads, keccak_backend_number, known_key
 from mpt.rlp cimport RLPItem, read_item_fast
@@ -153,6 +155,11 @@ cdef enum:
     LINEAR_LOOKUP_MAX = 16
     # Hex keys (2 nibbles a byte + terminator) of keys up to 64 bytes live on the C stack.
     INLINE_HEX_KEY = 129
+    # verify_proof reads a list of up to this many nodes in place (no tuple copy); more are hashed without the
+    # GIL, when another thread could change a list: those come as a tuple.
+    LIST_PROOF_MAX = 64
+    # The payload of a branch holding 16 hashes and an empty value.
+    FULL_BRANCH_PAYLOAD = 16 * (HASH_LENGTH + 1) + 1
 
 
 ctypedef struct ProofSet:
@@ -219,10 +226,12 @@ cdef inline uint64_t _digest_slot(const uint8_t *digest) noexcept:
     return v
 
 
-cdef int _proofset_init(ProofSet *ps, tuple blobs) except -1:
-    cdef Py_ssize_t n = PyTuple_GET_SIZE(blobs), i, j, size, slot
+cdef int _proofset_init(ProofSet *ps, object blobs) except -1:
+    """blobs: a tuple of bytes, or (verify_proof, at most LIST_PROOF_MAX nodes) a list of bytes that no Python
+    code runs on while the set is in use."""
+    cdef Py_ssize_t n = PySequence_Fast_GET_SIZE(blobs), i, j, size, slot
     cdef int backend
-    cdef bytes blob
+    cdef PyObject *blob
     ps.n = n
     ps.table = NULL
     ps.mask = 0
@@ -237,20 +246,22 @@ cdef int _proofset_init(ProofSet *ps, tuple blobs) except -1:
         if ps.data == NULL or ps.lengths == NULL or ps.digests == NULL:
             raise MemoryError()
     for i in range(n):
-        blob = <bytes>blobs[i]
-        ps.data[i] = <const uint8_t *>PyBytes_AS_STRING(blob)
-        ps.lengths[i] = <size_t>PyBytes_GET_SIZE(blob)
-    if n <= INLINE_PROOF_NODES:
+        blob = PySequence_Fast_GET_ITEM(blobs, i)
+        ps.data[i] = <const uint8_t *>PyBytes_AS_STRING(<object>blob)
+        ps.lengths[i] = <size_t>PyBytes_GET_SIZE(<object>blob)
+    backend = keccak_backend_number()
+    if mpt_keccak_backend_lanes(backend) < n <= INLINE_PROOF_NODES:
         # Longest first (insertion sort): the lanes start the long chains (a branch is 4 Keccak blocks) together
-        # and fill up with the short ones, instead of finishing a long one alone at the end.
+        # and fill up with the short ones, instead of finishing a long one alone at the end. When every node
+        # has a lane of its own they all start at once anyway: the proof's order stays, and with it the root-
+        # first order _proofset_find tries first (and the sort's mispredicted compares are saved).
         for i in range(1, n):
             j = i
             while j > 0 and ps.lengths[j - 1] < ps.lengths[j]:
                 ps.lengths[j - 1], ps.lengths[j] = ps.lengths[j], ps.lengths[j - 1]
                 ps.data[j - 1], ps.data[j] = ps.data[j], ps.data[j - 1]
                 j -= 1
-    backend = keccak_backend_number()
-    if n > 64:
+    if n > LIST_PROOF_MAX:
         with nogil:                                 # the tuple keeps every encoding alive
             mpt_keccak256_many(backend, ps.data, ps.lengths, <size_t>n, ps.digests)
     else:
@@ -385,9 +396,41 @@ cdef inline bint _compact_ok(const uint8_t *compact, Py_ssize_t n) noexcept:
 cdef bint _ref_ok(const uint8_t *data, RLPItem *item, Py_ssize_t start) noexcept:
     """A child reference (mpt.node's _decode_ref) that decodes: empty, a 32-byte hash or a small embedded node."""
     cdef NodeItems inner
+    cdef RLPItem k, v
     if item.is_list:
-        return item.end - start < HASH_LENGTH and _scan_node(data, start, item.end, &inner)
+        if item.end - start >= HASH_LENGTH:
+            return False
+        # An embedded leaf (a branch of short keys holds up to 16): its two items checked here, without the
+        # general scan and its 17-item buffers. Anything else takes _scan_node.
+        if (read_item_fast(data, item.payload_offset, item.end, &k) and not k.is_list
+                and read_item_fast(data, k.end, item.end, &v) and v.end == item.end
+                and _compact_ok(data + k.payload_offset, k.payload_length)
+                and (data[k.payload_offset] >> 4) & COMPACT_LEAF_FLAG):
+            return not v.is_list and v.payload_length != 0
+        return _scan_node(data, start, item.end, &inner)
     return item.payload_length == 0 or item.payload_length == HASH_LENGTH
+
+
+cdef extern from *:
+    """
+    /* How many of p[0..8) are 0x80 (an empty RLP string) before the first other byte: one load instead of a
+       chain of dependent ones over a sparse branch's empty slots. */
+    static inline int mpt_proof_empty_run(const unsigned char *p) {
+    #if (defined(__GNUC__) || defined(__clang__)) && defined(__BYTE_ORDER__) && \
+        __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        unsigned long long w;
+        memcpy(&w, p, 8);
+        w ^= 0x8080808080808080ULL;
+        return w ? __builtin_ctzll(w) >> 3 : 8;
+    #else
+        int n = 0;
+        while (n < 8 && p[n] == 0x80)
+            n++;
+        return n;
+    #endif
+    }
+    """
+    int _empty_run "mpt_proof_empty_run"(const uint8_t *p) noexcept nogil
 
 
 cdef bint _scan_node(const uint8_t *data, Py_ssize_t start, Py_ssize_t end, NodeItems *out) noexcept:
@@ -396,18 +439,50 @@ cdef bint _scan_node(const uint8_t *data, Py_ssize_t start, Py_ssize_t end, Node
     cdef RLPItem outer
     cdef RLPItem *item
     cdef Py_ssize_t pos, step
-    cdef int c = 0, i
+    cdef int c = 0, i, run
     cdef uint8_t flag, b
     cdef uint32_t slow = 0                          # bit i: item i is neither empty nor a 32-byte string
     if not read_item_fast(data, start, end, &outer) or not outer.is_list or outer.end != end:
         return False
     pos = outer.payload_offset
+    if outer.payload_length == FULL_BRANCH_PAYLOAD and data[pos + 16 * (HASH_LENGTH + 1)] == 0x80:
+        # A branch with 16 hash children and no value (most branches near a big trie's root): every item is
+        # at a known place, so the checks are 16 independent loads instead of a chain where each item's
+        # position waits for the previous item's header.
+        b = 0
+        for i in range(16):
+            b |= data[pos + i * (HASH_LENGTH + 1)] ^ 0xa0
+        if b == 0:
+            for i in range(BRANCH_WIDTH):
+                item = &out.items[i]
+                out.starts[i] = pos + i * (HASH_LENGTH + 1)
+                item.is_list = False
+                item.payload_offset = pos + i * (HASH_LENGTH + 1) + 1
+                item.payload_length = HASH_LENGTH if i < 16 else 0
+                item.end = item.payload_offset + item.payload_length
+            out.count = BRANCH_WIDTH
+            return True
     while pos < outer.end:
         if c == BRANCH_WIDTH:
             return False
         item = &out.items[c]
         out.starts[c] = pos
         b = data[pos]
+        if b == 0x80 and pos + 8 <= outer.end:
+            # A run of empty slots (most of a sparse branch), up to 8 at once.
+            run = _empty_run(data + pos)
+            if run > BRANCH_WIDTH - c:
+                run = BRANCH_WIDTH - c              # too many items: the c == BRANCH_WIDTH check refuses it
+            for i in range(run):
+                item = &out.items[c + i]
+                out.starts[c + i] = pos + i
+                item.is_list = False
+                item.payload_offset = pos + i + 1
+                item.payload_length = 0
+                item.end = pos + i + 1
+            pos += run
+            c += run
+            continue
         if (b & 0xdf) == 0x80:
             # An empty string or a hash (most items of a branch): a valid child reference as it is. The next
             # position is one add away (this loop is a chain of dependent loads: it was ~15% of a verification,
@@ -452,12 +527,15 @@ cdef bint _scan_node(const uint8_t *data, Py_ssize_t start, Py_ssize_t end, Node
 cdef int _raise_bad_node(const uint8_t *data, Py_ssize_t length, const uint8_t *digest, Py_ssize_t index) except -1:
     """The node failed _scan_node: let the decoder say why, as a ProofError."""
     cdef str why = "rejected by the node checks"
+    # Copies first (bytes objects: no garbage collection, no Python code): data and digest may point into the
+    # caller's list, which code run by the decoder (a finalizer) could change.
+    cdef bytes node = PyBytes_FromStringAndSize(<const char *>data, length)
+    cdef bytes node_hash = PyBytes_FromStringAndSize(<const char *>digest, HASH_LENGTH)
     try:
-        decode_node_c(None, <const unsigned char *>data, length)
+        decode_node_c(None, <const unsigned char *>PyBytes_AS_STRING(node), length)
     except NodeDecodeError as e:
         why = str(e)
-    raise ProofError("bad proof node %d (hash %s): %s"
-                     % (index, PyBytes_FromStringAndSize(<const char *>digest, HASH_LENGTH).hex(), why))
+    raise ProofError("bad proof node %d (hash %s): %s" % (index, node_hash.hex(), why))
 
 
 cdef inline bint _compact_matches(const uint8_t *compact, Py_ssize_t n, const uint8_t *hexkey, Py_ssize_t klen,
@@ -534,12 +612,21 @@ def verify_proof(root, key, proof):
     """
     cdef bytes wanted = _root_bytes(root)
     cdef bytes keyb = check_bytes(key, "key")
-    cdef tuple blobs = _proof_blobs(proof)
+    cdef object blobs = proof
     cdef ProofSet ps
     cdef uint8_t hex_inline[INLINE_HEX_KEY]
     cdef uint8_t *hexkey = hex_inline
     cdef Py_ssize_t n = PyBytes_GET_SIZE(keyb), klen = 2 * n + 1, i
     cdef const uint8_t *kb = <const uint8_t *>PyBytes_AS_STRING(keyb)
+    # A list of bytes is read in place (no tuple copy): from here to the end of the walk no Python code runs
+    # but on error paths, which copy what they read first (_raise_bad_node, _missing_message).
+    if type(proof) is list and PyList_GET_SIZE(proof) <= LIST_PROOF_MAX:
+        for blob in <list>proof:
+            if type(blob) is not bytes:
+                blobs = _proof_blobs(proof)
+                break
+    else:
+        blobs = _proof_blobs(proof)
     if memcmp(PyBytes_AS_STRING(wanted), PyBytes_AS_STRING(_EMPTY_ROOT), HASH_LENGTH) == 0:
         return None                                 # the empty trie holds no key: nothing more to prove
     if klen > INLINE_HEX_KEY:

@@ -227,6 +227,76 @@ def test_proof_walk_accepts_exactly_what_the_decoder_accepts(blob, flips, cut, k
         assert refused is not None and refused.endswith(": " + why)
 
 
+def test_list_proofs_read_in_place_or_copied(random_trie):
+    # verify_proof reads a list of up to 64 bytes nodes in place, longer lists (hashed without the GIL) and
+    # lists holding other bytes-likes through a tuple copy: all give the same answers.
+    t, items = random_trie
+    k = sorted(items)[5]
+    proof = t.prove(k)
+    junk = [bytes([0xc2, 0x20, i]) for i in range(70)]            # valid leaves nothing refers to
+    for nodes in (proof, proof + junk[:64 - len(proof)], proof + junk, junk[:3] + proof,
+                  [bytearray(b) for b in proof] + junk):
+        assert verify_proof(t.hash(), k, nodes) == items[k]
+        assert verify_proof(t.hash(), k, tuple(nodes)) == items[k]
+    bad = proof[:1] + [proof[1][:-1]] + proof[2:]                 # the root's child cut: missing
+    with pytest.raises(ProofError, match="proof node 1 missing"):
+        verify_proof(t.hash(), k, bad)
+
+
+def _rlp_list(payload):
+    if len(payload) < 56:
+        return bytes([0xc0 + len(payload)]) + payload
+    n = len(payload).to_bytes((len(payload).bit_length() + 7) // 8, "big")
+    return bytes([0xf7 + len(n)]) + n + payload
+
+
+def test_branch_item_runs_are_checked_like_the_decoder():
+    # The node checks read runs of empty slots 8 bytes at a time and hashes with one add (mpt/proof.pyx
+    # _scan_node): branches of 15..18 items mixing empties, hashes, embedded nodes and values, whole or with
+    # the item bytes cut or padded inside a correct list header, are refused exactly when the decoder refuses.
+    from mpt.errors import NodeDecodeError
+    from mpt.node import decode_node
+
+    rng = random.Random(15)
+    refs = [b"\x80"] * 6 + [b"\xa0" + bytes(range(32))] * 3 + [_rlp_list(b"\x20\x01")]   # valid children
+    others = [b"\x05", b"\x81\x90", b"\x82\x01\x02"]                                 # values only
+    # Embedded nodes, good and bad (checked on a leaf fast path): leaf keys odd/even/bad flag/bad pad,
+    # empty or list values, an extension, three items.
+    embedded = [_rlp_list(x) for x in (b"\x30\x01", b"\x3f\x82\x01\x02", b"\x20\x80", b"\x40\x01", b"\x21\x01",
+                                       b"\x20\xc1\x01", b"\x00" + _rlp_list(b"\x20\x01"), b"\x20\x01\x01",
+                                       b"\xc0\x01", b"\x82\x20\x01\x01")]
+    accepted = refused = 0
+    for _ in range(3000):
+        items = [rng.choice(refs if rng.random() < 0.98 else rng.choice([others, embedded]))
+                 for _ in range(rng.choice([15, 16, 17, 17, 17, 17, 18]))]
+        if len(items) == 17 and rng.random() < 0.5:
+            items[16] = rng.choice(others)
+        payload = b"".join(items)
+        edit = rng.randrange(4)
+        if edit == 1:
+            payload = payload[:-rng.randint(1, 3)]          # the last item runs past the list
+        elif edit == 2:
+            payload += b"\x80" * rng.randint(1, 9)           # extra empty slots
+        data = _rlp_list(payload)
+        try:
+            decode_node(data)
+            why = None
+        except NodeDecodeError as e:
+            why = str(e)
+        try:
+            verify_proof(keccak256(data), bytes([rng.randrange(256)]), [data])
+            bad = None
+        except ProofError as e:
+            bad = str(e)
+        if why is None:
+            accepted += 1
+            assert bad is None or "bad proof node" not in bad, (data.hex(), bad)
+        else:
+            refused += 1
+            assert bad is not None and bad.endswith(": " + why), (data.hex(), why, bad)
+    assert accepted > 300 and refused > 300
+
+
 def test_tampering_never_verifies_a_wrong_value(random_trie):
     t, items = random_trie
     root = t.hash()
