@@ -93,6 +93,7 @@ cdef class Hasher:
     cdef int hash_levels(self, Node root, int threads) except -1
     cdef int _grow_passes(self, int threads) except -1
     cdef void drop_passes(self) noexcept
+    cdef Py_ssize_t largest_buffer(self) noexcept
     cdef bytes root_hash(self, Node root)
     cdef bytes keccak_buffer(self, Py_ssize_t start)
 

@@ -897,6 +897,10 @@ cdef class Hasher:
     @property
     def buffer_capacity(self):
         """Current capacity of the hasher's largest buffer (kept while pooled, up to 4 MiB)."""
+        return self.largest_buffer()
+
+    cdef Py_ssize_t largest_buffer(self) noexcept:
+        # A C call, not the property: HasherPool.release runs after every proof and hash.
         cdef Py_ssize_t size = self.buf._size
         cdef int i
         for i in range(self.n_passes):
@@ -934,7 +938,7 @@ cdef class HasherPool:
         if h.buf._size > MAX_IDLE_BUFFER:
             # One huge value or trie must not pin its scratch memory for the life of the process.
             h.buf = WriteBuffer.new()
-        if h.buffer_capacity > MAX_IDLE_BUFFER:
+        if h.largest_buffer() > MAX_IDLE_BUFFER:
             h.drop_passes()
         if len(self._idle) < self.max_idle:
             self._idle.append(h)
