@@ -272,7 +272,7 @@ def test_get_with_index_and_get_by_index():
         for probe in (b"", b"\x00\x00\x00\x00", b"\x08", b"\x50", b"\xff\xff\xff\xff"):
             want = sum(1 for k in ordered if k < probe)
             assert tree.get_with_index(probe) == (want, None)
-        for bad in (-1, len(ordered), 10**6):
+        for bad in (-1, len(ordered), 10**6, 2**63, -2**63 - 1, 10**40):
             assert tree.get_by_index(bad) == (None, None)
         tree.save_version()
         tree = MutableTree(tree.db)
@@ -314,6 +314,8 @@ def test_get_versioned_available_versions_and_rollback():
     assert tree.get_versioned(b"alice", 2) == b"xyz"
     assert tree.get_versioned(b"bob", 1) is None
     assert tree.get_versioned(b"bob", 3) is None and tree.get_versioned(b"bob", 0, b"-") == b"-"
+    # Versions iavl cannot store (int64) are simply absent, like any missing version.
+    assert tree.get_versioned(b"alice", 2**63) is None and tree.get_versioned(b"alice", -2**70, b"-") == b"-"
     assert tree.available_versions() == [1, 2]
     # Unsaved changes are discarded; the working tree is version 2 again, and it keeps working.
     tree.set(b"carol", b"1")

@@ -258,9 +258,10 @@ cdef class MutableTree:
         cdef bytes k = _as_bytes(key, "key")
         cdef bint found
         cdef Node node
-        cdef int64_t v = version
-        if v <= 0:
+        cdef int64_t v
+        if version <= 0 or version >= 2**63:       # not a version iavl can store: nothing there
             return default
+        v = version
         node = self._leaf_for(self._load_root(v, &found), k)
         if node is not None and _compare(k, node.key) == 0:
             return node._value
@@ -293,11 +294,12 @@ cdef class MutableTree:
 
     def get_by_index(self, index):
         """(key, value) of the index-th key in key order (iavl's GetByIndex); (None, None) if out of range."""
-        cdef int64_t i = index
+        cdef int64_t i
         cdef Node node = self.root
         cdef Node left
-        if node is None or i < 0 or i >= node.size:
+        if node is None or index < 0 or index >= node.size:
             return None, None
+        i = index
         while node.height != 0:
             left = self._left(node)
             if i < left.size:
