@@ -78,6 +78,11 @@ cdef struct Entry:
     uint64_t seq                    # input position within the shard: the later duplicate wins
 
 
+cdef struct Segment:
+    const uint8_t *buf
+    size_t len
+
+
 cdef struct ShardResult:
     int kind                        # ST_NONE, ST_LEAF or ST_REF
     int error                       # 0, -1 out of memory, -2 malformed records
@@ -204,40 +209,58 @@ cdef uint8_t *_copy_out(const uint8_t *data, size_t n) noexcept nogil:
 
 cdef void _build_records(STBuilder *b, const uint8_t *buf, size_t length, ShardResult *out) noexcept nogil:
     """Sort one shard's records, keep the last value of every key, drop deletions, and build the subtrie."""
-    cdef size_t n = 0, pos = 0, i, j, cap = 0
+    cdef Segment seg
+    seg.buf = buf
+    seg.len = length
+    _build_segments(b, &seg, 1, out)
+
+
+cdef void _build_segments(STBuilder *b, const Segment *segs, size_t nsegs, ShardResult *out) noexcept nogil:
+    """_build_records over a shard whose records lie in several buffers, in input order (one per reader)."""
+    cdef size_t n = 0, pos, i, j, g, length
     cdef uint32_t kl, vl
+    cdef const uint8_t *buf
     cdef Entry *entries = NULL
     cdef Entry *e
     cdef const Entry *last = NULL
     cdef int kind = ST_NONE
     memset(out, 0, sizeof(ShardResult))
-    while pos < length:                         # count first: one allocation
-        if length - pos < _RECORD_HEADER:
-            out.error = -2
-            return
-        kl = _load_u32(buf + pos)
-        vl = _load_u32(buf + pos + 4)
-        if length - pos - _RECORD_HEADER < <size_t>kl + vl:
-            out.error = -2
-            return
-        pos += _RECORD_HEADER + kl + vl
-        n += 1
+    for g in range(nsegs):                      # count first: one allocation
+        buf = segs[g].buf
+        length = segs[g].len
+        pos = 0
+        while pos < length:
+            if length - pos < _RECORD_HEADER:
+                out.error = -2
+                return
+            kl = _load_u32(buf + pos)
+            vl = _load_u32(buf + pos + 4)
+            if length - pos - _RECORD_HEADER < <size_t>kl + vl:
+                out.error = -2
+                return
+            pos += _RECORD_HEADER + kl + vl
+            n += 1
     if n == 0:
         return
     entries = <Entry *>PyMem_RawMalloc(n * sizeof(Entry))
     if entries == NULL:
         out.error = -1
         return
-    pos = 0
-    for i in range(n):
-        e = &entries[i]
-        e.key_len = _load_u32(buf + pos)
-        e.value_len = _load_u32(buf + pos + 4)
-        e.key = buf + pos + _RECORD_HEADER
-        e.value = e.key + e.key_len
-        e.head = _head(e.key, e.key_len)
-        e.seq = i
-        pos += _RECORD_HEADER + e.key_len + e.value_len
+    i = 0
+    for g in range(nsegs):
+        buf = segs[g].buf
+        length = segs[g].len
+        pos = 0
+        while pos < length:
+            e = &entries[i]
+            e.key_len = _load_u32(buf + pos)
+            e.value_len = _load_u32(buf + pos + 4)
+            e.key = buf + pos + _RECORD_HEADER
+            e.value = e.key + e.key_len
+            e.head = _head(e.key, e.key_len)
+            e.seq = i
+            pos += _RECORD_HEADER + e.key_len + e.value_len
+            i += 1
     _sort_entries(entries, n, 2 * _log2(n) + 4)
     st_reset(b)
     b.allow_prefix = True
@@ -462,6 +485,22 @@ cdef void _merge_arenas(Arena *dst, Arena *src, size_t lo, size_t hi) noexcept n
         src[s].len = 0
 
 
+cdef void _presize_arenas(Arena *arenas, size_t lo, size_t hi, double scale) noexcept nogil:
+    """Grow arenas lo..hi-1 once to their length times scale (plus 1 KiB) instead of doubling them several
+    times, each a copy and fresh pages to fault in. On allocation failure an arena keeps its size (it still grows
+    on demand)."""
+    cdef size_t s, want
+    cdef uint8_t *p
+    for s in range(lo, hi):
+        want = <size_t>(<double>arenas[s].len * scale) + 1024
+        if want > arenas[s].cap:
+            p = <uint8_t *>PyMem_RawRealloc(arenas[s].buf, want)
+            if p == NULL:
+                return
+            arenas[s].buf = p
+            arenas[s].cap = want
+
+
 cdef void _free_arenas(Arena *arenas, size_t n) noexcept nogil:
     cdef size_t i
     if arenas != NULL:
@@ -483,6 +522,11 @@ cdef inline bytes _as_bytes(object data, str what, Py_ssize_t index):
 _READ_CHUNK = 262144
 # Pairs taken from an iterator (not a list or tuple) at a time: they are held in a tuple while being read.
 _ITER_CHUNK = 65536
+# A list or tuple of at least this many pairs a reader is split into one contiguous stretch per reader (see
+# _read_split); smaller ones are read in rounds.
+_SPLIT_MIN = 4096
+# Pairs a reader copies before growing its arenas once to their expected final size.
+_PRESIZE_AFTER = 65536
 
 
 cdef class _Reader:
@@ -520,6 +564,7 @@ cdef class _Partition:
         readonly dict short_keys    # keys shorter than k nibbles: key -> last value
         Py_ssize_t count            # pairs read
         Py_ssize_t base             # input position of the tuple being read (for error messages)
+        list extra                  # _Readers whose arenas hold later stretches of the input (see _read_split)
 
     def __cinit__(self, int k, object spill_dir, size_t memory_limit):
         self.k = k
@@ -533,6 +578,7 @@ cdef class _Partition:
         self.spill_fd = -1
         self.spill_end = 0
         self.short_keys = {}
+        self.extra = []
         self.spill_dir = tempfile.mkdtemp(prefix="mpt-build-root-", dir=spill_dir) if spill_dir is not None else None
 
     def __dealloc__(self):
@@ -548,6 +594,7 @@ cdef class _Partition:
                 pass
             self.spill_fd = -1
         self.runs = []
+        self.extra = []
         if self.spill_dir is not None:
             shutil.rmtree(self.spill_dir, ignore_errors=True)
             self.spill_dir = None
@@ -590,12 +637,30 @@ cdef class _Partition:
             i = j
         return 0
 
-    def _read_part(self, tuple items, Py_ssize_t lo, Py_ssize_t hi, _Reader reader):
+    def _read_part(self, tuple items, Py_ssize_t lo, Py_ssize_t hi, _Reader reader, Py_ssize_t share=0):
         # A reader thread's share of a round; its exception is kept for the caller to raise in input order.
         try:
-            self._read_range(items, lo, hi, reader.arenas)
+            self._read_presized(items, lo, hi, reader.arenas, share)
         except BaseException as exc:
             reader.error = exc
+
+    cdef int _read_presized(self, tuple items, Py_ssize_t lo, Py_ssize_t hi, Arena *arenas,
+                            Py_ssize_t share) except -1:
+        """_read_range; with share > 0 (the first piece of a reader's stretch of share pairs, its arenas empty),
+        the arenas are grown once to their expected final size after the first _PRESIZE_AFTER pairs."""
+        cdef Py_ssize_t first = hi - lo
+        cdef double scale
+        if share > 0 and first > _PRESIZE_AFTER:
+            first = _PRESIZE_AFTER
+        self._read_range(items, lo, lo + first, arenas)
+        if lo + first < hi:
+            # The first pairs' share of every shard scaled up, with a margin for the sampling error (about 1/16
+            # of a shard's count with 256 pairs a shard): untouched pages of a generous allocation cost nothing.
+            scale = <double>share / <double>first * 1.12
+            with nogil:
+                _presize_arenas(arenas, 0, self.nshards, scale)
+            self._read_range(items, lo + first, hi, arenas)
+        return 0
 
     def _merge_part(self, list readers, size_t lo, size_t hi, Py_ssize_t done=0, Py_ssize_t total=0):
         # Shards lo..hi-1 of every other reader's arenas appended to the partition's, in reader (= input) order;
@@ -607,9 +672,9 @@ cdef class _Partition:
             with nogil:
                 _merge_arenas(self.arenas, r.arenas, lo, hi)
 
-    cdef int _drain_short(self) except -1:
-        # The short keys of this round, in input order, into the dict (a later value wins).
-        cdef Arena *a = &self.arenas[self.nshards]
+    cdef int _drain_short(self, Arena *a) except -1:
+        # The short keys of this round (a: an arena set's last arena), in input order, into the dict (a later
+        # value wins).
         cdef size_t pos = 0
         cdef uint32_t kl, vl
         while pos < a.len:
@@ -625,18 +690,83 @@ cdef class _Partition:
         # After the first round of a large tuple: grow shard arenas lo..hi-1 once to what the whole input will
         # need (their share so far scaled up, plus 5%), instead of doubling them several times, each a copy and
         # fresh pages to fault in. Only without spilling: a spill empties the arenas anyway.
-        cdef double scale = <double>total / <double>done * 1.05
-        cdef size_t s, want
-        cdef uint8_t *p
-        for s in range(lo, hi if hi < self.nshards else self.nshards):
-            want = <size_t>(<double>self.arenas[s].len * scale) + 1024
-            if want > self.arenas[s].cap:
-                with nogil:
-                    p = <uint8_t *>PyMem_RawRealloc(self.arenas[s].buf, want)
-                if p == NULL:
-                    return 0            # not needed: the arena still grows on demand
-                self.arenas[s].buf = p
-                self.arenas[s].cap = want
+        with nogil:
+            _presize_arenas(self.arenas, lo, hi if hi < self.nshards else self.nshards,
+                            <double>total / <double>done * 1.05)
+        return 0
+
+    cdef int _read_split(self, tuple items, int readers, list states, object pool, object progress) except -1:
+        """Read a whole tuple of pairs (into an empty partition, without spilling) with one contiguous stretch of
+        the input per reader: reader 0 (this thread) the first into the partition's arenas, reader r the r-th
+        into its own, which then stay apart (self.extra) and the shard builds read a shard's records from every
+        reader's arenas in reader order, which is input order. Nothing is copied after reading, and the readers
+        only wait for each other at the end (or after each _READ_CHUNK pairs each when progress is reported)."""
+        cdef Py_ssize_t n = PyTuple_GET_SIZE(items), share, off, chunk, a, b, got
+        cdef int r
+        cdef size_t s, total
+        cdef _Reader st
+        share = (n + readers - 1) // readers
+        chunk = share if progress is None else max(1, <Py_ssize_t>_READ_CHUNK)
+        self.base = self.count
+        first = None
+        off = 0
+        while off < share:
+            futures = []
+            got = 0
+            for r in range(1, readers):
+                st = states[r - 1]
+                a = min(n, r * share + off)
+                b = min(n, r * share + min(share, off + chunk))
+                if a < b and st.error is None:
+                    # A reader that failed reads no further: the input after its error cannot matter, since
+                    # the earliest error in input order is raised (reader r's stretch precedes reader r + 1's).
+                    futures.append(pool.submit(self._read_part, items, a, b, st, share if off == 0 else 0))
+                got += max(0, b - a)
+            a = min(n, off)
+            b = min(n, min(share, off + chunk))
+            if first is None and a < b:
+                try:
+                    self._read_presized(items, a, b, self.arenas, share if off == 0 else 0)
+                except BaseException as exc:
+                    first = exc
+            got += max(0, b - a)
+            for f in futures:
+                f.result()
+            if progress is not None:
+                progress(got)
+            off += chunk
+        # The readers' arenas are part of the partition from here (close() and _fold_extra() release them).
+        self.extra = states[:readers - 1]
+        if first is not None:
+            raise first
+        for st in self.extra:
+            if st.error is not None:
+                err, st.error = st.error, None
+                raise err
+        self._drain_short(&self.arenas[self.nshards])
+        for st in self.extra:
+            self._drain_short(&st.arenas[self.nshards])
+        total = 0
+        for s in range(self.nshards):
+            total += self.arenas[s].len
+            for st in self.extra:
+                total += st.arenas[s].len
+        self.arena_bytes = total
+        self.count += n
+        return 0
+
+    cdef int _fold_extra(self) except -1:
+        # Append the readers' arenas kept apart by _read_split to the partition's (before reading more input or
+        # spilling), in reader order.
+        cdef _Reader st
+        cdef size_t s
+        for st in self.extra:
+            with nogil:
+                _merge_arenas(self.arenas, st.arenas, 0, self.nshards + 1)
+            for s in range(self.nshards + 1):
+                if st.arenas[s].len:
+                    raise MemoryError()
+        self.extra = []
         return 0
 
     cdef int _read_tuple(self, tuple items, int readers, list states, object pool, object progress) except -1:
@@ -692,7 +822,7 @@ cdef class _Partition:
                     for s in range(self.nshards + 1):
                         if st.arenas[s].len:
                             raise MemoryError()
-            self._drain_short()
+            self._drain_short(&self.arenas[self.nshards])
             total = 0
             for s in range(self.nshards):
                 total += self.arenas[s].len
@@ -722,11 +852,16 @@ cdef class _Partition:
             states = [_Reader(self.nshards + 1) for r in range(readers - 1)]
             pool = ThreadPoolExecutor(max_workers=readers)
         try:
+            if type(pairs) is list:
+                # A tuple copy of the list (pointers only): a list could change under the GIL-free readers.
+                pairs = tuple(<list>pairs)
+            if (type(pairs) is tuple and readers > 1 and self.spill_dir is None and self.count == 0
+                    and len(pairs) >= readers * _SPLIT_MIN):
+                self._read_split(<tuple>pairs, readers, states, pool, progress)
+                return
+            self._fold_extra()
             if type(pairs) is tuple:
                 self._read_tuple(<tuple>pairs, readers, states, pool, progress)
-            elif type(pairs) is list:
-                # A tuple copy of the list (pointers only): a list could change under the GIL-free readers.
-                self._read_tuple(tuple(<list>pairs), readers, states, pool, progress)
             else:
                 # Any other iterable is taken a chunk at a time, so a generator's input is never held whole.
                 it = iter(pairs)
@@ -746,6 +881,7 @@ cdef class _Partition:
         cdef bytes table = PyBytes_FromStringAndSize(NULL, 16 * self.nshards)
         cdef uint64_t off = self.spill_end
         offsets = <uint64_t *>PyBytes_AS_STRING(table)
+        self._fold_extra()
         if self.spill_fd < 0:
             # One file for every run (a few descriptors however many spills): each run is appended to it.
             path = os.path.join(self.spill_dir, "spill.bin")
@@ -780,6 +916,9 @@ cdef class _Partition:
     cdef size_t _shard_size(self, size_t s):
         cdef size_t total = self.arenas[s].len
         cdef const uint64_t *offsets
+        cdef _Reader st
+        for st in self.extra:
+            total += st.arenas[s].len
         for table in self.runs:
             offsets = <const uint64_t *>PyBytes_AS_STRING(table)
             total += <size_t>offsets[2 * s + 1]
@@ -817,15 +956,31 @@ cdef class _Partition:
         if self.arenas[s].len:
             memcpy(o + pos[0], self.arenas[s].buf, self.arenas[s].len)
             pos[0] += self.arenas[s].len
+        for st in self.extra:
+            if (<_Reader>st).arenas[s].len:
+                memcpy(o + pos[0], (<_Reader>st).arenas[s].buf, (<_Reader>st).arenas[s].len)
+                pos[0] += (<_Reader>st).arenas[s].len
         return 0
 
     def build_range(self, size_t lo, size_t hi, int backend):
         """Build shards lo..hi-1 on this thread (the GIL is released while each shard is sorted and built)."""
         cdef STBuilder b
         cdef ShardResult r
-        cdef size_t s, size, pos
+        cdef size_t s, size, pos, g
         cdef uint8_t *loaded = NULL
         cdef list out = []
+        cdef list sets = [None] + self.extra
+        cdef size_t nsets = len(sets)
+        # Each arena set's shard s is one segment of the shard: the partition's arenas, then _read_split's readers.
+        cdef Arena **arenas = <Arena **>PyMem_RawMalloc(nsets * sizeof(Arena *))
+        cdef Segment *segs = <Segment *>PyMem_RawMalloc(nsets * sizeof(Segment))
+        if arenas == NULL or segs == NULL:
+            PyMem_RawFree(arenas)
+            PyMem_RawFree(segs)
+            raise MemoryError()
+        arenas[0] = self.arenas
+        for g in range(1, nsets):
+            arenas[g] = (<_Reader>sets[g]).arenas
         st_init(&b, backend)
         try:
             for s in range(lo, hi):
@@ -844,10 +999,15 @@ cdef class _Partition:
                         loaded = NULL
                 else:
                     with nogil:
-                        _build_records(&b, self.arenas[s].buf, self.arenas[s].len, &r)
+                        for g in range(nsets):
+                            segs[g].buf = arenas[g][s].buf
+                            segs[g].len = arenas[g][s].len
+                        _build_segments(&b, segs, nsets, &r)
                 out.append(_result_tuple(&r))
         finally:
             st_free(&b)
+            PyMem_RawFree(arenas)
+            PyMem_RawFree(segs)
         return out
 
 

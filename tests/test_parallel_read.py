@@ -17,10 +17,15 @@ def trie_root(pairs):
     return t.hash()
 
 
-@pytest.fixture
-def small_chunks(monkeypatch):
+@pytest.fixture(params=["rounds", "split"])
+def small_chunks(request, monkeypatch):
+    # "rounds": a list or tuple read in rounds of readers x _READ_CHUNK pairs, merged after each (as iterators and
+    # spilling inputs are); "split": one stretch of the input per reader, kept apart (_read_split), with the
+    # arenas presized after 3 pairs.
     monkeypatch.setattr(parallel, "_READ_CHUNK", 7)
     monkeypatch.setattr(parallel, "_ITER_CHUNK", 5)
+    monkeypatch.setattr(parallel, "_SPLIT_MIN", 1 if request.param == "split" else 1 << 60)
+    monkeypatch.setattr(parallel, "_PRESIZE_AFTER", 3)
 
 
 def _dup_heavy(seed, n=400, distinct=60, short=True):
@@ -146,3 +151,34 @@ def test_spilling_with_readers(small_chunks, tmp_path):
         assert build_root(iter(pairs), workers=workers, shard_nibbles=1, spill_dir=str(tmp_path),
                           memory_limit=200) == want
     assert list(tmp_path.iterdir()) == []
+
+
+def _shards(pairs, readers, k=2, calls=1):
+    part = _Partition(k, None, 0)
+    try:
+        step = -(-len(pairs) // calls)
+        for lo in range(0, len(pairs), step):
+            part.add_all(tuple(pairs[lo:lo + step]), None, readers)
+        return [part.shard_bytes(s) for s in range(16 ** k)], dict(part.short_keys)
+    finally:
+        part.close()
+
+
+@pytest.mark.parametrize("calls", [1, 3])
+def test_shard_records_same_for_every_reader_count(small_chunks, calls):
+    # Whatever the readers and however the input was split, each shard's records come out in input order, byte
+    # for byte (what process pools and Dask workers are sent), and a second add_all appends after the first.
+    pairs = _dup_heavy(13, n=700)
+    want = _shards(pairs, 1, calls=calls)
+    assert sum(len(b) for b in want[0]) > 0
+    for readers in (2, 3, 5):
+        assert _shards(pairs, readers, calls=calls) == want, readers
+
+
+def test_process_pool_after_split_read(small_chunks):
+    from concurrent.futures import ProcessPoolExecutor
+
+    pairs = _dup_heavy(14, n=300)
+    want = trie_root(pairs)
+    with ProcessPoolExecutor(max_workers=2) as pool:
+        assert build_root(tuple(pairs), workers=2, shard_nibbles=1, executor=pool) == want
