@@ -524,6 +524,7 @@ _READ_CHUNK = 262144
 _ITER_CHUNK = 65536
 # A list or tuple of at least this many pairs a reader is split into one contiguous stretch per reader (see
 # _read_split); smaller ones are read in rounds.
+_MAX_READERS = 16                # reader threads of one add_all, whatever `workers` says
 _SPLIT_MIN = 4096
 # Pairs a reader copies before growing its arenas once to their expected final size.
 _PRESIZE_AFTER = 65536
@@ -841,10 +842,16 @@ cdef class _Partition:
         cdef list states = []
         cdef int r
         cdef tuple chunk
-        if readers < 1:
-            readers = 1
         if isinstance(pairs, Mapping):
             pairs = pairs.items()
+        if type(pairs) is list:
+            # A tuple copy of the list (pointers only): a list could change under the GIL-free readers.
+            pairs = tuple(<list>pairs)
+        # Every extra reader owns a set of 16^k shard arenas: no more readers than the input can keep busy
+        # (a stretch or a round share of at least 4096 pairs each) and than memory bandwidth rewards.
+        readers = max(1, min(readers, _MAX_READERS))
+        if type(pairs) is tuple:
+            readers = max(1, min(readers, PyTuple_GET_SIZE(pairs) // min(_SPLIT_MIN, 4096)))
         pool = None
         if readers > 1:
             from concurrent.futures import ThreadPoolExecutor
@@ -852,9 +859,6 @@ cdef class _Partition:
             states = [_Reader(self.nshards + 1) for r in range(readers - 1)]
             pool = ThreadPoolExecutor(max_workers=readers)
         try:
-            if type(pairs) is list:
-                # A tuple copy of the list (pointers only): a list could change under the GIL-free readers.
-                pairs = tuple(<list>pairs)
             if (type(pairs) is tuple and readers > 1 and self.spill_dir is None and self.count == 0
                     and len(pairs) >= readers * _SPLIT_MIN):
                 self._read_split(<tuple>pairs, readers, states, pool, progress)

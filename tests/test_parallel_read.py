@@ -182,3 +182,21 @@ def test_process_pool_after_split_read(small_chunks):
     want = trie_root(pairs)
     with ProcessPoolExecutor(max_workers=2) as pool:
         assert build_root(tuple(pairs), workers=2, shard_nibbles=1, executor=pool) == want
+
+
+def test_reader_threads_are_bounded_by_the_input():
+    # Every extra reader owns 16^k shard arenas: 256 workers over 10 pairs at k=4 once took about 400 MiB.
+    import tracemalloc
+
+    pairs = [(bytes([i]) * 32, b"v%d" % i) for i in range(10)]
+    want = Trie()
+    for k, v in pairs:
+        want.update(k, v)
+    tracemalloc.start()
+    try:
+        got = build_root(pairs, workers=256, shard_nibbles=4)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert got == want.hash()
+    assert peak < 32 << 20, "peak %d MiB" % (peak >> 20)
