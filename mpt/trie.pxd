@@ -16,6 +16,9 @@ cdef class Trie:
         # hashing pass may be reading the nodes without the GIL, so a mutation raises instead of racing.
         int _state
         str _state_op           # "hash" or "commit": which one, for the error message
+        # update()/delete() calls running on this trie: a node load from a Python database may let another thread
+        # in mid-mutation, and a hash() started then would read nodes the mutation is still changing.
+        int _writers
 
     cdef bytes _trie_key(self, object key)
     cdef bytes _hex(self, object key)
@@ -27,6 +30,7 @@ cdef class Trie:
     cdef int _set_root(self, Node root) except -1
     cdef int _track(self, Node n, bytes hexkey, Py_ssize_t pos) except -1
     cdef int _begin_write(self, str op) except -1
+    cdef void _end_write(self) noexcept
     cdef int _enter(self, str op) except -1
     cdef void _leave(self) noexcept
     cpdef bytes hash(self)

@@ -350,10 +350,16 @@ cdef class Trie:
         if self._state:
             raise RuntimeError("trie changed during %s(): %s() called while %s() runs on this trie"
                                % (self._state_op, op, self._state_op))
+        self._writers += 1
         return 0
+
+    cdef void _end_write(self) noexcept:
+        self._writers -= 1
 
     cdef int _enter(self, str op) except -1:
         # Under the GIL: the count and the check in _begin_write cannot interleave.
+        if self._writers:
+            raise RuntimeError("%s() called while an update or delete of this trie runs in another thread" % op)
         if self._state == 0:
             self._state_op = op
         self._state += 1
@@ -390,15 +396,22 @@ cdef class Trie:
         cdef bytes v = check_bytes(value, "value")
         cdef bytes hexkey = self._hex(key)
         self._begin_write("update")
-        if PyBytes_GET_SIZE(v) == 0:
-            self._set_root(self._delete(self.root, hexkey, 0))
-        else:
-            self._update(hexkey, ValueNode.new(v))
+        try:
+            if PyBytes_GET_SIZE(v) == 0:
+                self._set_root(self._delete(self.root, hexkey, 0))
+            else:
+                self._update(hexkey, ValueNode.new(v))
+        finally:
+            self._end_write()
 
     cpdef delete(self, object key):
         """Remove key; a missing key is not an error (geth semantics)."""
+        cdef bytes hexkey = self._hex(key)
         self._begin_write("delete")
-        self._set_root(self._delete(self.root, self._hex(key), 0))
+        try:
+            self._set_root(self._delete(self.root, hexkey, 0))
+        finally:
+            self._end_write()
 
     cpdef bytes hash(self):
         """The root hash (keccak256 of the root node's encoding; EMPTY_ROOT for an empty trie)."""
@@ -531,8 +544,12 @@ cdef class Trie:
 
     def __delitem__(self, key):
         cdef Node before = self.root
+        cdef bytes hexkey = self._hex(key)
         self._begin_write("__delitem__")
-        self._set_root(self._delete(self.root, self._hex(key), 0))
+        try:
+            self._set_root(self._delete(self.root, hexkey, 0))
+        finally:
+            self._end_write()
         if self.root is before:
             raise KeyError(key)
 

@@ -462,6 +462,54 @@ def test_write_during_commit_raises_and_changes_nothing():
     assert t.hash() == trie_root(model)
 
 
+class _PausingDB(MemoryDB):
+    """A node database whose get() pauses (Python code: other threads run meanwhile) until told to go on."""
+
+    def __init__(self):
+        super().__init__()
+        self.pause = False
+        self.inside = threading.Event()
+        self.go_on = threading.Event()
+
+    def get(self, key, default=None):
+        if self.pause:
+            self.inside.set()
+            self.go_on.wait(10)
+        return super().get(key, default)
+
+
+def test_hash_while_an_update_loads_nodes_raises():
+    # An update that loads a node from a Python database lets other threads in halfway through; a hash() then
+    # would read nodes that the update is still changing, without the GIL. It raises instead.
+    rng = random.Random(6)
+    model = {rng.randbytes(32): rng.randbytes(40) for _ in range(200)}
+    db = _PausingDB()
+    t = Trie(db)
+    for k, v in model.items():
+        t[k] = v
+    root = t.commit()
+    t = Trie(db, root)                              # nothing loaded: the updates below resolve from db
+    first, key = sorted(model)[0], sorted(model)[-1]    # different first nibbles: different subtrees
+    assert first[0] >> 4 != key[0] >> 4
+    t.update(first, b"first")                       # the root is dirty now: hash() has work to do
+    model[first] = b"first"
+    db.pause = True
+    writer = threading.Thread(target=t.update, args=(key, b"new"))
+    writer.start()
+    try:
+        assert db.inside.wait(10)
+        with pytest.raises(RuntimeError, match="hash\\(\\) called while an update or delete"):
+            t.hash()
+        with pytest.raises(RuntimeError, match="commit\\(\\) called while an update or delete"):
+            t.commit()
+    finally:
+        db.pause = False
+        db.go_on.set()
+        writer.join(10)
+    model[key] = b"new"
+    assert t.hash() == trie_root(model)
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_writes_while_another_thread_hashes_raise(threads):
     rng = random.Random(11)
