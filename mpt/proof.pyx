@@ -1044,8 +1044,8 @@ cdef object _verify_whole_range_batched(bytes root_hash, list ks, list vs):
                 hptrs[count] = enc + offs[i]
                 hlens[count] = offs[i + 1] - offs[i]
                 count += 1
-        with nogil:
-            mpt_keccak256_many(b.backend, hptrs, hlens, <size_t>count, digests)
+        # With the GIL, as the key-by-key builder runs (docs/threads.rst lists what releases it).
+        mpt_keccak256_many(b.backend, hptrs, hlens, <size_t>count, digests)
         # Pass 3: the references, at their paths, into the builder.
         ref[0] = 0xa0
         count = 0
