@@ -22,16 +22,6 @@ cdef extern from "Python.h":
 
 cdef extern from *:
     """
-    #if defined(__GNUC__) || defined(__clang__)
-    #define MPT_PREFETCH(p) __builtin_prefetch((const void *)(p))
-    #else
-    #define MPT_PREFETCH(p) ((void)(p))
-    #endif
-    """
-    void MPT_PREFETCH(const void *p) noexcept nogil
-
-cdef extern from *:
-    """
     /* A dict sized for n entries up front (CPython's own helper; a plain new dict on versions that no longer
        export it, where the inserts then grow it step by step as before). */
     #if PY_VERSION_HEX < 0x030D0000
@@ -166,31 +156,6 @@ cdef inline bint _needs_commit(PyObject *c) noexcept:
     return c != NULL and type(<object>c) is not ValueNode and (<Node>c).dirty
 
 
-cdef void _prefetch_children(FullNode n) noexcept:
-    """Start loading what the commit of n's children reads, for all children at once. A trie hashed a while
-    ago is mostly out of cache, and the depth-first walk would otherwise wait for each child's node, then its
-    key, value node and value bytes, one miss after the other: issued level by level across the 16 children,
-    the misses overlap. Prefetches only: nothing here changes what is read afterwards."""
-    cdef Py_ssize_t i
-    cdef PyObject *c
-    cdef PyObject *v
-    for i in range(16):
-        c = n.slots[i]
-        if c != NULL:
-            MPT_PREFETCH(c)
-    for i in range(16):
-        c = n.slots[i]
-        if c != NULL and type(<object>c) is ShortNode:
-            MPT_PREFETCH(<PyObject *>(<ShortNode>c).key)
-            MPT_PREFETCH(<PyObject *>(<ShortNode>c).val)
-    for i in range(16):
-        c = n.slots[i]
-        if c != NULL and type(<object>c) is ShortNode:
-            v = <PyObject *>(<ShortNode>c).val
-            if type(<object>v) is ValueNode:
-                MPT_PREFETCH(<PyObject *>(<ValueNode>v).value)
-
-
 cdef int _commit(Node n, WriteBuffer path, Py_ssize_t plen, WriteBuffer out, NodeSet ns, bytes root_hash) except -1:
     """Collect n (hex path in path[:plen]) and its dirty descendants: children extend the path in place (a
     stack of nibbles). root_hash is given for the root only (it is stored whatever its size)."""
@@ -198,7 +163,6 @@ cdef int _commit(Node n, WriteBuffer path, Py_ssize_t plen, WriteBuffer out, Nod
     cdef PyObject *c
     cdef bytes node_hash, blob, key
     if type(n) is FullNode:
-        _prefetch_children(<FullNode>n)
         for i in range(16):
             c = (<FullNode>n).slots[i]
             if _needs_commit(c):
