@@ -1214,7 +1214,13 @@ def verify_range_proof(root, first_key, keys, values, proof):
             t.root = tree
         for i in range(n):
             # Checked above: bytes, and no value is empty (an update, never a delete).
-            t._update(_hex(<bytes>ks[i]), ValueNode.new(<bytes>vs[i]))
+            # The edge keys' hex forms exist already (ks[0] may lie right of first: then it is hexed here).
+            if i == n - 1:
+                t._update(last_hex, ValueNode.new(<bytes>vs[i]))
+            elif i == 0 and <bytes>ks[0] == first:
+                t._update(first_hex, ValueNode.new(<bytes>vs[i]))
+            else:
+                t._update(_hex(<bytes>ks[i]), ValueNode.new(<bytes>vs[i]))
         _proofset_build_known(&ps)
         have = _hash_rebuilt(t.root, &ps) if t.root is not None else t.hash()
         if have != root_hash:
