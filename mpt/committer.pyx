@@ -12,12 +12,25 @@ cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_SetItem
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
-from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
+from cpython.ref cimport PyObject, Py_INCREF, Py_REFCNT, Py_XDECREF
 from libc.stdint cimport uint8_t
 from libc.string cimport memcmp, memcpy
 
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(object o)
+    Py_ssize_t PyDict_GET_SIZE(object o)
+
+cdef extern from *:
+    """
+    /* A dict sized for n entries up front (CPython's own helper; a plain new dict on versions that no longer
+       export it, where the inserts then grow it step by step as before). */
+    #if PY_VERSION_HEX < 0x030D0000
+    #define MPT_DICT_PRESIZED(n) _PyDict_NewPresized(n)
+    #else
+    #define MPT_DICT_PRESIZED(n) PyDict_New()
+    #endif
+    """
+    dict MPT_DICT_PRESIZED(Py_ssize_t n)
 
 from mpt.hasher cimport Hasher, HasherPool, default_pool
 from mpt.node cimport FullNode, Node, ShortNode, ValueNode
@@ -29,6 +42,8 @@ cdef enum:
     HASH_LENGTH = 32
     # Up to this many touched paths are checked against the collected paths by a scan; more build the dict.
     DELETED_SCAN_MAX = 16
+    # Up to this many nodes fit an empty dict's first table (5 usable slots) or its first resize.
+    PRESIZE_MIN = 10
 
 
 @cython.final
@@ -188,8 +203,17 @@ cdef int _write(NodeSet ns, object db, bint set_head) except -1:
         data = db._data
         if type(data) is dict:
             # The default database: the pairs go straight into its dict, no tuple or batch per commit.
-            for i in range(ns._count):
-                PyDict_SetItem(<dict>data, <object>ns._objs[2 * i], <object>ns._objs[2 * i + 1])
+            if PyDict_GET_SIZE(data) == 0 and ns._count > PRESIZE_MIN and Py_REFCNT(data) == 2:
+                # A fresh database (first commit) whose dict only it holds (2: its attribute and `data`): a dict
+                # sized for every node takes its place, instead of the empty one resizing log2(n) times on the
+                # way (each resize re-inserting what it holds). Nobody else can see the swap.
+                data = MPT_DICT_PRESIZED(ns._count)
+                for i in range(ns._count):
+                    PyDict_SetItem(<dict>data, <object>ns._objs[2 * i], <object>ns._objs[2 * i + 1])
+                db._data = data
+            else:
+                for i in range(ns._count):
+                    PyDict_SetItem(<dict>data, <object>ns._objs[2 * i], <object>ns._objs[2 * i + 1])
             if set_head:
                 db._head = ns.root
             return 0

@@ -20,7 +20,7 @@ from mpt.encoding cimport COMPACT_LEAF_FLAG, COMPACT_ODD_FLAG, TERMINATOR, keyby
 from mpt.hasher cimport Hasher, HasherPool, KnownEncodings, default_pool, hash_threads, keccak_backend_number, known_key
 from mpt.rlp cimport RLPItem, read_item_fast
 from mpt.node cimport FullNode, HashNode, Node, ShortNode, ValueNode, decode_node_c
-from mpt.stacktrie cimport ST_LEAF, STBuilder, st_add_nibbles, st_finish_root, st_free, st_init
+from mpt.stacktrie cimport ST_LEAF, ST_REF, STBuilder, st_add_nibbles, st_finish_root, st_free, st_init
 from mpt.trie cimport Trie, check_bytes
 
 from mpt.errors import MissingNodeError, NodeDecodeError, ProofError, RLPDecodeError
@@ -910,6 +910,185 @@ cdef inline int _key_order(bytes a, bytes b) noexcept:
     return -1 if c == 0 else 0
 
 
+cdef enum:
+    # From this many entries on, whole-range verification hashes the leaves in one batch first (see below).
+    BATCHED_LEAVES_MIN = 16
+
+
+cdef inline size_t _nibble_lcp(const uint8_t *a, size_t na, const uint8_t *b, size_t nb) noexcept:
+    """Common prefix of two keys in nibbles (neither is a prefix of the other: checked by the caller)."""
+    cdef size_t i = 0, m = na if na < nb else nb
+    while i < m and a[i] == b[i]:
+        i += 1
+    if i == m:
+        return 2 * m
+    return 2 * i + ((a[i] >> 4) == (b[i] >> 4))
+
+
+cdef inline size_t _rlp_header_size(size_t n) noexcept:
+    cdef size_t size = 1
+    if n < 56:
+        return 1
+    while n:
+        size += 1
+        n >>= 8
+    return size
+
+
+cdef inline uint8_t *_put_rlp_header(uint8_t *o, uint8_t base, size_t n) noexcept:
+    """A string (base 0x80) or list (base 0xc0) header for n bytes of payload."""
+    cdef size_t lb = _rlp_header_size(n) - 1, i
+    if lb == 0:
+        o[0] = <uint8_t>(base + n)
+        return o + 1
+    o[0] = <uint8_t>(base + 55 + lb)
+    for i in range(lb):
+        o[lb - i] = <uint8_t>(n >> (8 * i))
+    return o + 1 + lb
+
+
+cdef inline size_t _rlp_string_size(const uint8_t *d, size_t n) noexcept:
+    if n == 1 and d[0] < 0x80:
+        return 1
+    return _rlp_header_size(n) + n
+
+
+cdef object _verify_whole_range_batched(bytes root_hash, list ks, list vs):
+    """_verify_whole_range for n >= 2 entries, with every leaf hashed in one batch before the builder runs.
+
+    Fed leaf by leaf, the builder hashes a branch's leaves when the branch completes: in a random trie that is a
+    batch of 2 or 3, one mostly empty pass over the SIMD lanes each (a pass costs nearly as much with 1 live lane
+    as with 8). But each leaf's node is known from the sorted keys alone: its parent branch sits at the longer of
+    its common prefixes with the two neighbouring keys, d nibbles, so the leaf holds key[d+1:] (hex-prefix) and
+    the value. All leaves are encoded into one buffer and hashed together on full lanes, then the builder gets
+    each leaf's reference (ST_REF) at its path key[:d+1] and only builds the branches above."""
+    cdef Py_ssize_t n = len(ks), i, count = 0
+    cdef size_t nk, vl, s, d, left = 0, right, c, vsize, payload, total = 0, start
+    cdef const uint8_t *kb
+    cdef const uint8_t *vb
+    cdef uint8_t *o
+    cdef uint8_t ref[33]
+    cdef int rc = 0
+    cdef size_t *paths = NULL       # s_i: the leaf's path length in nibbles (d + 1)
+    cdef size_t *offs = NULL        # where leaf i's encoding starts in enc (its end: offs[i + 1])
+    cdef uint8_t *enc = NULL
+    cdef const uint8_t **hptrs = NULL
+    cdef size_t *hlens = NULL
+    cdef uint8_t *digests = NULL
+    cdef uint8_t nib_inline[INLINE_HEX_KEY]
+    cdef uint8_t *nib = nib_inline
+    cdef size_t cap = INLINE_HEX_KEY
+    cdef void *grown
+    cdef STBuilder b
+    st_init(&b, keccak_backend_number())
+    try:
+        paths = <size_t *>PyMem_Malloc(n * sizeof(size_t))
+        offs = <size_t *>PyMem_Malloc((n + 1) * sizeof(size_t))
+        if paths == NULL or offs == NULL:
+            raise MemoryError()
+        # Pass 1: each leaf's path length and encoded size.
+        for i in range(n):
+            kb = <const uint8_t *>PyBytes_AS_STRING(<bytes>ks[i])
+            nk = <size_t>PyBytes_GET_SIZE(<bytes>ks[i])
+            if i < n - 1:
+                right = _nibble_lcp(kb, nk, <const uint8_t *>PyBytes_AS_STRING(<bytes>ks[i + 1]),
+                                    <size_t>PyBytes_GET_SIZE(<bytes>ks[i + 1]))
+            else:
+                right = 0
+            d = left if left > right else right
+            left = right
+            s = d + 1
+            paths[i] = s
+            # Hex-prefix of the s.. nibbles (a leaf): a flag byte (holding the first nibble when odd), then bytes.
+            c = 1 + nk - (s + 1) // 2
+            vb = <const uint8_t *>PyBytes_AS_STRING(<bytes>vs[i])
+            vl = <size_t>PyBytes_GET_SIZE(<bytes>vs[i])
+            vsize = _rlp_string_size(vb, vl)
+            payload = (1 if c == 1 else _rlp_header_size(c) + c) + vsize
+            offs[i] = total
+            total += _rlp_header_size(payload) + payload
+            if _rlp_header_size(payload) + payload >= HASH_LENGTH:
+                count += 1
+        offs[n] = total
+        enc = <uint8_t *>PyMem_Malloc(total if total else 1)
+        hptrs = <const uint8_t **>PyMem_Malloc((count if count else 1) * sizeof(uint8_t *))
+        hlens = <size_t *>PyMem_Malloc((count if count else 1) * sizeof(size_t))
+        digests = <uint8_t *>PyMem_Malloc((count if count else 1) * HASH_LENGTH)
+        if enc == NULL or hptrs == NULL or hlens == NULL or digests == NULL:
+            raise MemoryError()
+        # Pass 2: the encodings, and the list of those to hash.
+        count = 0
+        for i in range(n):
+            kb = <const uint8_t *>PyBytes_AS_STRING(<bytes>ks[i])
+            nk = <size_t>PyBytes_GET_SIZE(<bytes>ks[i])
+            vb = <const uint8_t *>PyBytes_AS_STRING(<bytes>vs[i])
+            vl = <size_t>PyBytes_GET_SIZE(<bytes>vs[i])
+            s = paths[i]
+            c = 1 + nk - (s + 1) // 2
+            vsize = _rlp_string_size(vb, vl)
+            payload = (1 if c == 1 else _rlp_header_size(c) + c) + vsize
+            o = _put_rlp_header(enc + offs[i], 0xc0, payload)
+            if c > 1:
+                o = _put_rlp_header(o, 0x80, c)
+            if s & 1:
+                o[0] = <uint8_t>(0x30 | (kb[s // 2] & 0x0f))
+            else:
+                o[0] = 0x20
+            o += 1
+            memcpy(o, kb + (s + 1) // 2, c - 1)
+            o += c - 1
+            if vsize != vl:
+                o = _put_rlp_header(o, 0x80, vl)
+            memcpy(o, vb, vl)
+            if offs[i + 1] - offs[i] >= HASH_LENGTH:
+                hptrs[count] = enc + offs[i]
+                hlens[count] = offs[i + 1] - offs[i]
+                count += 1
+        # With the GIL, as the key-by-key builder runs (docs/threads.rst lists what releases it).
+        mpt_keccak256_many(b.backend, hptrs, hlens, <size_t>count, digests)
+        # Pass 3: the references, at their paths, into the builder.
+        ref[0] = 0xa0
+        count = 0
+        for i in range(n):
+            kb = <const uint8_t *>PyBytes_AS_STRING(<bytes>ks[i])
+            s = paths[i]
+            if s + 1 > cap:
+                grown = PyMem_Realloc(NULL if nib == nib_inline else nib, s + 1)
+                if grown == NULL:
+                    raise MemoryError()
+                nib = <uint8_t *>grown
+                cap = s + 1
+            # The path's nibbles, a pair per key byte (an odd path writes one nibble past its end: unused).
+            for start in range((s + 1) // 2):
+                memcpy(nib + 2 * start, &_NIBBLE_PAIRS[kb[start]], 2)
+            if offs[i + 1] - offs[i] >= HASH_LENGTH:
+                memcpy(ref + 1, digests + count * HASH_LENGTH, HASH_LENGTH)
+                count += 1
+                rc = st_add_nibbles(&b, nib, s, ST_REF, ref, 33)
+            else:
+                rc = st_add_nibbles(&b, nib, s, ST_REF, enc + offs[i], offs[i + 1] - offs[i])
+            if rc != 0:
+                break
+        if rc == 0:
+            rc = st_finish_root(&b)
+        if rc != 0:
+            raise MemoryError("range verification: out of memory")
+        if memcmp(b.root, PyBytes_AS_STRING(root_hash), HASH_LENGTH) != 0:
+            raise ProofError("invalid proof, want hash %s, got %s"
+                             % (root_hash.hex(), PyBytes_FromStringAndSize(<const char *>b.root, HASH_LENGTH).hex()))
+    finally:
+        st_free(&b)
+        PyMem_Free(paths)
+        PyMem_Free(offs)
+        PyMem_Free(enc)
+        PyMem_Free(hptrs)
+        PyMem_Free(hlens)
+        PyMem_Free(digests)
+        if nib != nib_inline:
+            PyMem_Free(nib)
+    return False
+
+
 cdef object _verify_whole_range(bytes root_hash, list ks, list vs):
     """No proof: the entries must be the whole trie. Their root comes from the C StackTrie builder straight
     from the lists (checked ascending, prefix-free, no empty value): no Python call per key."""
@@ -987,6 +1166,8 @@ def verify_range_proof(root, first_key, keys, values, proof):
         if PyBytes_GET_SIZE(<bytes>vs[i]) == 0:
             raise ProofError("range contains deletion")
     if proof is None:
+        if n >= BATCHED_LEAVES_MIN:
+            return _verify_whole_range_batched(root_hash, ks, vs)
         return _verify_whole_range(root_hash, ks, vs)
     blobs = _proof_blobs(proof)
     value_out = []
@@ -1033,7 +1214,13 @@ def verify_range_proof(root, first_key, keys, values, proof):
             t.root = tree
         for i in range(n):
             # Checked above: bytes, and no value is empty (an update, never a delete).
-            t._update(_hex(<bytes>ks[i]), ValueNode.new(<bytes>vs[i]))
+            # The edge keys' hex forms exist already (ks[0] may lie right of first: then it is hexed here).
+            if i == n - 1:
+                t._update(last_hex, ValueNode.new(<bytes>vs[i]))
+            elif i == 0 and <bytes>ks[0] == first:
+                t._update(first_hex, ValueNode.new(<bytes>vs[i]))
+            else:
+                t._update(_hex(<bytes>ks[i]), ValueNode.new(<bytes>vs[i]))
         _proofset_build_known(&ps)
         have = _hash_rebuilt(t.root, &ps) if t.root is not None else t.hash()
         if have != root_hash:

@@ -196,3 +196,25 @@ def test_nodeset_built_directly():
 
     ns = NodeSet(b"\x01" * 32, {b"": (b"\x01" * 32, b"abc")}, {b"\x02"}, None)
     assert len(ns) == 1 and ns.size == 3 and ns.nodes == {b"": (b"\x01" * 32, b"abc")} and ns.deleted == {b"\x02"}
+
+
+@pytest.mark.parametrize("n", [1, 5, 12, 100, 3000])
+def test_first_commit_into_a_fresh_memorydb(n):
+    # The first commit into an empty MemoryDB fills a dict presized for its nodes (swapped in when only the
+    # database holds its dict); a dict the caller passed in and still holds is filled in place.
+    t, model = filled(n)
+    root = t.commit()
+    expected = {keccak256(e.encoding): e.encoding for e in node_encodings(model) if e.hashed}
+    if root not in expected:
+        expected[root] = next(e.encoding for e in node_encodings(model) if e.path == b"")
+    assert dict(t.database.items()) == expected
+    mine = {}
+    db = MemoryDB(mine)
+    t2, _ = filled(n, db)
+    assert t2.commit() == root
+    assert db._data is mine and mine == expected
+    # A second commit adds to what is there.
+    t[b"\x01" * 32] = b"new"
+    root2 = t.commit()
+    assert root2 == trie_root({**model, b"\x01" * 32: b"new"})
+    assert t.database.get(root2) is not None and all(t.database.get(h) == b for h, b in expected.items())

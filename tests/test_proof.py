@@ -570,3 +570,30 @@ def test_whole_range_without_proof_takes_any_sequences_of_bytes_likes():
     with pytest.raises(TypeError):
         verify_range_proof(root, keys[0], keys[:-1] + ["str"], values, None)
     assert keys == [k for k, _ in entries]  # the caller's lists are not changed
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_whole_range_batched_leaves_match_the_reference(seed):
+    # From 16 entries on, whole-range verification encodes and hashes every leaf in one batch (its path from the
+    # neighbouring keys) before the builder: keys of mixed lengths, one-byte values below and above 0x80, values
+    # around the 56-byte header boundary, leaves embedded in their branch (< 32 bytes).
+    from mpt._reference import trie_root
+
+    rng = random.Random(seed)
+    model = {}
+    n = rng.choice([16, 17, 50, 300])
+    fixed = rng.choice([1, 2, 4, 32, None])
+    while len(model) < n and len(model) < (200 if fixed == 1 else 10 ** 6):
+        k = rng.randbytes(fixed or rng.randint(1, 40))
+        model[k] = rng.choice([bytes([rng.randrange(256)]), rng.randbytes(rng.choice([2, 30, 55, 56, 57, 300]))])
+    keys = sorted(model)
+    keys = [k for i, k in enumerate(keys) if not (i + 1 < len(keys) and keys[i + 1].startswith(k))]
+    values = [model[k] for k in keys]
+    root = trie_root(dict(zip(keys, values)))
+    assert verify_range_proof(root, keys[0], keys, values, None) is False
+    j = rng.randrange(len(keys))
+    bad = values[:j] + [values[j] + b"!"] + values[j + 1:]
+    with pytest.raises(ProofError):
+        verify_range_proof(root, keys[0], keys, bad, None)
+    with pytest.raises(ProofError):
+        verify_range_proof(root, keys[0], keys[:j] + keys[j + 1:], values[:j] + values[j + 1:], None)
