@@ -7,7 +7,7 @@ order of a proof does not matter and a caller cannot make a node stand in for an
 cimport cython
 from cpython.buffer cimport PyObject_CheckBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.list cimport PyList_AsTuple, PyList_GET_SIZE
+from cpython.list cimport PyList_AsTuple, PyList_GET_SIZE, PyList_GetSlice
 from cpython.ref cimport PyObject
 from cpython.sequence cimport PySequence_Fast_GET_ITEM, PySequence_Fast_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
@@ -890,14 +890,16 @@ _fill_nibble_pairs()
 
 
 cdef list _bytes_list(object items, str what):
-    """items as a list of exact bytes: a list that already is one is used as it is (nothing here runs Python
-    code that could change it while it is in use), anything else is copied with check_bytes."""
+    """items as a private list of exact bytes. Always a copy, even of a list that already holds only bytes: the
+    range checks read it without bounds or type checks, and before they run, the proof is taken apart (which
+    may run the caller's Python code, a generator or a mapping's items()) and, for a long proof, hashed with
+    the GIL released, so the caller's list could change in between. A list of bytes costs one pointer copy."""
     if type(items) is list:
         for x in <list>items:
             if type(x) is not bytes:
                 break
         else:
-            return <list>items
+            return PyList_GetSlice(items, 0, PyList_GET_SIZE(items))
     return [check_bytes(x, what) for x in items]
 
 

@@ -597,3 +597,30 @@ def test_whole_range_batched_leaves_match_the_reference(seed):
         verify_range_proof(root, keys[0], keys, bad, None)
     with pytest.raises(ProofError):
         verify_range_proof(root, keys[0], keys[:j] + keys[j + 1:], values[:j] + values[j + 1:], None)
+
+
+@pytest.mark.parametrize("mode", ["clear", "int"])
+def test_range_lists_changed_by_the_proof_iterator_are_not_read(mode):
+    # The proof is taken apart after the key and value lists were checked; a generator can run code that changes
+    # them meanwhile. verify_range_proof works on its own copies (it once read freed keys: a crash).
+    rng = random.Random(11)
+    items = sorted((rng.randbytes(32), rng.randbytes(8)) for _ in range(1000))
+    t = Trie()
+    for k, v in items:
+        t.update(k, v)
+    root = t.hash()
+    keys = [bytes(bytearray(k)) for k, _ in items[100:200]]     # the list holds the only reference to each key
+    values = [v for _, v in items[100:200]]
+    proof = t.prove(keys[0]) + t.prove(keys[-1])
+    first = keys[0]
+
+    def changing_proof():
+        if mode == "clear":
+            keys.clear()
+        else:
+            keys[5] = 10**400
+        yield from proof
+
+    want = verify_range_proof(root, first, list(keys), list(values), proof)
+    assert want is True                         # valid, with more entries to the right
+    assert verify_range_proof(root, first, keys, values, changing_proof()) is want
