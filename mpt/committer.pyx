@@ -149,7 +149,10 @@ cdef class NodeSet:
         return total
 
     def __repr__(self):
-        return "<NodeSet root=%s nodes=%d deleted=%d>" % (self.root.hex(), len(self), len(self.deleted))
+        # (A NodeSet made with NodeSet.__new__ has no root or deleted set yet.)
+        return "<NodeSet root=%s nodes=%d deleted=%d>" % (
+            self.root.hex() if self.root is not None else None, len(self),
+            len(self.deleted) if self.deleted is not None else 0)
 
 
 cdef inline bint _needs_commit(PyObject *c) noexcept:

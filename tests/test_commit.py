@@ -196,6 +196,8 @@ def test_nodeset_built_directly():
 
     ns = NodeSet(b"\x01" * 32, {b"": (b"\x01" * 32, b"abc")}, {b"\x02"}, None)
     assert len(ns) == 1 and ns.size == 3 and ns.nodes == {b"": (b"\x01" * 32, b"abc")} and ns.deleted == {b"\x02"}
+    assert repr(ns) == "<NodeSet root=%s nodes=1 deleted=1>" % ("01" * 32)
+    assert repr(NodeSet.__new__(NodeSet)) == "<NodeSet root=None nodes=0 deleted=0>"   # no crash before __init__
 
 
 @pytest.mark.parametrize("n", [1, 5, 12, 100, 3000])
