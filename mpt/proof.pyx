@@ -1282,6 +1282,9 @@ def verify_range_proof(root, first_key, keys, values, proof):
         t._touched = set()
         if not _unset_internal(tree, first_hex, last_hex):
             t.root = tree
+        # The trie's slot must be the tree's only reference: _insert then sees the (touched, dirty) edge path as
+        # owned and changes it in place, instead of copying the root's branch and path on every entry.
+        tree = None
         for i in range(n):
             # Checked above: bytes, and no value is empty (an update, never a delete).
             # The edge keys' hex forms exist already (ks[0] may lie right of first: then it is hexed here).
