@@ -671,17 +671,16 @@ cdef Node _resolve_node(ProofSet *ps, const uint8_t *wanted, Py_ssize_t index):
 
 
 cdef Node _resolve_branch(ProofSet *ps, const uint8_t *wanted, Py_ssize_t index, uint32_t drop):
-    """_resolve_node, but a branch leaves out the children in drop (bit i: nibble i): those _unset_internal
-    would remove again, so their nodes are never made. The node is checked whole all the same (_scan_node
-    accepts exactly what the decoder does): anything it refuses takes _resolve_node, and its exact errors."""
+    """_resolve_node, but a branch is built from _scan_node's items (cheaper than the general decoder), leaving
+    out the children in drop (bit i: nibble i): those _unset_internal would remove again, so their nodes are
+    never made. The node is checked whole all the same (_scan_node accepts exactly what the decoder does):
+    anything it refuses, and a short node, takes _resolve_node, with its exact errors."""
     cdef Py_ssize_t found, length
     cdef NodeItems items
     cdef const uint8_t *data
     cdef FullNode fn
     cdef RLPItem *item
     cdef int i
-    if drop == 0:
-        return _resolve_node(ps, wanted, index)
     found = _proofset_find(ps, wanted)
     if found < 0:
         return _resolve_node(ps, wanted, index)
