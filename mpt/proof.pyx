@@ -917,6 +917,47 @@ cdef int _unset_internal(Node n, bytes left, bytes right) except -1:
     return 0
 
 
+cdef Node _range_insert(Trie t, Node n, bytes hexkey, Py_ssize_t pos, Node value):
+    """Trie._insert for the tree a range proof rebuilds: nothing else holds its nodes, so they change in place
+    (no copies, no paths to track), and key tails are made straight from the key's bytes, not through slice
+    objects. A hash node (the range reaching past the proof) and anything odd take t._insert, as before."""
+    cdef Py_ssize_t klen = PyBytes_GET_SIZE(hexkey), matchlen, nk
+    cdef const uint8_t *k = <const uint8_t *>PyBytes_AS_STRING(hexkey)
+    cdef const uint8_t *sk
+    cdef ShortNode sn
+    cdef FullNode fn, branch
+    cdef bint changed = False
+    cdef int idx
+    if pos == klen:
+        return value
+    if n is None:
+        return ShortNode.new(PyBytes_FromStringAndSize(<const char *>k + pos, klen - pos), value)
+    if type(n) is ShortNode:
+        sn = <ShortNode>n
+        sk = <const uint8_t *>PyBytes_AS_STRING(sn.key)
+        nk = PyBytes_GET_SIZE(sn.key)
+        matchlen = prefix_length(sk, nk, k + pos, klen - pos)
+        if matchlen == nk:
+            sn.val = _range_insert(t, sn.val, hexkey, pos + nk, value)
+            _touch(sn)
+            return sn
+        # The keys diverge inside this node: a branch at the divergence point, behind an extension for the
+        # common part if there is one.
+        branch = FullNode.new()
+        branch.set_child(sk[matchlen], _range_insert(t, None, sn.key, matchlen + 1, sn.val))
+        branch.set_child(k[pos + matchlen], _range_insert(t, None, hexkey, pos + matchlen + 1, value))
+        if matchlen == 0:
+            return branch
+        return ShortNode.new(PyBytes_FromStringAndSize(<const char *>k + pos, matchlen), branch)
+    if type(n) is FullNode:
+        fn = <FullNode>n
+        idx = k[pos]
+        fn.set_child(idx, _range_insert(t, fn.child(idx), hexkey, pos + 1, value))
+        _touch(fn)
+        return fn
+    return t._insert(n, hexkey, pos, value, False, &changed)
+
+
 cdef bint _has_right_element(Node n, bytes hexkey) except -1:
     """Whether the (resolved) path of hexkey has anything to its right."""
     cdef Py_ssize_t pos = 0
@@ -1288,11 +1329,11 @@ def verify_range_proof(root, first_key, keys, values, proof):
             # Checked above: bytes, and no value is empty (an update, never a delete).
             # The edge keys' hex forms exist already (ks[0] may lie right of first: then it is hexed here).
             if i == n - 1:
-                t._update(last_hex, ValueNode.new(<bytes>vs[i]))
+                t.root = _range_insert(t, t.root, last_hex, 0, ValueNode.new(<bytes>vs[i]))
             elif i == 0 and <bytes>ks[0] == first:
-                t._update(first_hex, ValueNode.new(<bytes>vs[i]))
+                t.root = _range_insert(t, t.root, first_hex, 0, ValueNode.new(<bytes>vs[i]))
             else:
-                t._update(_hex(<bytes>ks[i]), ValueNode.new(<bytes>vs[i]))
+                t.root = _range_insert(t, t.root, _hex(<bytes>ks[i]), 0, ValueNode.new(<bytes>vs[i]))
         _proofset_build_known(&ps)
         have = _hash_rebuilt(t.root, &ps) if t.root is not None else t.hash()
         if have != root_hash:
