@@ -670,14 +670,81 @@ cdef Node _resolve_node(ProofSet *ps, const uint8_t *wanted, Py_ssize_t index):
     return n
 
 
+cdef Node _resolve_branch(ProofSet *ps, const uint8_t *wanted, Py_ssize_t index, uint32_t drop):
+    """_resolve_node, but a branch is built from _scan_node's items (cheaper than the general decoder), leaving
+    out the children in drop (bit i: nibble i): those _unset_internal would remove again, so their nodes are
+    never made. The node is checked whole all the same (_scan_node accepts exactly what the decoder does):
+    anything it refuses, and a short node, takes _resolve_node, with its exact errors."""
+    cdef Py_ssize_t found, length
+    cdef NodeItems items
+    cdef const uint8_t *data
+    cdef FullNode fn
+    cdef RLPItem *item
+    cdef int i
+    found = _proofset_find(ps, wanted)
+    if found < 0:
+        return _resolve_node(ps, wanted, index)
+    data = <const uint8_t *>ps.data[found]
+    length = <Py_ssize_t>ps.lengths[found]
+    if length < HASH_LENGTH or not _scan_node(data, 0, length, &items) or items.count != BRANCH_WIDTH:
+        return _resolve_node(ps, wanted, index)
+    fn = FullNode.new()
+    for i in range(16):
+        item = &items.items[i]
+        if (drop >> i) & 1:
+            continue
+        if item.is_list:
+            # An embedded node, checked by _scan_node: decoded as mpt.node's _decode_ref does.
+            fn.set_child(i, decode_node_c(None, <const unsigned char *>data + items.starts[i],
+                                          item.end - items.starts[i]))
+        elif item.payload_length == HASH_LENGTH:
+            fn.set_child(i, HashNode.from_digest(data + item.payload_offset))
+    item = &items.items[16]
+    if item.payload_length:
+        fn.set_child(16, ValueNode.new(PyBytes_FromStringAndSize(<const char *>data + item.payload_offset,
+                                                                  item.payload_length)))
+    fn.dirty = False
+    fn.set_hash(wanted)
+    return fn
+
+
+cdef uint32_t _drop_mask(bytes hexkey, bytes other, bint left, Py_ssize_t pos) noexcept:
+    """Which children of a branch at hexkey[:pos] on an edge path _unset_internal removes (other: the other
+    edge key, of the same length; None: none). Above the fork nothing; at the fork those strictly between the
+    edges; below it, on the left path those right of it, on the right path those left of it. Only siblings of
+    the path: the walk of _unset_internal never looks at them, so leaving them out early changes nothing."""
+    cdef const uint8_t *k
+    cdef const uint8_t *o
+    cdef int a, b
+    if other is None or pos >= PyBytes_GET_SIZE(hexkey) or PyBytes_GET_SIZE(other) != PyBytes_GET_SIZE(hexkey):
+        return 0
+    k = <const uint8_t *>PyBytes_AS_STRING(hexkey)
+    o = <const uint8_t *>PyBytes_AS_STRING(other)
+    a = k[pos]
+    if a > 15:
+        return 0
+    if memcmp(k, o, pos) == 0:
+        b = o[pos]
+        if b > 15 or a == b:
+            return 0
+        if a > b:
+            a, b = b, a
+        # Bits a+1 .. b-1.
+        return ((<uint32_t>1 << b) - 1) & ~((<uint32_t>2 << a) - 1)
+    if left:
+        return 0xffff & ~((<uint32_t>2 << a) - 1)
+    return (<uint32_t>1 << a) - 1
+
+
 cdef Node _proof_to_path(const uint8_t *root_hash, Node root, bytes hexkey, ProofSet *ps, bint allow_absent,
-                         list value_out):
-    """Resolve the path of key from the proof into a node tree; hash nodes stay where the path does not go."""
+                         list value_out, bytes other=None, bint left=False):
+    """Resolve the path of key from the proof into a node tree; hash nodes stay where the path does not go.
+    With other (the other edge key), branches leave out what _unset_internal would remove (_drop_mask)."""
     cdef Py_ssize_t pos = 0, before, depth = 0
     cdef Node parent, child
     cdef object got
     if root is None:
-        root = _resolve_node(ps, root_hash, 0)
+        root = _resolve_branch(ps, root_hash, 0, _drop_mask(hexkey, other, left, 0))
     parent = root
     while True:
         before = pos
@@ -692,7 +759,7 @@ cdef Node _proof_to_path(const uint8_t *root_hash, Node root, bytes hexkey, Proo
             continue
         if type(child) is HashNode:
             depth += 1
-            child = _resolve_node(ps, child.hash_value, depth)
+            child = _resolve_branch(ps, child.hash_value, depth, _drop_mask(hexkey, other, left, pos))
         elif type(child) is ValueNode:
             value_out.append((<ValueNode>child).value)
         # Link the parent and the resolved child (the parent's own encoding, and hash, do not change).
@@ -848,6 +915,47 @@ cdef int _unset_internal(Node n, bytes left, bytes right) except -1:
     _unset(fn, fn.child(_nibble(left, pos)), left, pos + 1, False)
     _unset(fn, fn.child(_nibble(right, pos)), right, pos + 1, True)
     return 0
+
+
+cdef Node _range_insert(Trie t, Node n, bytes hexkey, Py_ssize_t pos, Node value):
+    """Trie._insert for the tree a range proof rebuilds: nothing else holds its nodes, so they change in place
+    (no copies, no paths to track), and key tails are made straight from the key's bytes, not through slice
+    objects. A hash node (the range reaching past the proof) and anything odd take t._insert, as before."""
+    cdef Py_ssize_t klen = PyBytes_GET_SIZE(hexkey), matchlen, nk
+    cdef const uint8_t *k = <const uint8_t *>PyBytes_AS_STRING(hexkey)
+    cdef const uint8_t *sk
+    cdef ShortNode sn
+    cdef FullNode fn, branch
+    cdef bint changed = False
+    cdef int idx
+    if pos == klen:
+        return value
+    if n is None:
+        return ShortNode.new(PyBytes_FromStringAndSize(<const char *>k + pos, klen - pos), value)
+    if type(n) is ShortNode:
+        sn = <ShortNode>n
+        sk = <const uint8_t *>PyBytes_AS_STRING(sn.key)
+        nk = PyBytes_GET_SIZE(sn.key)
+        matchlen = prefix_length(sk, nk, k + pos, klen - pos)
+        if matchlen == nk:
+            sn.val = _range_insert(t, sn.val, hexkey, pos + nk, value)
+            _touch(sn)
+            return sn
+        # The keys diverge inside this node: a branch at the divergence point, behind an extension for the
+        # common part if there is one.
+        branch = FullNode.new()
+        branch.set_child(sk[matchlen], _range_insert(t, None, sn.key, matchlen + 1, sn.val))
+        branch.set_child(k[pos + matchlen], _range_insert(t, None, hexkey, pos + matchlen + 1, value))
+        if matchlen == 0:
+            return branch
+        return ShortNode.new(PyBytes_FromStringAndSize(<const char *>k + pos, matchlen), branch)
+    if type(n) is FullNode:
+        fn = <FullNode>n
+        idx = k[pos]
+        fn.set_child(idx, _range_insert(t, fn.child(idx), hexkey, pos + 1, value))
+        _touch(fn)
+        return fn
+    return t._insert(n, hexkey, pos, value, False, &changed)
 
 
 cdef bint _has_right_element(Node n, bytes hexkey) except -1:
@@ -1204,8 +1312,8 @@ def verify_range_proof(root, first_key, keys, values, proof):
             raise ProofError("inconsistent edge keys (%d != %d)" % (PyBytes_GET_SIZE(first), PyBytes_GET_SIZE(last)))
         first_hex = _hex(first)
         last_hex = _hex(last)
-        tree = _proof_to_path(rh, None, first_hex, &ps, True, value_out)
-        tree = _proof_to_path(rh, tree, last_hex, &ps, True, value_out)
+        tree = _proof_to_path(rh, None, first_hex, &ps, True, value_out, last_hex, True)
+        tree = _proof_to_path(rh, tree, last_hex, &ps, True, value_out, first_hex, False)
         # A bare Trie (no __init__: no MemoryDB per call) over the module's empty database: the rebuilt tree
         # is only read (a hash node the range reaches raises MissingNodeError), never committed.
         t = Trie.__new__(Trie)
@@ -1214,15 +1322,18 @@ def verify_range_proof(root, first_key, keys, values, proof):
         t._touched = set()
         if not _unset_internal(tree, first_hex, last_hex):
             t.root = tree
+        # The trie's slot must be the tree's only reference: _insert then sees the (touched, dirty) edge path as
+        # owned and changes it in place, instead of copying the root's branch and path on every entry.
+        tree = None
         for i in range(n):
             # Checked above: bytes, and no value is empty (an update, never a delete).
             # The edge keys' hex forms exist already (ks[0] may lie right of first: then it is hexed here).
             if i == n - 1:
-                t._update(last_hex, ValueNode.new(<bytes>vs[i]))
+                t.root = _range_insert(t, t.root, last_hex, 0, ValueNode.new(<bytes>vs[i]))
             elif i == 0 and <bytes>ks[0] == first:
-                t._update(first_hex, ValueNode.new(<bytes>vs[i]))
+                t.root = _range_insert(t, t.root, first_hex, 0, ValueNode.new(<bytes>vs[i]))
             else:
-                t._update(_hex(<bytes>ks[i]), ValueNode.new(<bytes>vs[i]))
+                t.root = _range_insert(t, t.root, _hex(<bytes>ks[i]), 0, ValueNode.new(<bytes>vs[i]))
         _proofset_build_known(&ps)
         have = _hash_rebuilt(t.root, &ps) if t.root is not None else t.hash()
         if have != root_hash:

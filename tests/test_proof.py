@@ -540,6 +540,33 @@ def test_range_property_small_tries(items, data):
     assert more == (end < len(entries))
 
 
+@pytest.mark.parametrize("key_len", [3, 32])
+def test_range_rebuild_in_place_catches_every_missing_or_changed_entry(key_len):
+    # The edge paths' branches are built without the children between the edges, and the entries go into the
+    # rebuilt tree in place: short keys (leaves embedded in their branches) and long ones (hashed leaves), short
+    # and long ranges, each checked whole, with one entry left out, and with one value changed.
+    rng = random.Random(key_len)
+    entries = sorted({rng.randbytes(key_len): rng.randbytes(rng.randrange(1, 40)) for _ in range(600)}.items())
+    t = trie_of(entries)
+    root = t.hash()
+    for _ in range(60):
+        start = rng.randrange(len(entries) - 2)
+        end = min(len(entries), start + rng.choice([3, 10, 40]))
+        keys = [k for k, _ in entries[start:end]]
+        values = [v for _, v in entries[start:end]]
+        proof = edge_proof(t, keys[0], keys[-1])
+        assert verify_range_proof(root, keys[0], keys, values, proof) == (end < len(entries))
+        i = rng.randrange(1, len(keys) - 1)
+        with pytest.raises(ProofError):
+            verify_range_proof(root, keys[0], keys[:i] + keys[i + 1:], values[:i] + values[i + 1:], proof)
+        bad = list(values)
+        bad[i] = bad[i] + b"x"
+        with pytest.raises(ProofError):
+            verify_range_proof(root, keys[0], keys, bad, proof)
+        # The same call again: nothing of the first call's tree is shared with the second.
+        assert verify_range_proof(root, keys[0], keys, values, proof) == (end < len(entries))
+
+
 def test_whole_range_without_proof_takes_any_sequences_of_bytes_likes():
     t = Trie()
     entries = sorted((bytes([i, 7 * i % 256]) * 3, b"v%d" % i * (i % 5 + 1)) for i in range(1, 120))
