@@ -1063,6 +1063,19 @@ cdef inline size_t _rlp_string_size(const uint8_t *d, size_t n) noexcept:
     return _rlp_header_size(n) + n
 
 
+cdef int _finish_against(STBuilder *b, int rc, bytes root_hash) except -1:
+    """The end of both whole-range checks: finish the builder's root (rc: how adding the entries went) and compare
+    it with the claimed root."""
+    if rc == 0:
+        rc = st_finish_root(b)
+    if rc != 0:
+        raise MemoryError("range verification: out of memory")
+    if memcmp(b.root, PyBytes_AS_STRING(root_hash), HASH_LENGTH) != 0:
+        raise ProofError("invalid proof, want hash %s, got %s"
+                         % (root_hash.hex(), PyBytes_FromStringAndSize(<const char *>b.root, HASH_LENGTH).hex()))
+    return 0
+
+
 cdef object _verify_whole_range_batched(bytes root_hash, list ks, list vs):
     """_verify_whole_range for n >= 2 entries, with every leaf hashed in one batch before the builder runs.
 
@@ -1179,13 +1192,7 @@ cdef object _verify_whole_range_batched(bytes root_hash, list ks, list vs):
                 rc = st_add_nibbles(&b, nib, s, ST_REF, enc + offs[i], offs[i + 1] - offs[i])
             if rc != 0:
                 break
-        if rc == 0:
-            rc = st_finish_root(&b)
-        if rc != 0:
-            raise MemoryError("range verification: out of memory")
-        if memcmp(b.root, PyBytes_AS_STRING(root_hash), HASH_LENGTH) != 0:
-            raise ProofError("invalid proof, want hash %s, got %s"
-                             % (root_hash.hex(), PyBytes_FromStringAndSize(<const char *>b.root, HASH_LENGTH).hex()))
+        _finish_against(&b, rc, root_hash)
     finally:
         st_free(&b)
         PyMem_Free(paths)
@@ -1232,13 +1239,7 @@ cdef object _verify_whole_range(bytes root_hash, list ks, list vs):
                                 <size_t>PyBytes_GET_SIZE(v))
             if rc != 0:
                 break
-        if rc == 0:
-            rc = st_finish_root(&b)
-        if rc != 0:
-            raise MemoryError("range verification: out of memory")
-        if memcmp(b.root, PyBytes_AS_STRING(root_hash), HASH_LENGTH) != 0:
-            raise ProofError("invalid proof, want hash %s, got %s"
-                             % (root_hash.hex(), PyBytes_FromStringAndSize(<const char *>b.root, HASH_LENGTH).hex()))
+        _finish_against(&b, rc, root_hash)
     finally:
         st_free(&b)
         if nib != nib_inline:

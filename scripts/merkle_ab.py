@@ -7,29 +7,15 @@ and keeps the best of `--rounds`; the ratio hashlib / root of one process is wha
 (both sides see the same load). Prints one JSON line per size.
 """
 import argparse
-import hashlib
 import json
-import random
 import sys
 import time
 
 sys.path.insert(0, ".")
 
 from mpt import merkle  # noqa: E402
+from mpt.bench.cases import _hashlib_merkle_root as hashlib_root, _merkle_leaves  # noqa: E402
 from mpt.hasher import set_hash_threads  # noqa: E402
-
-
-def hashlib_root(leaves):
-    sha256 = hashlib.sha256
-    if not leaves:
-        return sha256(b"").digest()
-    level = [sha256(b"\x00" + x).digest() for x in leaves]
-    while len(level) > 1:
-        nxt = [sha256(b"\x01" + level[i] + level[i + 1]).digest() for i in range(0, len(level) - 1, 2)]
-        if len(level) % 2:
-            nxt.append(level[-1])
-        level = nxt
-    return level[0]
 
 
 CLOCK = time.perf_counter
@@ -59,8 +45,7 @@ def main():
         CLOCK = time.thread_time
     set_hash_threads(args.threads)
     for n in map(int, args.sizes.split(",")):
-        rng = random.Random(n)
-        leaves = [rng.getrandbits(800).to_bytes(100, "little") for _ in range(n)]
+        leaves = list(_merkle_leaves(n, 100))       # MerkleRoot/N's leaves
         assert merkle.root(leaves) == hashlib_root(leaves)
         calls = max(1, 20000 // n)
         ours, theirs = [], []
