@@ -79,6 +79,15 @@ cdef extern from *:
     void MPT_PREFETCH(const void *p) noexcept nogil
 
 
+cdef inline void _prefetch2(const void *p) noexcept nogil:
+    # Both cache lines of an object of 65-128 bytes. A ShortNode (80 bytes) has its type in the first line and
+    # its key and val pointers at offset 64 and 72, always in the next one; a ValueNode (72) its bytes pointer at
+    # 64; a 32-byte key's nibbles (98 bytes as bytes) and an account value (about 100) span two lines as well.
+    # Asked for one line, the pass would take a second, serial miss on each of them.
+    MPT_PREFETCH(p)
+    MPT_PREFETCH(<const char *>p + 64)
+
+
 # Large tries are bound by memory latency, not by keccak: every node, key and value is a separate object
 # somewhere in the heap. Before walking a branch's children we ask for them (and what they point to) all at once,
 # so that their cache misses overlap instead of queueing one by one.
@@ -559,6 +568,7 @@ cdef Py_ssize_t _visit_full(HashPass *p, PyObject *n, int *height) noexcept nogi
     cdef Py_ssize_t hole_at[16]
     cdef PyObject **gs
     cdef PyObject *c
+    cdef PyObject *g
     cdef PyObject *v
     cdef Py_ssize_t payload, start, o, e
     cdef uint8_t *out
@@ -566,31 +576,56 @@ cdef Py_ssize_t _visit_full(HashPass *p, PyObject *n, int *height) noexcept nogi
     for i in range(16):
         c = slots[i]
         if c != NULL:
-            MPT_PREFETCH(c)
+            _prefetch2(c)
             idx[cnt] = i
             kids[cnt] = c
             cnt += 1
-    # Three prefetch rounds instead of one chain of misses per child: the children (above), then what each
-    # points to (a leaf's key and value node, a branch's children), then the value bytes behind each leaf.
-    # Each round waits for about one miss while the others arrive alongside.
+    # Four prefetch rounds instead of one chain of misses per child, each round waiting for about one miss while
+    # the others arrive alongside: (1, above) the children; (2) what each points to: a leaf's key and value
+    # node, a branch's other lines and children; (3) the value bytes behind each leaf child, and the keys and
+    # value nodes of the leaves one level down; (4) those leaves' value bytes. Going two levels down lets a
+    # branch above the bottom one (at 100K accounts: about 16 children and 24 leaves below them) overlap all its
+    # leaves' misses, where a bottom branch alone has 1-3 leaves to overlap (HashFixedSize/100K: 0.90x, /10K
+    # and /1K within noise; docs/performance.md).
     for j in range(cnt):
         c = kids[j]
         if _has_hash(c):
             continue
         if _type_of(c) is _SHORT:
-            MPT_PREFETCH(_short_key(c))
-            MPT_PREFETCH(_short_val(c))
+            _prefetch2(_short_key(c))
+            _prefetch2(_short_val(c))
         elif _type_of(c) is _FULL:
+            MPT_PREFETCH(<const char *>c + 128)
+            MPT_PREFETCH(<const char *>c + 192)
             gs = _slots(c)
             for k in range(16):
                 if gs[k] != NULL:
-                    MPT_PREFETCH(gs[k])
+                    _prefetch2(gs[k])
     for j in range(cnt):
         c = kids[j]
-        if _type_of(c) is _SHORT and not _has_hash(c):
+        if _has_hash(c):
+            continue
+        if _type_of(c) is _SHORT:
             v = _short_val(c)
             if _type_of(v) is _VALUE:
-                MPT_PREFETCH(_value_bytes(v))
+                _prefetch2(_value_bytes(v))
+        elif _type_of(c) is _FULL:
+            gs = _slots(c)
+            for k in range(16):
+                g = gs[k]
+                if g != NULL and _type_of(g) is _SHORT and not _has_hash(g):
+                    _prefetch2(_short_key(g))
+                    _prefetch2(_short_val(g))
+    for j in range(cnt):
+        c = kids[j]
+        if _type_of(c) is _FULL and not _has_hash(c):
+            gs = _slots(c)
+            for k in range(16):
+                g = gs[k]
+                if g != NULL and _type_of(g) is _SHORT and not _has_hash(g):
+                    v = _short_val(g)
+                    if _type_of(v) is _VALUE:
+                        _prefetch2(_value_bytes(v))
     for j in range(cnt):
         entry_of[j] = -1
         c = kids[j]
