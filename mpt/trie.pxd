@@ -37,6 +37,7 @@ cdef class Trie:
     cpdef object get(self, object key, object default=*)
     cpdef update(self, object key, object value)
     cpdef delete(self, object key)
+    cdef int _delete_key(self, object key, str caller) except -1
 
 
 cdef bytes check_bytes(object value, str what)

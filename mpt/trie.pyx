@@ -429,12 +429,17 @@ cdef class Trie:
 
     cpdef delete(self, object key):
         """Remove key; a missing key is not an error (geth semantics)."""
+        self._delete_key(key, "delete")
+
+    cdef int _delete_key(self, object key, str caller) except -1:
+        # delete() and `del t[key]`; caller names the method in the busy-state error.
         cdef bytes hexkey = self._hex(key)
-        self._begin_write("delete")
+        self._begin_write(caller)
         try:
             self._set_root(self._delete(self.root, hexkey, 0))
         finally:
             self._end_write()
+        return 0
 
     cpdef bytes hash(self):
         """The root hash (keccak256 of the root node's encoding; EMPTY_ROOT for an empty trie)."""
@@ -560,12 +565,7 @@ cdef class Trie:
 
     def __delitem__(self, key):
         cdef Node before = self.root
-        cdef bytes hexkey = self._hex(key)
-        self._begin_write("__delitem__")
-        try:
-            self._set_root(self._delete(self.root, hexkey, 0))
-        finally:
-            self._end_write()
+        self._delete_key(key, "__delitem__")
         if self.root is before:
             raise KeyError(key)
 
