@@ -1,4 +1,4 @@
-"""Shared test helpers: where the public test vectors are."""
+"""Shared test helpers: where the public test vectors are, and a trie filled from a dict."""
 import json
 import pathlib
 
@@ -14,6 +14,16 @@ def load_vector(relative_path):
     """Parse a JSON vector file (relative to the vectors folder)."""
     with open(VECTORS / relative_path) as f:
         return json.load(f)
+
+
+def trie_of(model, db=None):
+    """A Trie (on db, a fresh MemoryDB when None) holding every key -> value of model, inserted in its order."""
+    from mpt import Trie
+
+    t = Trie() if db is None else Trie(db)
+    for k, v in model.items():
+        t[k] = v
+    return t
 
 
 def from_hex_or_text(s):

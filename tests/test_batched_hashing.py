@@ -26,6 +26,8 @@ from mpt.hasher import (
 )
 from mpt.node import ShortNode, ValueNode
 
+from conftest import trie_of
+
 ALL_BACKENDS = ["scalar", "avx2", "avx512", "avx2x8"]
 LANES = {"scalar": 1, "avx2": 4, "avx512": 8, "avx2x8": 8}
 
@@ -272,9 +274,7 @@ def test_split_over_threads_matches_reference(threads, shape):
         model = {rng.randbytes(32): rng.randbytes(40) for _ in range(2000)}
     else:
         model = {b"\x01": b"a", b"\x02": b"b"}      # everything embedded in a root under 32 bytes... or not
-    t = Trie()
-    for k, v in model.items():
-        t[k] = v
+    t = trie_of(model)
     old = set_hash_threads(threads)
     try:
         assert t.hash() == trie_root(model)
@@ -296,9 +296,7 @@ def test_hash_releases_the_gil():
     model = {rng.randbytes(32): rng.randbytes(80) for _ in range(60000)}
     counts = []
     for _attempt in range(3):
-        t = Trie()
-        for k, v in model.items():
-            t[k] = v
+        t = trie_of(model)
         hashing = threading.Event()
         stop = threading.Event()
         ticks = [0]

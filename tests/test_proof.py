@@ -198,33 +198,40 @@ _NODES = _node_encodings()
 def test_proof_walk_accepts_exactly_what_the_decoder_accepts(blob, flips, cut, key):
     # verify_proof checks nodes on their bytes without decoding them; it must refuse a node exactly when
     # mpt.node's decoder does (and say why in the decoder's words).
-    from mpt.errors import NodeDecodeError
-    from mpt.node import decode_node
-
     data = bytearray(blob)
     for where, byte in flips:
         data[where % len(data)] ^= byte or 1
     data = bytes(data[:len(data) - cut % 3])
-    try:
-        decode_node(data)
-        why = None
-    except NodeDecodeError as e:
-        why = str(e)
+    why = _walk_refuses_like_decoder(data, key)
     # Both C readers against the pure-Python rules of the fuzz harnesses (fuzz/fuzz_support.py).
     try:
         reference_decode_node(data)
         assert why is None, "decode_node refused a node the reference accepts: %s" % why
     except Rejected:
         assert why is not None, "decode_node accepted a node the reference refuses"
+
+
+def _walk_refuses_like_decoder(data, key):
+    """Assert that verify_proof refuses the one-node proof [data] exactly when mpt.node's decoder refuses data,
+    in the decoder's words; return the decoder's reason (None: accepted)."""
+    from mpt.errors import NodeDecodeError
+    from mpt.node import decode_node
+
+    try:
+        decode_node(data)
+        why = None
+    except NodeDecodeError as e:
+        why = str(e)
     try:
         verify_proof(keccak256(data), key, [data])
         refused = None
     except ProofError as e:
         refused = str(e)
     if why is None:
-        assert refused is None or "bad proof node" not in refused
+        assert refused is None or "bad proof node" not in refused, (data.hex(), refused)
     else:
-        assert refused is not None and refused.endswith(": " + why)
+        assert refused is not None and refused.endswith(": " + why), (data.hex(), why, refused)
+    return why
 
 
 def test_list_proofs_read_in_place_or_copied(random_trie):
@@ -254,9 +261,6 @@ def test_branch_item_runs_are_checked_like_the_decoder():
     # The node checks read runs of empty slots 8 bytes at a time and hashes with one add (mpt/proof.pyx
     # _scan_node): branches of 15..18 items mixing empties, hashes, embedded nodes and values, whole or with
     # the item bytes cut or padded inside a correct list header, are refused exactly when the decoder refuses.
-    from mpt.errors import NodeDecodeError
-    from mpt.node import decode_node
-
     rng = random.Random(15)
     refs = [b"\x80"] * 6 + [b"\xa0" + bytes(range(32))] * 3 + [_rlp_list(b"\x20\x01")]   # valid children
     others = [b"\x05", b"\x81\x90", b"\x82\x01\x02"]                                 # values only
@@ -278,22 +282,10 @@ def test_branch_item_runs_are_checked_like_the_decoder():
         elif edit == 2:
             payload += b"\x80" * rng.randint(1, 9)           # extra empty slots
         data = _rlp_list(payload)
-        try:
-            decode_node(data)
-            why = None
-        except NodeDecodeError as e:
-            why = str(e)
-        try:
-            verify_proof(keccak256(data), bytes([rng.randrange(256)]), [data])
-            bad = None
-        except ProofError as e:
-            bad = str(e)
-        if why is None:
+        if _walk_refuses_like_decoder(data, bytes([rng.randrange(256)])) is None:
             accepted += 1
-            assert bad is None or "bad proof node" not in bad, (data.hex(), bad)
         else:
             refused += 1
-            assert bad is not None and bad.endswith(": " + why), (data.hex(), why, bad)
     assert accepted > 300 and refused > 300
 
 

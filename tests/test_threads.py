@@ -19,6 +19,8 @@ from mpt._reference import secure_trie_root, trie_root
 from mpt.db import MemoryDB
 from mpt.hasher import HasherPool, get_default_pool, set_hash_threads
 
+from conftest import trie_of
+
 
 def _run(workers):
     errors = []
@@ -67,9 +69,7 @@ def test_readers_share_a_committed_trie():
     rng = random.Random(99)
     model = {rng.randbytes(32): rng.randbytes(50) for _ in range(3000)}
     db = MemoryDB()
-    t = Trie(db)
-    for k, v in model.items():
-        t[k] = v
+    t = trie_of(model, db)
     root = t.commit()
     shared = Trie(db, root)          # nodes load lazily while the readers race through it
     keys = list(model)
@@ -154,9 +154,7 @@ def test_readers_hash_a_shared_unhashed_trie(hash_threads):
     (model,) = _models(1, 4000, 77)
     expected = _stack_root(model)
     for _ in range(3):
-        shared = Trie()
-        for k, v in model.items():
-            shared[k] = v
+        shared = trie_of(model)
         keys = list(model)
         barrier = threading.Barrier(8)
 
@@ -180,9 +178,7 @@ def test_readers_hash_a_shared_unhashed_trie(hash_threads):
 def test_proofs_verify_concurrently():
     rng = random.Random(3)
     model = {rng.randbytes(32): rng.randbytes(rng.choice([1, 33, 80])) for _ in range(2000)}
-    t = Trie()
-    for k, v in model.items():
-        t[k] = v
+    t = trie_of(model)
     root = t.hash()
     keys = sorted(model)
     proofs = [(k, t.prove(k)) for k in keys[:400]]
@@ -445,9 +441,7 @@ def test_write_during_commit_raises_and_changes_nothing():
     rng = random.Random(5)
     model = {rng.randbytes(32): rng.randbytes(40) for _ in range(300)}
     db = _MutatingDB()
-    t = Trie(db)
-    for k, v in model.items():
-        t[k] = v
+    t = trie_of(model, db)
     db.trie = t
     root = t.commit()
     assert root == trie_root(model)
@@ -484,9 +478,7 @@ def test_hash_while_an_update_loads_nodes_raises():
     rng = random.Random(6)
     model = {rng.randbytes(32): rng.randbytes(40) for _ in range(200)}
     db = _PausingDB()
-    t = Trie(db)
-    for k, v in model.items():
-        t[k] = v
+    t = trie_of(model, db)
     root = t.commit()
     t = Trie(db, root)                              # nothing loaded: the updates below resolve from db
     first, key = sorted(model)[0], sorted(model)[-1]    # different first nibbles: different subtrees
@@ -518,9 +510,7 @@ def test_writes_while_another_thread_hashes_raise(threads):
     old = set_hash_threads(threads)
     try:
         for _attempt in range(5):
-            t = Trie()
-            for k, v in model.items():
-                t[k] = v
+            t = trie_of(model)
             started = threading.Event()
             done = threading.Event()
             outcome = {"raised": 0, "applied": 0}
