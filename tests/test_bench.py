@@ -446,3 +446,15 @@ def test_merkle_peers(capsys):
     assert code == 0
     assert "hashlib" in out and "MerkleRoot/100" in out
     assert "sha ratio" in out
+
+
+def test_hash_layout_script_builds_one_root_in_every_layout():
+    """scripts/hash_layout.py (docs/performance.md, issue 15's target 3) hashes the same accounts in three memory
+    layouts; it exits non-zero when the layouts give different roots."""
+    proc = subprocess.run([sys.executable, "scripts/hash_layout.py", "300", "--repeat", "1", "--backend", "scalar"],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("300 accounts, scalar Keccak alone")
+    assert [line.split("  ")[0] for line in lines[1:]] == [
+        "insertion order (the benchmark)", "key order", "key order, values copied in that order"]
