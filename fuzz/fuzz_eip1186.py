@@ -10,6 +10,7 @@ The first byte picks the mode:
   verify.
 * odd: **arbitrary JSON** (32 bytes of state root, then JSON text). Only a result or ProofError may come out.
 """
+import copy
 import json
 import re
 
@@ -24,7 +25,9 @@ ZERO_HASH = b"\x00" * 32
 STRICT_HEX = re.compile(r"0[xX][0-9a-fA-F]*\Z")
 
 # Replacement values for a field: wrong types, malformed hex, hex that int() or bytes.fromhex() would
-# half-accept, and sizes far beyond any legal field.
+# half-accept, and sizes far beyond any legal field. The lists and dicts are templates: tamper() hands out deep
+# copies, since a later edit of the same response may write into the value it placed, and a shared one would
+# carry that change into every later input.
 ODD_VALUES = (
     None, 0, 1.5, True, [], {}, "", "0x", "0X", "0x0", "0x00", "0x1", "12", "0xzz", " 0x1", "0x1 ", "0x1_0",
     "0x\uff11", "0x12 34", "0x-1", "0x" + "f" * 5000, "0x" + "0" * 5000 + "1", "0x" + "11" * 32, "0x" + "00" * 32,
@@ -90,7 +93,7 @@ def tamper(response: dict, inp: FuzzInput, other_proofs) -> None:
         if edit == 0:
             target.pop(field, None)
         elif edit == 1:
-            target[field] = inp.choice(ODD_VALUES)
+            target[field] = copy.deepcopy(inp.choice(ODD_VALUES))
         elif edit == 2 and isinstance(target.get(field), str):
             target[field] = _bend_string(target[field], inp)
         elif edit == 3 and isinstance(target.get(field), list) and target[field]:
@@ -104,7 +107,7 @@ def tamper(response: dict, inp: FuzzInput, other_proofs) -> None:
             elif choice == 2 and isinstance(items[i], str):
                 items[i] = _bend_string(items[i], inp)
             else:
-                items.insert(i, inp.choice(ODD_VALUES))
+                items.insert(i, copy.deepcopy(inp.choice(ODD_VALUES)))
         elif edit == 4 and other_proofs:
             # A real proof from the same state, for another address or slot.
             target[field] = list(inp.choice(other_proofs))

@@ -10,6 +10,7 @@ The first byte picks the mode:
   ProofError or a result the reference agrees with, nothing else.
 """
 import base64
+import copy
 import hashlib
 import json
 
@@ -20,6 +21,9 @@ from mpt.errors import ProofError
 from fuzz_support import FuzzInput, run_fuzzer
 
 MAX_LEN = 4096
+# Replacement values of other JSON types. The lists and dicts are templates: _tamper hands out deep copies, since
+# a later edit of the same input may write into the value it placed (a shared {} once received itself as a
+# field, and every later input saw the change).
 _JUNK = (None, True, 0, -1, 1 << 64, "", "0", "-1", "18446744073709551616", "AA==", "zz", [], {}, 1.5, [None])
 
 
@@ -33,7 +37,7 @@ def _tamper(inp: FuzzInput, obj: dict, keys) -> None:
     how = inp.int_below(6)
     value = obj.get(key)
     if how == 0:
-        obj[key] = inp.choice(_JUNK)
+        obj[key] = copy.deepcopy(inp.choice(_JUNK))
     elif how == 1:
         obj.pop(key, None)
     elif how == 2 and isinstance(value, str) and value:

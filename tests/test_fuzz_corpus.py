@@ -4,6 +4,7 @@ fuzz/corpus/<target>/ holds the seeds (fuzz/make_corpus.py); fuzz/regressions/<t
 once broke mpt, each fixed since. A harness's test_one_input raises exactly when mpt breaks its hostile-input
 contract, so every file must pass through silently.
 """
+import copy
 import importlib
 import subprocess
 import sys
@@ -51,6 +52,25 @@ def test_seed_corpus(target, path):
 @pytest.mark.parametrize("target, path", _inputs("regressions"))
 def test_regression(target, path):
     _harness(target).test_one_input(path.read_bytes())
+
+
+def test_tampering_never_writes_into_the_replacement_values():
+    # A harness's tampering places wrong-typed values from a module-level table, then may edit the same field
+    # again. With the table's own {} placed, fuzz/regressions/merkle/junk-dict-given-itself made that dict its
+    # own "total" (json.dumps: circular reference, the CI fuzz run's failure), and any such edit changed the
+    # table for every later input. The tables now hand out copies.
+    merkle, eip1186 = _harness("merkle"), _harness("eip1186")
+    before = copy.deepcopy((merkle._JUNK, eip1186.ODD_VALUES))
+    merkle.test_one_input((FUZZ_DIR / "regressions" / "merkle" / "junk-dict-given-itself").read_bytes())
+    # eip1186: two edits of accountProof, first to the table's ["0x00"], then deleting that list's item.
+    from fuzz_support import FuzzInput, InputBuilder
+    field = eip1186.TOP_FIELDS.index("accountProof")
+    template = eip1186.ODD_VALUES.index(["0x00"])
+    response = {}
+    edits = InputBuilder().byte(2).byte(field).byte(1).byte(template).byte(field).byte(3).byte(0).byte(0).build()
+    eip1186.tamper(response, FuzzInput(edits), [])
+    assert response == {"accountProof": []}
+    assert (merkle._JUNK, eip1186.ODD_VALUES) == before
 
 
 def test_harnesses_import_without_atheris():
