@@ -79,13 +79,16 @@ cdef extern from *:
     void MPT_PREFETCH(const void *p) noexcept nogil
 
 
-cdef inline void _prefetch2(const void *p) noexcept nogil:
-    # Both cache lines of an object of 65-128 bytes. A ShortNode (80 bytes) has its type in the first line and
-    # its key and val pointers at offset 64 and 72, always in the next one; a ValueNode (72) its bytes pointer at
-    # 64; a 32-byte key's nibbles (98 bytes as bytes) and an account value (about 100) span two lines as well.
-    # Asked for one line, the pass would take a second, serial miss on each of them.
+cdef inline void _prefetch_object(const void *p) noexcept nogil:
+    # Every cache line of an object of up to 144 bytes. pymalloc aligns objects to 16 bytes, not to lines, so
+    # such an object spans three lines whenever it starts late in one: a ShortNode (88 bytes: its key, val and
+    # leaf_value pointers at 64, 72 and 80) at offset 48 has leaf_value in its third line; a 32-byte key's
+    # nibbles (98 bytes as bytes) and an account value (about 110) from offset 32 on. Asked for two lines, the
+    # pass took the third as a serial miss on a large part of the leaves (HashFixedSize/100K 0.75x with three;
+    # docs/performance.md). The extra prefetch of a line the object does not reach costs one instruction.
     MPT_PREFETCH(p)
     MPT_PREFETCH(<const char *>p + 64)
+    MPT_PREFETCH(<const char *>p + 128)
 
 
 # Large tries are bound by memory latency, not by keccak: every node, key and value is a separate object
@@ -305,6 +308,7 @@ cdef extern from *:
     #define MPT_SLOTS(p) (((struct __pyx_obj_3mpt_4node_FullNode *)(p))->slots)
     #define MPT_SHORT_KEY(p) (((struct __pyx_obj_3mpt_4node_ShortNode *)(p))->key)
     #define MPT_SHORT_VAL(p) ((PyObject *)((struct __pyx_obj_3mpt_4node_ShortNode *)(p))->val)
+    #define MPT_SHORT_LEAF_VALUE(p) (((struct __pyx_obj_3mpt_4node_ShortNode *)(p))->leaf_value)
     #define MPT_VALUE_BYTES(p) (((struct __pyx_obj_3mpt_4node_ValueNode *)(p))->value)
     #define MPT_TYPE(p) ((void *)Py_TYPE(p))
     #define MPT_BYTES_DATA(b) ((const uint8_t *)PyBytes_AS_STRING(b))
@@ -316,6 +320,7 @@ cdef extern from *:
     PyObject **_slots "MPT_SLOTS"(PyObject *n) noexcept nogil
     PyObject *_short_key "MPT_SHORT_KEY"(PyObject *n) noexcept nogil
     PyObject *_short_val "MPT_SHORT_VAL"(PyObject *n) noexcept nogil
+    PyObject *_short_leaf_value "MPT_SHORT_LEAF_VALUE"(PyObject *n) noexcept nogil
     PyObject *_value_bytes "MPT_VALUE_BYTES"(PyObject *n) noexcept nogil
     void *_type_of "MPT_TYPE"(PyObject *n) noexcept nogil
     const uint8_t *_bytes_data "MPT_BYTES_DATA"(PyObject *b) noexcept nogil
@@ -391,10 +396,11 @@ cdef Py_ssize_t _payload_size(PyObject *n, const bint *pending) noexcept nogil:
             else:
                 payload += _embedded_size(c)
         return payload + (1 if slots[16] == NULL else _value_size(slots[16]))
-    c = _short_val(n)
     payload = _key_size(_short_key(n))
-    if _type_of(c) is _VALUE:
-        return payload + _value_size(c)
+    c = _short_leaf_value(n)
+    if c != NULL:
+        return payload + string_size(_bytes_data(c), _bytes_size(c))
+    c = _short_val(n)
     if (pending != NULL and pending[0]) or _has_hash(c):
         return payload + 1 + HASH_LENGTH
     return payload + _embedded_size(c)
@@ -458,8 +464,8 @@ cdef Py_ssize_t _write_node(uint8_t *out, PyObject *n, Py_ssize_t payload, const
             o += put_header(out + o, 0x80, i)
         o += write_compact(_bytes_data(key), _bytes_size(key), out + o)
         c = _short_val(n)
-        if _type_of(c) is _VALUE:
-            o += _put_string(out + o, _value_bytes(c))
+        if _short_leaf_value(n) != NULL:
+            o += _put_string(out + o, _short_leaf_value(n))
         elif pending != NULL and pending[0]:
             out[o] = 0x80 + HASH_LENGTH
             holes[0] = o + 1
@@ -576,46 +582,33 @@ cdef Py_ssize_t _visit_full(HashPass *p, PyObject *n, int *height) noexcept nogi
     for i in range(16):
         c = slots[i]
         if c != NULL:
-            _prefetch2(c)
+            _prefetch_object(c)
             idx[cnt] = i
             kids[cnt] = c
             cnt += 1
-    # Four prefetch rounds instead of one chain of misses per child, each round waiting for about one miss while
-    # the others arrive alongside: (1, above) the children; (2) what each points to: a leaf's key and value
-    # node, a branch's other lines and children; (3) the value bytes behind each leaf child, and the keys and
-    # value nodes of the leaves one level down; (4) those leaves' value bytes. Going two levels down lets a
-    # branch above the bottom one (at 100K accounts: about 16 children and 24 leaves below them) overlap all its
-    # leaves' misses, where a bottom branch alone has 1-3 leaves to overlap (HashFixedSize/100K: 0.90x, /10K
-    # and /1K within noise; docs/performance.md).
+    # Three prefetch rounds instead of one chain of misses per child, each round waiting for about one miss while
+    # the others arrive alongside: (1, above) the children; (2) what each points to: a leaf's key and value bytes
+    # (ShortNode.leaf_value: the ValueNode is never read), a branch's other lines and children; (3) the keys and
+    # value bytes of the leaves one level down. Going two levels down lets a branch above the bottom one (at 100K
+    # accounts: about 16 children and 24 leaves below them) overlap all its leaves' misses, where a bottom branch
+    # alone has 1-3 leaves to overlap (HashFixedSize/100K: 0.90x, /10K and /1K within noise). Skipping the
+    # ValueNode took one round and one dependent miss per leaf away (0.89x at 100K, 0.94x at 10K;
+    # docs/performance.md).
     for j in range(cnt):
         c = kids[j]
         if _has_hash(c):
             continue
         if _type_of(c) is _SHORT:
-            _prefetch2(_short_key(c))
-            _prefetch2(_short_val(c))
+            _prefetch_object(_short_key(c))
+            v = _short_leaf_value(c)
+            _prefetch_object(v if v != NULL else _short_val(c))
         elif _type_of(c) is _FULL:
             MPT_PREFETCH(<const char *>c + 128)
             MPT_PREFETCH(<const char *>c + 192)
             gs = _slots(c)
             for k in range(16):
                 if gs[k] != NULL:
-                    _prefetch2(gs[k])
-    for j in range(cnt):
-        c = kids[j]
-        if _has_hash(c):
-            continue
-        if _type_of(c) is _SHORT:
-            v = _short_val(c)
-            if _type_of(v) is _VALUE:
-                _prefetch2(_value_bytes(v))
-        elif _type_of(c) is _FULL:
-            gs = _slots(c)
-            for k in range(16):
-                g = gs[k]
-                if g != NULL and _type_of(g) is _SHORT and not _has_hash(g):
-                    _prefetch2(_short_key(g))
-                    _prefetch2(_short_val(g))
+                    _prefetch_object(gs[k])
     for j in range(cnt):
         c = kids[j]
         if _type_of(c) is _FULL and not _has_hash(c):
@@ -623,9 +616,9 @@ cdef Py_ssize_t _visit_full(HashPass *p, PyObject *n, int *height) noexcept nogi
             for k in range(16):
                 g = gs[k]
                 if g != NULL and _type_of(g) is _SHORT and not _has_hash(g):
-                    v = _short_val(g)
-                    if _type_of(v) is _VALUE:
-                        _prefetch2(_value_bytes(v))
+                    _prefetch_object(_short_key(g))
+                    v = _short_leaf_value(g)
+                    _prefetch_object(v if v != NULL else _short_val(g))
     for j in range(cnt):
         entry_of[j] = -1
         c = kids[j]
@@ -714,7 +707,7 @@ cdef Py_ssize_t _pass_visit(HashPass *p, PyObject *n, int *height) noexcept nogi
     if t is not _SHORT:
         return VISIT_BAD_TYPE
     c = _short_val(n)
-    if _type_of(c) is not _VALUE and not _has_hash(c):
+    if _short_leaf_value(n) == NULL and not _has_hash(c):
         e = _pass_visit(p, c, &eh)
         if e < -1:
             return e

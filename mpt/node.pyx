@@ -215,14 +215,14 @@ cdef class ShortNode(Node):
         if is_leaf != isinstance(val, ValueNode):
             raise TypeError("a leaf key (ending in 16) goes with a ValueNode, an extension key with a node")
         self.key = key
-        self.val = val
+        self.set_val(val)
         self.dirty = True
 
     @staticmethod
     cdef ShortNode new(bytes key, Node val):
         cdef ShortNode n = ShortNode.__new__(ShortNode)
         n.key = key
-        n.val = val
+        n.set_val(val)
         n.dirty = True
         return n
 

@@ -764,7 +764,7 @@ cdef Node _proof_to_path(const uint8_t *root_hash, Node root, bytes hexkey, Proo
             value_out.append((<ValueNode>child).value)
         # Link the parent and the resolved child (the parent's own encoding, and hash, do not change).
         if type(parent) is ShortNode:
-            (<ShortNode>parent).val = child
+            (<ShortNode>parent).set_val(child)
         else:
             (<FullNode>parent).set_child((<const uint8_t *>PyBytes_AS_STRING(hexkey))[before], child)
         if type(child) is ValueNode:
@@ -938,7 +938,7 @@ cdef Node _range_insert(Trie t, Node n, bytes hexkey, Py_ssize_t pos, Node value
         nk = PyBytes_GET_SIZE(sn.key)
         matchlen = prefix_length(sk, nk, k + pos, klen - pos)
         if matchlen == nk:
-            sn.val = _range_insert(t, sn.val, hexkey, pos + nk, value)
+            sn.set_val(_range_insert(t, sn.val, hexkey, pos + nk, value))
             _touch(sn)
             return sn
         # The keys diverge inside this node: a branch at the divergence point, behind an extension for the

@@ -243,7 +243,7 @@ cdef class Trie:
                     return n
                 changed[0] = True
                 if owned and sn.dirty:
-                    sn.val = nn
+                    sn.set_val(nn)
                     sn.has_hash = False
                     return sn
                 self._track(n, hexkey, pos)

@@ -205,6 +205,21 @@ def test_batched_rehash_after_changes(backend):
             assert Hasher().hash_by_levels(t.root_node) == trie_root(items)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_values_replaced_in_unhashed_leaves(backend):
+    # Before its first hash a trie owns its leaves and replaces a value in the same ShortNode (Trie._insert);
+    # the pass reads the value through ShortNode.leaf_value, which must follow the new ValueNode.
+    rng = random.Random(11)
+    items = {rng.randbytes(32): rng.randbytes(70) for _ in range(3000)}
+    with hashing_config(backend):
+        t = filled(items)
+        for k in list(items)[::2]:
+            items[k] = rng.randbytes(rng.choice((1, 31, 33, 70, 200)))
+            t[k] = items[k]
+        assert t.hash() == trie_root(items)
+        assert [t[k] for k in items] == list(items.values())
+
+
 def test_batched_hashing_of_a_deep_trie():
     # Keys that are prefixes of each other's paths make a chain of branch nodes thousands of levels deep.
     items = {b"\x11" * i + b"\x22": b"v%d" % i for i in range(1, 600)}
