@@ -39,7 +39,7 @@ from mpt._keccak.keccak cimport (
     mpt_keccak_backend_supported,
     mpt_keccak_best_backend,
 )
-from mpt.node cimport FullNode, Node, ShortNode, ValueNode
+from mpt.node cimport FullNode, Node, ShortNode, ValueNode, check_filled
 from mpt.encoding cimport compact_size, write_compact
 from mpt.rlp cimport MAX_HEADER_SIZE, WriteBuffer, header_size, put_header, string_size
 
@@ -821,9 +821,9 @@ cdef class Hasher:
                 c = (<FullNode>n).child(i)
                 if c is not None and not (<Node>c).has_hash:
                     self.hash_node(<Node>c, False)
-        elif type(n) is ShortNode:
+        elif type(n) is ShortNode and (<ShortNode>n).leaf_value == NULL:
             child = (<ShortNode>n).val
-            if type(child) is not ValueNode and not child.has_hash:
+            if not child.has_hash:
                 self.hash_node(child, False)
         return 0
 
@@ -913,12 +913,14 @@ cdef class Hasher:
 
     def hash_by_levels(self, Node node not None, int threads=0):
         """Hash node as a root through the batched path whatever its size (for tests and benchmarks)."""
+        check_filled(node)
         self.buf.reset()
         self.hash_levels(node, threads if threads > 0 else _HASH_THREADS)
         return self.root_hash(node)
 
     def hash(self, Node node not None):
         """Hash node as a root (always hashed); caches hashes in the subtree."""
+        check_filled(node)
         self.buf.reset()
         return self.root_hash(node)
 
@@ -999,6 +1001,7 @@ def get_default_pool():
 
 def encode_node(Node node not None):
     """The RLP encoding of node, hashing its large children first."""
+    check_filled(node)
     cdef Hasher h = _DEFAULT_POOL.acquire()
     try:
         h.hash_children(node)

@@ -117,4 +117,5 @@ cdef class HashNode(Node):
     cdef HashNode from_digest(const uint8_t *digest)
 
 
+cdef int check_filled(Node n) except -1
 cdef Node decode_node_c(bytes node_hash, const unsigned char *data, Py_ssize_t length)

@@ -68,6 +68,18 @@ cdef inline bint _is_node(object c):
     return type(c) is FullNode or type(c) is ShortNode or type(c) is HashNode or type(c) is ValueNode
 
 
+cdef int check_filled(Node n) except -1:
+    """Refuse a node made with cls.__new__ and never initialized: it holds None where the encoder and the
+    hashing pass read bytes (they would read the None object's memory as a key, value or hash)."""
+    if type(n) is ShortNode and (<ShortNode>n).key is None:
+        raise TypeError("a ShortNode made with ShortNode.__new__ has no key and no child: use ShortNode(key, val)")
+    if type(n) is ValueNode and (<ValueNode>n).value is None:
+        raise TypeError("a ValueNode made with ValueNode.__new__ has no value: use ValueNode(value)")
+    if type(n) is HashNode and not n.has_hash:
+        raise TypeError("a HashNode made with HashNode.__new__ has no hash: use HashNode(hash)")
+    return 0
+
+
 cdef int _check_fresh(Node n) except -1:
     """Refuse a second __init__ call: nodes are immutable once made (a trie, or a hashing pass on another
     thread, may hold this one). A node made by the library (decoded, or built by a trie) is never fresh."""
@@ -104,6 +116,8 @@ cdef class FullNode(Node):
                                 % (i, type(c).__name__))
             if c is not None and (i == 16) != isinstance(c, ValueNode):
                 raise TypeError("ValueNode belongs in slot 16 only (slot %d holds %s)" % (i, type(c).__name__))
+            if c is not None:
+                check_filled(c)
         for i, c in enumerate(children):
             self.set_child(i, c)
         self.dirty = True
@@ -208,6 +222,7 @@ cdef class ShortNode(Node):
         if not _is_node(val):
             raise TypeError("a ShortNode's child must be a FullNode, ShortNode, HashNode or ValueNode, not %s"
                             % type(val).__name__)
+        check_filled(val)
         for i in range(n):
             if key[i] > 15 and not (i == n - 1 and key[i] == TERMINATOR):
                 raise ValueError("ShortNode key must be hex nibbles (optionally ending in 16)")
@@ -230,10 +245,10 @@ cdef class ShortNode(Node):
         cdef Py_ssize_t ck = compact_size(<const uint8_t *>PyBytes_AS_STRING(self.key), PyBytes_GET_SIZE(self.key))
         # A one-byte compact key is always below 0x80 (flag nibble <= 3), so it encodes as itself.
         cdef Py_ssize_t size = 1 if ck == 1 else header_size(ck) + ck
-        cdef ValueNode v
-        if type(self.val) is ValueNode:
-            v = <ValueNode>self.val
-            return size + string_size(<const uint8_t *>PyBytes_AS_STRING(v.value), PyBytes_GET_SIZE(v.value))
+        cdef PyObject *v = self.leaf_value
+        if v != NULL:
+            # A leaf: its value through leaf_value, without a read of the ValueNode (one cache miss less).
+            return size + string_size(<const uint8_t *>PyBytes_AS_STRING(<bytes>v), PyBytes_GET_SIZE(<bytes>v))
         return size + self.val.ref_size()
 
     cdef Py_ssize_t encoded_size(self) except -1:
@@ -245,15 +260,14 @@ cdef class ShortNode(Node):
         cdef const uint8_t *k = <const uint8_t *>PyBytes_AS_STRING(self.key)
         cdef Py_ssize_t nk = PyBytes_GET_SIZE(self.key)
         cdef Py_ssize_t ck = compact_size(k, nk)
-        cdef bytes v
+        cdef PyObject *v = self.leaf_value
         w.ensure(2 * MAX_HEADER_SIZE + ck)
         w._length += put_header(w._buf + w._length, 0xc0, payload)
         if ck > 1:
             w._length += put_header(w._buf + w._length, 0x80, ck)
         w._length += write_compact(k, nk, w._buf + w._length)
-        if type(self.val) is ValueNode:
-            v = (<ValueNode>self.val).value
-            return w.write_string(<const uint8_t *>PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))
+        if v != NULL:
+            return w.write_string(<const uint8_t *>PyBytes_AS_STRING(<bytes>v), PyBytes_GET_SIZE(<bytes>v))
         return self.val.write_ref(w)
 
     def __repr__(self):

@@ -145,6 +145,30 @@ def test_constructors_take_only_the_four_node_kinds():
     assert ShortNode(bytes([1, 2]), FullNode()).val is not None
 
 
+def test_nodes_made_with_new_and_never_initialized_are_refused():
+    """cls.__new__ leaves None where the encoder and the hashing pass read bytes (they would read the None
+    object's memory as a key, value or hash): such a node is refused as a child, as a root and when encoded."""
+    from mpt.hasher import Hasher, encode_node
+    bare_short = ShortNode.__new__(ShortNode)
+    bare_value = ValueNode.__new__(ValueNode)
+    bare_hash = HashNode.__new__(HashNode)
+    for bare, what in ((bare_short, "ShortNode.__new__"), (bare_value, "ValueNode.__new__"),
+                       (bare_hash, "HashNode.__new__")):
+        for use in (Hasher().hash, Hasher().hash_by_levels, encode_node, lambda n: n.encoding()):
+            with pytest.raises(TypeError, match=what):
+                use(bare)
+    with pytest.raises(TypeError, match="ValueNode.__new__"):
+        ShortNode(bytes([1, 16]), bare_value)
+    with pytest.raises(TypeError, match="ShortNode.__new__"):
+        ShortNode(bytes([1]), bare_short)
+    with pytest.raises(TypeError, match="ValueNode.__new__"):
+        FullNode([None] * 16 + [bare_value])
+    with pytest.raises(TypeError, match="HashNode.__new__"):
+        FullNode([bare_hash] + [None] * 16)
+    # A FullNode made with __new__ is a well-formed empty branch: 17 empty slots.
+    assert FullNode.__new__(FullNode).encoding() == rlp.encode([b""] * 17)
+
+
 def test_nodes_cannot_be_initialized_twice():
     """A node may already sit in a trie (or be read by a hashing pass on another thread): __init__ on a live
     node raises instead of changing it in place."""
