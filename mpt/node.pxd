@@ -89,7 +89,6 @@ cdef class ValueNode(Node):
     cdef ValueNode new(bytes value)
 
 
-
 @cython.final
 cdef class ShortNode(Node):
     cdef:
