@@ -167,6 +167,10 @@ cdef class Trie:
             if klen - pos < nk or prefix_length(<const uint8_t *>PyBytes_AS_STRING(sn.key), nk, k + pos, nk) != nk:
                 self._found = None
                 return n
+            if sn.leaf_value != NULL:
+                # A leaf: its value without a read of the ValueNode (what _get of it would return).
+                self._found = <bytes>sn.leaf_value if pos + nk == klen else None
+                return n
             nn = self._get(sn.val, hexkey, pos + nk)
             if nn is not sn.val:
                 sn = ShortNode.new(sn.key, nn)
