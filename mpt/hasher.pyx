@@ -463,10 +463,12 @@ cdef Py_ssize_t _write_node(uint8_t *out, PyObject *n, Py_ssize_t payload, const
         if i > 1:
             o += put_header(out + o, 0x80, i)
         o += write_compact(_bytes_data(key), _bytes_size(key), out + o)
+        c = _short_leaf_value(n)
+        if c != NULL:
+            o += _put_string(out + o, c)
+            return o
         c = _short_val(n)
-        if _short_leaf_value(n) != NULL:
-            o += _put_string(out + o, _short_leaf_value(n))
-        elif pending != NULL and pending[0]:
+        if pending != NULL and pending[0]:
             out[o] = 0x80 + HASH_LENGTH
             holes[0] = o + 1
             o += 1 + HASH_LENGTH

@@ -851,7 +851,7 @@ cdef class _Partition:
         # (a stretch or a round share of at least 4096 pairs each) and than memory bandwidth rewards.
         readers = max(1, min(readers, _MAX_READERS))
         if type(pairs) is tuple:
-            readers = max(1, min(readers, PyTuple_GET_SIZE(pairs) // min(_SPLIT_MIN, 4096)))
+            readers = max(1, min(readers, PyTuple_GET_SIZE(pairs) // _SPLIT_MIN))
         pool = None
         if readers > 1:
             from concurrent.futures import ThreadPoolExecutor
