@@ -476,3 +476,43 @@ def test_nodedb_root_refs_and_versions(store):
     with pytest.raises(VersionError):
         ndb.root_ref(4)
     assert ndb.legacy_latest_version() == -1 and ndb.legacy_versions() == []
+
+
+# ---------------------------------------------------------------------------------------------- python -m mpt inspect
+
+def test_inspect_cli_on_go_store(tmp_path, capsys):
+    from mpt.__main__ import main
+
+    shutil.copytree(FIXTURE / "iavl.db", tmp_path / "db")
+    assert main(["inspect", "--db", str(tmp_path / "db"), "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["available_versions"] == [3, 4, 5, 6] and stats["storage_version"] == "1.1.0-6"
+    assert [(r["root"], r["size"]) for r in stats["versions"]] == [
+        (v["root_hash_hex"], v["size"]) for v in META["versions"]]
+    # plyvel's count of the fixture (PROVENANCE.md): s keys per version 1:1734 2:816 3:1757 4:1881 5:1900 6:1956.
+    assert stats["nodes_by_version"] == {"1": 1734, "2": 816, "3": 1757, "4": 1881, "5": 1900, "6": 1956}
+    assert stats["fast_nodes"] == 2691 and stats["legacy_nodes"] == 0
+    assert main(["inspect", "--db", str(tmp_path / "db")]) == 0
+    out = capsys.readouterr().out
+    assert META["latest_root_hex"] in out and "v1: 1734" in out
+    assert main(["inspect", "--db", str(tmp_path / "db"), "--prefix", "s/k:bank/"]) == 2
+    assert "no IAVL tree" in capsys.readouterr().err
+    assert main(["inspect", "--db", str(tmp_path / "missing"), "--iavl"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "error: no LevelDB at" in err
+
+
+def test_inspect_cli_on_corrupt_lmdb_store(tmp_path, capsys):
+    from mpt.__main__ import main
+
+    with LMDBStore(str(tmp_path / "lmdb"), hash_keys=False) as s:
+        tree = MutableTree(s)
+        for i in range(10):
+            tree.set(b"k%d" % i, b"v")
+        tree.save_version()
+    assert main(["inspect", "--db", str(tmp_path / "lmdb"), "--iavl", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["versions"][0]["size"] == 10
+    with LMDBStore(str(tmp_path / "lmdb"), hash_keys=False) as s:
+        s.delete(b"s" + node_key(1, 2))
+    assert main(["inspect", "--db", str(tmp_path / "lmdb"), "--iavl"]) == 1
+    assert "incomplete" in capsys.readouterr().err
