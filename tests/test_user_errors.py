@@ -182,3 +182,25 @@ def test_closed_lmdb_store_raises_store_closed(tmp_path):
 def test_docs_say_bytes_like():
     quickstart = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "quickstart.rst").read_text()
     assert "bytes-like" in quickstart
+
+
+# -------------------------------------------------------------------------------------------- workers
+
+@pytest.mark.parametrize("bad", ["2", 1.5, 2.0, True])
+def test_workers_must_be_an_integer(bad):
+    from mpt.ethstate import state_root
+
+    with pytest.raises(TypeError, match=r"^workers must be an integer, not %s$" % type(bad).__name__):
+        mpt.build_root(PAIRS, workers=bad)
+    with pytest.raises(TypeError, match=r"^workers must be an integer, not %s$" % type(bad).__name__):
+        state_root([], workers=bad)
+
+
+@pytest.mark.parametrize("bad", [2 ** 70, 10 ** 23, 100000, 0, -1])
+def test_workers_out_of_range_is_a_value_error(bad):
+    from mpt.parallel import MAX_WORKERS
+
+    with pytest.raises(ValueError, match=r"workers.*%d" % bad) as info:
+        mpt.build_root(PAIRS, workers=bad)
+    assert not isinstance(info.value, OverflowError)
+    assert mpt.build_root(PAIRS, workers=MAX_WORKERS) == mpt.build_root(PAIRS, workers=1) == _reference_trie().hash()
