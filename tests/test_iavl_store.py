@@ -160,6 +160,21 @@ def test_leveldb_prefix_selects_one_module_store(tmp_path):
         assert MutableTree(other).load() == 0 and list(other.iterate()) == [(b"mstorage_version", b"1.1.0-0")]
 
 
+def test_leveldb_store_serves_an_ethereum_trie(tmp_path):
+    from mpt import Trie
+
+    with LevelDBStore(tmp_path / "eth", create=True) as store:
+        t = Trie(store)
+        for i in range(200):
+            t[b"key%d" % i] = b"value%d" % i
+        root = t.hash()
+        t.commit(set_head=True)
+        assert store.head() == root
+    with LevelDBStore(tmp_path / "eth", readonly=True) as store:
+        t = Trie(store, root=store.head())
+        assert t.hash() == root and t[b"key7"] == b"value7"
+
+
 # ---------------------------------------------------------------------------------------------- Go's store, read
 
 def test_go_store_reads_as_in_go(go_store):
