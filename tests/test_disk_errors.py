@@ -82,6 +82,34 @@ def test_a_garbage_data_mdb_is_a_store_error(tmp_path, readonly):
     assert isinstance(info.value, MptError) and isinstance(info.value.__cause__, lmdb.Error)
 
 
+def test_a_damaged_page_is_a_store_error_on_read(tmp_path):
+    path = tmp_path / "state.lmdb"
+    with LMDBStore(path) as db:
+        t = Trie(db)
+        for i in range(5000):
+            t[b"k%d" % i] = b"v%d" % i * 5
+        t.commit(set_head=True)
+    with open(path / "data.mdb", "r+b") as f:       # overwrite pages past the two meta pages
+        f.seek(2 * 4096)
+        f.write(b"\xff" * 4 * 4096)
+    # In a child: LMDB trusts its pages, and a differently damaged file could take the process down.
+    code = textwrap.dedent("""
+        import sys
+        from mpt import Trie
+        from mpt.db import LMDBStore
+        from mpt.errors import StoreError
+        db = LMDBStore(sys.argv[1], readonly=True)
+        try:
+            list(Trie(db, db.head()).items())
+        except StoreError as e:
+            print(type(e.__cause__).__module__, e)
+    """)
+    r = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=_env(),
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("lmdb reading the LMDB store at %s failed: " % path), r.stdout
+
+
 def test_inspect_of_a_garbage_store_is_one_line(tmp_path):
     path = tmp_path / "state.lmdb"
     path.mkdir()

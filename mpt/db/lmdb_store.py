@@ -151,9 +151,9 @@ class LMDBStore:
         except _lmdb.MapResizedError:
             self._adopt_map_size()
             value = self._read(lambda txn: txn.get(key))
-        except _lmdb.Error:
+        except _lmdb.Error as e:
             self._check_open()      # checked only on failure: the open store's reads pay nothing for it
-            raise
+            raise self._read_failure(e) from e
         return default if value is None else value
 
     def __contains__(self, key):
@@ -248,7 +248,13 @@ class LMDBStore:
                         return fn(txn)
             except lmdb.MapResizedError:
                 self._adopt_map_size()
-        raise lmdb.MapResizedError("the map kept growing under this reader")
+            except lmdb.Error as e:
+                raise self._read_failure(e) from e
+        raise StoreError("reading the LMDB store at %s failed: the map kept growing under this reader" % self.path)
+
+    def _read_failure(self, e):
+        # A damaged file (MDB_CORRUPTED, MDB_PAGE_NOTFOUND), a reader table that is full, ...
+        return StoreError("reading the LMDB store at %s failed: %s" % (self.path, e))
 
     # -------------------------------------------------------------------------------------- writing
 
