@@ -23,6 +23,7 @@ where a file belongs, permission denied)
 ``BrokenPipeError`` on stdout (``| head``)       1, nothing printed
 ============================================  =========================================
 """
+import argparse
 import os
 import sys
 
@@ -49,6 +50,14 @@ class UsageError(CommandError):
     """A mistake in the command line (or in what it names): exit status 2."""
 
     exit_code = EXIT_USAGE
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser, with a usage error reported like every other error: one line, exit status 2 (the
+    sub-parsers of ``add_subparsers`` are of this class too)."""
+
+    def error(self, message):
+        self.exit(EXIT_USAGE, "%s: error: %s (see %s --help)\n" % (self.prog, message, self.prog))
 
 
 def describe_os_error(e):

@@ -62,15 +62,19 @@ def _workers(text):
 
 def _size(text):
     units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    import argparse
+
     t = text.strip().upper().rstrip("B").rstrip("I")
     try:
         if t and t[-1] in units:
-            return int(float(t[:-1]) * units[t[-1]])
-        return int(t)
-    except ValueError:
-        import argparse
-
+            size = int(float(t[:-1]) * units[t[-1]])
+        else:
+            size = int(t)
+    except (ValueError, OverflowError):     # "abc"; "infG"
         raise argparse.ArgumentTypeError("%r is not a size (like 512M or 2G)" % text) from None
+    if size < 0:
+        raise argparse.ArgumentTypeError("%r is negative; give a size like 512M or 2G" % text)
+    return size
 
 
 def _hex_field(value, what, number):
