@@ -20,6 +20,11 @@ from mpt._sha256.sha256 cimport (
 
 from mpt.ics23 import ops as _ops
 from mpt.ics23.messages import ProofSpec as _ProofSpec
+from mpt.ics23.messages import CommitmentProof, ExistenceProof, NonExistenceProof
+from mpt.ics23.messages import message_bytes as _message_bytes
+
+# Proof objects go straight to the object verifier; anything else is read as wire bytes.
+cdef tuple _MESSAGES = (CommitmentProof, ExistenceProof, NonExistenceProof)
 
 share_sha256_backend()
 
@@ -621,7 +626,12 @@ def verify_membership(spec, root, proof, key, value):
     Same acceptance as cosmos/ics23's Go VerifyMembership; batch and compressed proofs are searched for key.
     """
     cdef CompiledSpec s
-    if type(proof) is bytes and type(root) is bytes and type(key) is bytes and type(value) is bytes:
+    if type(proof) is not bytes and not isinstance(proof, _MESSAGES):
+        proof = _message_bytes(proof, "proof")
+    if type(proof) is bytes:
+        root = root if type(root) is bytes else _ops._arg_bytes(root, "root")
+        key = key if type(key) is bytes else _ops._arg_bytes(key, "key")
+        value = value if type(value) is bytes else _ops._arg_bytes(value, "value")
         s = _compiled(spec)
         if s is not None and s.supported and _membership(s, <bytes>root, <bytes>proof, <bytes>key, <bytes>value):
             return True
@@ -632,7 +642,11 @@ def verify_non_membership(spec, root, proof, key):
     """True if proof proves that key is absent under root in a tree of spec's form; ProofError saying why
     otherwise (same acceptance as cosmos/ics23's Go VerifyNonMembership). Arguments as verify_membership's."""
     cdef CompiledSpec s
-    if type(proof) is bytes and type(root) is bytes and type(key) is bytes:
+    if type(proof) is not bytes and not isinstance(proof, _MESSAGES):
+        proof = _message_bytes(proof, "proof")
+    if type(proof) is bytes:
+        root = root if type(root) is bytes else _ops._arg_bytes(root, "root")
+        key = key if type(key) is bytes else _ops._arg_bytes(key, "key")
         s = _compiled(spec)
         if s is not None and s.supported and _non_membership(s, <bytes>root, <bytes>proof, <bytes>key):
             return True
