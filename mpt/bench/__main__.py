@@ -31,12 +31,12 @@ from mpt.bench.report import (
     mpt_version,
 )
 from mpt.bench.runner import BarProgress, LineProgress, Result, Runner, progress
-from mpt.hasher import get_hash_threads, keccak_backend, set_hash_threads, set_keccak_backend
+from mpt.runtime import get_hash_threads, keccak_backend, set_hash_threads, set_keccak_backend
 
 # Older names of what moved to mpt.bench.runner and mpt.bench.report (tests and scripts import them from here).
 _BarProgress, _LineProgress, _progress, _mpt_version = BarProgress, LineProgress, progress, mpt_version
 
-# Every Keccak backend name --keccak-backend knows; which ones run here is mpt.hasher.keccak_backends().
+# Every Keccak backend name --keccak-backend knows; which ones run here is mpt.runtime.keccak_backends().
 ALL_KECCAK_BACKENDS = ("scalar", "avx2", "avx512", "avx2x8")
 DEFAULT_COUNT = 10
 DEFAULT_MIN_TIME = 0.1

@@ -173,7 +173,7 @@ class KeccakFloor:
     in one batch on its lanes), and on one lane, one encoding after another."""
 
     def __init__(self, blobs: List[bytes]):
-        from mpt.hasher import keccak_backend
+        from mpt.runtime import keccak_backend
 
         self.blobs = blobs
         self.backend = keccak_backend()
