@@ -61,9 +61,9 @@ def _workers(text):
 
 
 def _size(text):
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
     import argparse
 
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
     t = text.strip().upper().rstrip("B").rstrip("I")
     try:
         if t and t[-1] in units:
