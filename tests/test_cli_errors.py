@@ -103,6 +103,9 @@ def test_root_of_a_directory_is_a_usage_error(tmp_path):
     ("100000", "out of range"),
     ("1.5", "not a whole number"),
     ("two", "not a whole number"),
+    ("+2", "not a whole number"),
+    ("1_0", "not a whole number"),
+    ("-1", "out of range"),
     ("0", "out of range"),
 ])
 def test_root_workers_out_of_range(tmp_path, value, fragment):
@@ -117,6 +120,7 @@ def test_root_workers_out_of_range(tmp_path, value, fragment):
     (["root", "x"], "the following arguments are required: --format"),
     (["root", "x", "--format", "alloc", "--memory-limit=-5M"], "'-5M' is negative"),
     (["root", "x", "--format", "alloc", "--memory-limit", "lots"], "'lots' is not a size"),
+    (["root", "x", "--format", "alloc", "--memory-limit", "9" * 400 + "G"], "is too large a size"),
     (["inspect"], "the following arguments are required: --db"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
 ])
