@@ -103,7 +103,7 @@ class LMDBStore:
         if map_size <= 0:
             raise ValueError("map_size must be positive")
         if os.path.exists(self.path) and not os.path.isdir(self.path):
-            # LMDB's own error would be FileExistsError (makedirs) or a bare ENOTDIR from lmdb.open.
+            # LMDB's own error would be FileExistsError (mkdir) or a bare ENOTDIR from lmdb.open.
             raise NotADirectoryError(errno.ENOTDIR, "%s is a file, not an LMDB store directory (LMDBStore takes "
                                      "the directory holding data.mdb and lock.mdb)" % self.path, self.path)
         if self.readonly:
