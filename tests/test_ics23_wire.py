@@ -14,7 +14,7 @@ from ics23_trees import SimpleTree, iavl_store, vector_cases  # noqa: E402
 
 from mpt.errors import ProofError  # noqa: E402
 from mpt.ics23 import (  # noqa: E402
-    IAVL_SPEC, TENDERMINT_SPEC, CommitmentProof, HashOp, InnerOp, LeafOp, ProofSpec, verify_membership,
+    IAVL_SPEC, TENDERMINT_SPEC, CommitmentProof, HashOp, InnerOp, LeafOp, ProofSpec, calculate_root, verify_membership,
     verify_non_membership,
 )
 from mpt.ics23 import _reference as ref  # noqa: E402
@@ -218,3 +218,33 @@ import fuzz_ics23  # noqa: E402  (the atheris harness; its contract needs no ath
 @given(st.binary(max_size=600))
 def test_fuzz_harness_on_generated_bytes(data):
     fuzz_ics23.test_one_input(data)
+
+
+def _object_root(data):
+    try:
+        return CommitmentProof.from_bytes(data).calculate_root()
+    except ProofError:
+        return None
+
+
+def _wire_root(data):
+    try:
+        return calculate_root(data)
+    except ProofError:
+        return None
+
+
+def test_calculate_root_agrees():
+    rng = random.Random(4)
+    for spec, root, proof, key, value in CLAIMS:
+        assert calculate_root(proof) == root == _object_root(proof)
+        assert calculate_root(CommitmentProof.from_bytes(proof)) == root
+        assert calculate_root(bytearray(proof)) == root
+    for _ in range(2000):
+        spec, root, proof, key, value = rng.choice(CLAIMS)
+        data = bytearray(proof)
+        i = rng.randrange(len(data))
+        data[i] ^= rng.randrange(1, 256)
+        assert _wire_root(bytes(data)) == _object_root(bytes(data)), bytes(data).hex()
+    with pytest.raises(TypeError, match="proof"):
+        calculate_root("0a00")
