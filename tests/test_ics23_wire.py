@@ -248,3 +248,29 @@ def test_calculate_root_agrees():
         assert _wire_root(bytes(data)) == _object_root(bytes(data)), bytes(data).hex()
     with pytest.raises(TypeError, match="proof"):
         calculate_root("0a00")
+
+
+def _decode(fn, data):
+    try:
+        return fn(data)
+    except ProofError:
+        return None
+
+
+def test_compiled_reader_decodes_as_the_generic_decoder():
+    rng = random.Random(5)
+    for spec, root, proof, key, value in CLAIMS:
+        fast = wire.decode_commitment(proof)
+        assert fast is not None and fast == CommitmentProof._from_bytes_generic(proof)
+        assert fast.to_bytes() == proof and repr(fast) == repr(CommitmentProof._from_bytes_generic(proof))
+    for _ in range(3000):
+        spec, root, proof, key, value = rng.choice(CLAIMS)
+        data = bytearray(proof)
+        for _ in range(rng.randint(1, 3)):
+            i = rng.randrange(len(data))
+            data[i] ^= rng.randrange(1, 256)
+        data = bytes(data)
+        generic = _decode(CommitmentProof._from_bytes_generic, data)
+        assert _decode(CommitmentProof.from_bytes, data) == generic
+        fast = wire.decode_commitment(data)
+        assert fast is None or fast == generic

@@ -20,8 +20,12 @@ from mpt._sha256.sha256 cimport (
 
 from mpt.ics23 import ops as _ops
 from mpt.ics23.messages import ProofSpec as _ProofSpec
-from mpt.ics23.messages import CommitmentProof, ExistenceProof, NonExistenceProof
+from mpt.ics23.messages import CommitmentProof, ExistenceProof, HashOp, InnerOp, LeafOp, LengthOp, NonExistenceProof
+from mpt.ics23.messages import _ENUM_MEMBERS
 from mpt.ics23.messages import message_bytes as _message_bytes
+
+cdef dict _HASH_OPS = _ENUM_MEMBERS[HashOp]
+cdef dict _LENGTH_OPS = _ENUM_MEMBERS[LengthOp]
 
 # Proof objects go straight to the object verifier; anything else is read as wire bytes.
 cdef tuple _MESSAGES = (CommitmentProof, ExistenceProof, NonExistenceProof)
@@ -576,7 +580,7 @@ cdef bint _membership(CompiledSpec s, bytes root, bytes proof, bytes key, bytes 
 
 
 cdef bint _parse_nonexist(Slice body, WireExist* left, bint* has_left, WireExist* right,
-                          bint* has_right) noexcept nogil:
+                          bint* has_right, Slice* key) noexcept nogil:
     """A NonExistenceProof in canonical form: key (not used by verification), left, right, each at most once."""
     cdef Py_ssize_t pos = 0
     cdef int last = 0, field
@@ -584,6 +588,8 @@ cdef bint _parse_nonexist(Slice body, WireExist* left, bint* has_left, WireExist
     cdef Slice sub
     has_left[0] = False
     has_right[0] = False
+    key.p = body.p
+    key.n = 0
     while pos < body.n:
         tag = body.p[pos]
         pos += 1
@@ -596,7 +602,9 @@ cdef bint _parse_nonexist(Slice body, WireExist* left, bint* has_left, WireExist
         pos = _slice(body.p, pos, body.n, &sub)
         if pos < 0:
             return False
-        if tag == 0x12:
+        if tag == 0x0A:
+            key[0] = sub
+        elif tag == 0x12:
             if not _parse_exist(sub.p, 0, sub.n, left):
                 return False
             has_left[0] = True
@@ -615,9 +623,10 @@ cdef bint _non_membership(CompiledSpec s, bytes root, bytes proof, bytes key):
     cdef const uint8_t* r = <const uint8_t*>PyBytes_AS_STRING(root)
     cdef Py_ssize_t rn = PyBytes_GET_SIZE(root)
     cdef bint has_left, has_right
+    cdef Slice nkey
     if not _parse_commitment(d, PyBytes_GET_SIZE(proof), 0x12, &body):
         return False
-    if not _parse_nonexist(body, &left, &has_left, &right, &has_right):
+    if not _parse_nonexist(body, &left, &has_left, &right, &has_right, &nkey):
         return False
     if not has_left and not has_right:
         return False
@@ -693,6 +702,7 @@ def calculate_root(proof):
     cdef const uint8_t* d
     cdef Py_ssize_t n
     cdef bint found = False, has_left, has_right
+    cdef Slice nkey
     if type(proof) is not bytes and not isinstance(proof, _MESSAGES):
         proof = _message_bytes(proof, "proof")
     if type(proof) is bytes:
@@ -702,7 +712,7 @@ def calculate_root(proof):
             found = _parse_exist(body.p, 0, body.n, &e)
             if found and _calculate(&e, h):
                 return (<char*>h)[:HASH_LEN]
-        elif _parse_commitment(d, n, 0x12, &body) and _parse_nonexist(body, &e, &has_left, &right, &has_right):
+        elif _parse_commitment(d, n, 0x12, &body) and _parse_nonexist(body, &e, &has_left, &right, &has_right, &nkey):
             # Go: the left side if there is one, else the right.
             if has_left and _calculate(&e, h):
                 return (<char*>h)[:HASH_LEN]
@@ -715,3 +725,68 @@ def calculate_root(proof):
     if isinstance(proof, CommitmentProof):
         return proof.calculate_root()
     return CommitmentProof.from_bytes(proof).calculate_root()
+
+
+# ------------------------------------------------------------------------------------- fast decoding
+
+cdef inline bytes _bytes(Slice s):
+    return (<const char*>s.p)[:s.n]
+
+
+cdef object _exist_object(WireExist* e):
+    cdef int i
+    cdef WireInner* op
+    ex = ExistenceProof.__new__(ExistenceProof)
+    ex.key = _bytes(e.key)
+    ex.value = _bytes(e.value)
+    if e.has_leaf:
+        leaf = LeafOp.__new__(LeafOp)
+        leaf.hash = _HASH_OPS.get(e.leaf_hash, e.leaf_hash)
+        leaf.prehash_key = _HASH_OPS.get(e.prehash_key, e.prehash_key)
+        leaf.prehash_value = _HASH_OPS.get(e.prehash_value, e.prehash_value)
+        leaf.length = _LENGTH_OPS.get(e.length, e.length)
+        leaf.prefix = _bytes(e.leaf_prefix)
+        ex.leaf = leaf
+    else:
+        ex.leaf = None
+    path = []
+    for i in range(e.npath):
+        op = &e.path[i]
+        inner = InnerOp.__new__(InnerOp)
+        inner.hash = _HASH_OPS.get(op.hash, op.hash)
+        inner.prefix = _bytes(op.prefix)
+        inner.suffix = _bytes(op.suffix)
+        path.append(inner)
+    ex.path = path
+    return ex
+
+
+def decode_commitment(data):
+    """The CommitmentProof in data (bytes) when it is an existence or non-existence proof in the canonical form
+    Go's Marshal writes, built straight from the C reader; None for anything else (the generic decoder's job)."""
+    cdef WireExist e, right
+    cdef Slice body, nkey
+    cdef bint has_left, has_right
+    cdef const uint8_t* d
+    cdef Py_ssize_t n
+    if type(data) is not bytes:
+        return None
+    d = <const uint8_t*>PyBytes_AS_STRING(data)
+    n = PyBytes_GET_SIZE(data)
+    cp = CommitmentProof.__new__(CommitmentProof)
+    cp._clear()
+    if _parse_commitment(d, n, 0x0A, &body):
+        if not _parse_exist(body.p, 0, body.n, &e):
+            return None
+        cp.exist = _exist_object(&e)
+        return cp
+    if _parse_commitment(d, n, 0x12, &body):
+        if not _parse_nonexist(body, &e, &has_left, &right, &has_right, &nkey):
+            return None
+        ne = NonExistenceProof.__new__(NonExistenceProof)
+        ne.key = _bytes(nkey)
+        ne.left = _exist_object(&e) if has_left else None
+        ne.right = _exist_object(&right) if has_right else None
+        cp.nonexist = ne
+        return cp
+    return None
