@@ -274,3 +274,39 @@ def test_compiled_reader_decodes_as_the_generic_decoder():
         assert _decode(CommitmentProof.from_bytes, data) == generic
         fast = wire.decode_commitment(data)
         assert fast is None or fast == generic
+
+
+def _random_spec(rng):
+    """A spec near IAVL's or Tendermint's: other child orders, sizes, prefix bounds, empty children, depths."""
+    base = rng.choice((IAVL_SPEC, TENDERMINT_SPEC))
+    spec = ProofSpec.from_bytes(base.to_bytes())
+    inner = spec.inner_spec
+    for _ in range(rng.randint(1, 3)):
+        how = rng.randrange(9)
+        if how == 0:
+            inner.child_order = rng.choice(([1, 0], [0, 1, 2], [2, 0, 1], [0], [0, 2], [0, 0]))
+        elif how == 1:
+            inner.child_size = rng.choice((0, 1, 31, 32, 33, 34, -1, 2 ** 31 - 1))
+        elif how == 2:
+            inner.min_prefix_length = rng.choice((0, 1, 4, 5, -1))
+        elif how == 3:
+            inner.max_prefix_length = rng.choice((1, 12, 13, 40, 2 ** 31 - 1))
+        elif how == 4:
+            inner.empty_child = rng.choice((b"", bytes(32), bytes(33)))
+        elif how == 5:
+            spec.max_depth = rng.choice((0, 1, 5, 10, 200, -1))
+        elif how == 6:
+            spec.min_depth = rng.choice((0, 1, 5, 11, 200))
+        elif how == 7:
+            spec.prehash_key_before_comparison = not spec.prehash_key_before_comparison
+        else:
+            spec.leaf_spec.prefix = rng.choice((b"", b"\x00", b"\x00\x02", b"\x01"))
+    return spec
+
+
+def test_random_specs_agree():
+    rng = random.Random(6)
+    for _ in range(1500):
+        spec = _random_spec(rng)
+        _s, root, proof, key, value = rng.choice(CLAIMS)
+        _agree(spec, root, proof, key, value)

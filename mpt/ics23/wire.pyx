@@ -87,7 +87,7 @@ cdef class CompiledSpec:
                 and c.leaf_prehash_key in (OP_NO_HASH, OP_SHA256) and c.leaf_prehash_value in (OP_NO_HASH, OP_SHA256)
                 and 0 <= c.leaf_length <= LEN_REQUIRE_64_BYTES and c.leaf_length != LEN_VAR_RLP
                 and 1 <= c.nchildren <= WIRE_MAX_CHILDREN and sorted(order) == list(range(c.nchildren))
-                and c.child_size > 0 and c.max_prefix_length < c.min_prefix_length + c.child_size
+                and c.child_size > 0 and inner.max_prefix_length < inner.min_prefix_length + inner.child_size
                 and c.min_prefix_length >= 0 and c.max_depth > 0):
             return c
         for i in range(c.nchildren):
@@ -322,7 +322,7 @@ cdef bint _inner_ok(CompiledSpec s, WireInner* op, int layer) noexcept:
         return False
     if op.prefix.n < s.min_prefix_length:
         return False
-    if op.prefix.n > s.max_prefix_length + (s.nchildren - 1) * s.child_size:
+    if op.prefix.n > s.max_prefix_length + <Py_ssize_t>(s.nchildren - 1) * s.child_size:
         return False
     return op.suffix.n % s.child_size == 0
 
@@ -458,9 +458,9 @@ cdef inline int _position(CompiledSpec s, int branch) noexcept:
 
 
 cdef inline bint _has_padding(CompiledSpec s, WireInner* op, int branch) noexcept:
-    cdef Py_ssize_t prefix = _position(s, branch) * s.child_size
+    cdef Py_ssize_t prefix = <Py_ssize_t>_position(s, branch) * s.child_size
     return (prefix + s.min_prefix_length <= op.prefix.n <= prefix + s.max_prefix_length
-            and op.suffix.n == (s.nchildren - 1 - _position(s, branch)) * s.child_size)
+            and op.suffix.n == <Py_ssize_t>(s.nchildren - 1 - _position(s, branch)) * s.child_size)
 
 
 cdef int _order_from_padding(CompiledSpec s, WireInner* op) noexcept:
@@ -484,11 +484,11 @@ cdef bint _left_branches_are_empty(CompiledSpec s, WireInner* op) noexcept:
     cdef Py_ssize_t actual
     if idx <= 0:
         return False
-    actual = op.prefix.n - idx * s.child_size
+    actual = op.prefix.n - <Py_ssize_t>idx * s.child_size
     if actual < 0:
         return False
     for i in range(idx):
-        if not _is_empty_child(s, op.prefix, actual + _position(s, i) * s.child_size):
+        if not _is_empty_child(s, op.prefix, actual + <Py_ssize_t>_position(s, i) * s.child_size):
             return False
     return True
 
@@ -499,10 +499,10 @@ cdef bint _right_branches_are_empty(CompiledSpec s, WireInner* op) noexcept:
     if idx < 0:
         return False
     right = s.nchildren - 1 - idx
-    if right == 0 or op.suffix.n != right * s.child_size:
+    if right == 0 or op.suffix.n != <Py_ssize_t>right * s.child_size:
         return False
     for i in range(right):
-        if not _is_empty_child(s, op.suffix, _position(s, i) * s.child_size):
+        if not _is_empty_child(s, op.suffix, <Py_ssize_t>_position(s, i) * s.child_size):
             return False
     return True
 
