@@ -202,7 +202,11 @@ def _decode_into(msg, data: bytes, pos: int, end: int) -> None:
     name = cls.__name__
     while pos < end:
         tag_at = pos
-        tag, pos = _read_varint(data, pos, end, name + " tag")
+        tag = data[pos]
+        if tag < 0x80:
+            pos += 1
+        else:
+            tag, pos = _read_varint(data, pos, end, name + " tag")
         field = _int32(tag >> 3)
         wire = tag & 7
         if field <= 0:
@@ -474,22 +478,27 @@ class _Message:
             names[_camel(entry[0])] = entry
         cls._JSON_NAMES = names
         cls._ONEOF_FIELDS = tuple(entry[0] for entry in cls._SCHEMA.values() if entry[1] == _ONEOF)
-
-    def _clear(self) -> None:
-        for attr, kind, _arg in self._SCHEMA.values():
+        defaults = []
+        for attr, kind, arg in cls._SCHEMA.values():
             if kind == _BYTES:
-                default: Any = b""
+                defaults.append((attr, b""))
             elif kind == _ENUM:
-                default = _ENUM_MEMBERS[_arg][0]
+                defaults.append((attr, arg(0)))
             elif kind == _INT32:
-                default = 0
+                defaults.append((attr, 0))
             elif kind == _BOOL:
-                default = False
+                defaults.append((attr, False))
             elif kind in (_MSG, _ONEOF):
-                default = None
-            else:
-                default = []
+                defaults.append((attr, None))
+        cls._DEFAULTS = tuple(defaults)
+        cls._LISTS = tuple(attr for attr, kind, _arg in cls._SCHEMA.values()
+                           if kind in (_MSG_REPEATED, _INT32_REPEATED))
+    def _clear(self) -> None:
+        """Every field at its proto3 default (a fresh list for each repeated field)."""
+        for attr, default in self._DEFAULTS:
             object.__setattr__(self, attr, default)
+        for attr in self._LISTS:
+            object.__setattr__(self, attr, [])
 
     @classmethod
     def from_bytes(cls, data):
@@ -801,6 +810,27 @@ class CommitmentProof(_OneOf):
 
     def __init__(self, *, exist=None, nonexist=None, batch=None, compressed=None) -> None:
         self._init_oneof({"exist": exist, "nonexist": nonexist, "batch": batch, "compressed": compressed})
+
+    @classmethod
+    def from_bytes(cls, data):
+        """Decode the protobuf wire form (bytes, any bytes-like object, or a message with SerializeToString())."""
+        raw = message_bytes(data)
+        if cls is CommitmentProof:
+            # Go-made (canonical) existence and non-existence proofs: read by the compiled wire reader.
+            try:
+                from mpt.ics23.wire import decode_commitment
+            except ImportError:
+                pass
+            else:
+                decoded = decode_commitment(raw)
+                if decoded is not None:
+                    return decoded
+        return super().from_bytes(raw)
+
+    @classmethod
+    def _from_bytes_generic(cls, data) -> "CommitmentProof":
+        """The schema-driven decoder alone (tests compare it with the compiled reader)."""
+        return _Message.from_bytes.__func__(cls, data)
 
     def decompressed(self) -> "CommitmentProof":
         """This proof with a compressed batch expanded into a plain batch (Go ``Decompress``); else itself."""
