@@ -39,6 +39,7 @@ MODULES = {
     "mpt._sha256.binding": False,
     "mpt.merkle": False,
     "mpt.iavl.node": False,
+    "mpt.iavl.nodedb": False,
     "mpt.iavl.tree": False,
     "mpt.parallel": False,
     "mpt.ics23.wire": False,

@@ -217,4 +217,7 @@ def cases() -> List[Case]:
     out += [_iavl_encode(size, fmt) for size in ("small", "large") for fmt in _IAVL_FORMATS]
     out += [_iavl_decode(size, fmt) for size in ("small", "large") for fmt in _IAVL_FORMATS]
     out += [_iavl_set(), _iavl_save_version(), _iavl_tree_hash()]
+    from mpt.bench.cases import iavl_trees     # the tree on a node store (MemoryDB, LevelDB)
+
+    out += iavl_trees.cases(Case, expect)
     return out
