@@ -635,6 +635,69 @@ cdef class MutableTree:
         return "MutableTree(version=%d, size=%d, format=%r)" % (
             self.version, len(self), "v1" if self.storage == FORMAT_V1 else "legacy")
 
+    # ---- ICS23 proofs: the tree's side (paths to leaves); mpt.iavl.proof builds the cosmos/ics23 messages
+
+    cdef Node _proof_root(self, object version):
+        """The root a proof is made in: the working tree (version None, like Go's MutableTree, whose proof
+        methods are its working ImmutableTree's) with every hash computed, or saved version ``version``."""
+        cdef bint found
+        cdef int64_t v
+        cdef Node root
+        if version is None:
+            if self.root is not None:
+                self._hash_new(self.root)
+            return self.root
+        if type(version) is not int:
+            raise TypeError("version must be an int or None, not %s" % type(version).__name__)
+        if version <= 0 or version >= 2**63:
+            raise VersionError("version %d does not exist" % version)
+        v = version
+        if v == self.version:
+            return self._saved_root
+        root = self._load_root(v, &found)
+        if not found:
+            raise VersionError("version %d does not exist" % v)
+        return root
+
+    def _proof_path(self, key, version=None, index=None):
+        """(nodes, rank): the nodes from the root down to a leaf, both children of every inner node loaded.
+
+        The leaf is the one ``key`` leads to (iavl's PathToLeaf: key itself if present, else a neighbour of it)
+        and rank is key's GetWithIndex index (its own, or that of the first key after it); with ``index`` the
+        leaf is the index-th in key order (GetByIndex) and rank is index. ([], 0) for an empty tree.
+        """
+        cdef bytes k = _as_bytes(key, "key")
+        cdef Node node = self._proof_root(version)
+        cdef Node left, right
+        cdef int64_t rank = 0, i
+        cdef list nodes = []
+        if node is None:
+            return nodes, 0
+        if index is not None:
+            i = index
+            if i < 0 or i >= node.size:
+                raise IndexError("index %d out of range for a tree of %d keys" % (i, node.size))
+            rank = i
+        while node.height != 0:
+            nodes.append(node)
+            left = self._left(node)
+            right = self._right(node)
+            if index is not None:
+                if i < left.size:
+                    node = left
+                else:
+                    i -= left.size
+                    node = right
+            elif _compare(k, node.key) < 0:
+                node = left
+            else:
+                rank += left.size
+                node = right
+        nodes.append(node)
+        if index is None and _compare(node.key, k) < 0:
+            rank += 1
+        return nodes, rank
+
 
 cdef inline int64_t _read_be64(const uint8_t *p) noexcept:
     cdef unsigned long long v = 0
