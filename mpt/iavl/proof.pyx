@@ -17,12 +17,17 @@ present key with "cannot create NonExistanceProof when Key in State" (Go's spell
 key are the keys at GetWithIndex's index - 1 and index, either of which may be missing at the ends of the tree
 (an empty tree gives a NonExistenceProof with the key alone, as Go's does).
 
-Everything is encoded straight into one bytes object of the exact size (the protobuf wire form Go's
-``Marshal`` writes: fields in number order, defaults left out).
+``membership_proof`` / ``non_membership_proof`` return mpt.ics23 message objects. Their constructors check
+every argument; the values made here are right by construction (bytes, the SHA256 / VAR_PROTO members), so the
+objects are made without __init__ and their fields set directly: a proof in a 100K-key tree has about 17 inner
+ops, and the checks would cost more than the walk. ``*_bytes`` encode the wire form straight into one bytes
+object of the exact size (what Go's ``Marshal`` writes: fields in number order, defaults left out).
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_SET_ITEM
+from cpython.object cimport PyObject, PyTypeObject
+from cpython.ref cimport Py_INCREF
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.string cimport memcpy
 
@@ -30,6 +35,7 @@ from mpt.iavl.node cimport HASH_SIZE, InnerNode, Node
 from mpt.varint cimport put_uvarint, put_varint, uvarint_size, varint_size
 
 from mpt.errors import ProofError
+from mpt.ics23.messages import CommitmentProof, ExistenceProof, HashOp, InnerOp, LeafOp, LengthOp, NonExistenceProof
 
 cdef enum:
     LENGTH_BYTE = 0x20          # the length prefix of a 32-byte hash (convertInnerOps' lengthByte)
@@ -271,3 +277,95 @@ def non_membership_proof_bytes(tree, key, version=None):
         n += _put_field_header(p + n, TAG_NONEXIST_RIGHT, right_size)
         n += _put_existence(p + n, right)
     return out
+
+
+# ------------------------------------------------------------------------------------------ message objects
+
+cdef object _SHA256 = HashOp.SHA256
+cdef object _NO_HASH = HashOp.NO_HASH
+cdef object _VAR_PROTO = LengthOp.VAR_PROTO
+cdef bytes _EMPTY = b""
+cdef tuple _NO_ARGS = ()
+
+
+cdef inline object _bare(type cls):
+    """An instance of a message class without running its __init__ (every field is set by the caller)."""
+    return (<PyTypeObject *>cls).tp_new(cls, <PyObject *>_NO_ARGS, NULL)
+
+
+cdef object _leaf_op(Node leaf):
+    cdef uint8_t buf[2 + 10]
+    cdef object op = _bare(LeafOp)
+    op.hash = _SHA256
+    op.prehash_key = _NO_HASH
+    op.prehash_value = _SHA256
+    op.length = _VAR_PROTO
+    op.prefix = PyBytes_FromStringAndSize(<char *>buf, _put_leaf_prefix(buf, leaf))
+    return op
+
+
+cdef object _inner_op(Node node, bint left):
+    cdef uint8_t buf[3 * 10 + 2 + HASH_SIZE]
+    cdef bytes suffix
+    cdef object op = _bare(InnerOp)
+    op.hash = _SHA256
+    op.prefix = PyBytes_FromStringAndSize(<char *>buf, _put_inner_prefix(buf, node, left))
+    if left:
+        suffix = PyBytes_FromStringAndSize(NULL, SUFFIX_SIZE)
+        _put_inner_suffix(<uint8_t *>PyBytes_AS_STRING(suffix), node)
+        op.suffix = suffix
+    else:
+        op.suffix = _EMPTY
+    return op
+
+
+cdef object _existence_proof(list nodes):
+    """The ExistenceProof of the leaf at the end of nodes (root first), ops from the leaf up."""
+    cdef Py_ssize_t i, last = PyList_GET_SIZE(nodes) - 1
+    cdef Node leaf = <Node>PyList_GET_ITEM(nodes, last)
+    cdef list path = PyList_New(last)
+    cdef object op
+    for i in range(last):
+        op = _inner_op(<Node>PyList_GET_ITEM(nodes, last - 1 - i), _goes_left(nodes, last - 1 - i))
+        Py_INCREF(op)
+        PyList_SET_ITEM(path, i, op)
+    cdef object proof = _bare(ExistenceProof)
+    proof.key = leaf.key
+    proof.value = leaf._value
+    proof.leaf = _leaf_op(leaf)
+    proof.path = path
+    return proof
+
+
+cdef object _commitment(object exist, object nonexist):
+    cdef object proof = _bare(CommitmentProof)
+    proof.exist = exist
+    proof.nonexist = nonexist
+    proof.batch = None
+    proof.compressed = None
+    return proof
+
+
+def membership_proof(tree, key, version=None):
+    """membership_proof(tree, key, version=None) -> CommitmentProof
+
+    Go iavl's GetMembershipProof(key) for ``tree``'s working tree (version None) or saved version ``version``:
+    an ExistenceProof of key and its value. ProofError("key does not exist") if key is absent.
+    """
+    return _commitment(_existence_proof(_membership_path(tree, _as_key(key), version)), None)
+
+
+def non_membership_proof(tree, key, version=None):
+    """non_membership_proof(tree, key, version=None) -> CommitmentProof
+
+    Go iavl's GetNonMembershipProof(key): a NonExistenceProof with the existence proofs of the keys just before
+    and just after key (either left out at the ends of the tree). ProofError if key is present.
+    """
+    cdef bytes k = _as_key(key)
+    cdef list left, right
+    left, right = _neighbour_paths(tree, k, version)
+    cdef object nonexist = _bare(NonExistenceProof)
+    nonexist.key = k
+    nonexist.left = None if left is None else _existence_proof(left)
+    nonexist.right = None if right is None else _existence_proof(right)
+    return _commitment(None, nonexist)

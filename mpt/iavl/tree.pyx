@@ -659,6 +659,17 @@ cdef class MutableTree:
             raise VersionError("version %d does not exist" % v)
         return root
 
+    def membership_proof(self, key, version=None):
+        """An ICS23 CommitmentProof that key is in the working tree (version None) or saved version ``version``,
+        byte for byte Go iavl's GetMembershipProof. ProofError if key is absent, VersionError if there is no
+        such version."""
+        return _proof_functions()[0](self, key, version)
+
+    def non_membership_proof(self, key, version=None):
+        """An ICS23 CommitmentProof that key is absent (Go iavl's GetNonMembershipProof): existence proofs of
+        its neighbours. ProofError if key is present, VersionError if there is no such version."""
+        return _proof_functions()[1](self, key, version)
+
     def _proof_path(self, key, version=None, index=None):
         """(nodes, rank): the nodes from the root down to a leaf, both children of every inner node loaded.
 
@@ -697,6 +708,19 @@ cdef class MutableTree:
         if index is None and _compare(node.key, k) < 0:
             rank += 1
         return nodes, rank
+
+
+# mpt.iavl.proof imports mpt.ics23, which the tree does not need otherwise: looked up on first use and kept (an
+# import statement in the method would cost about 100 ns a call).
+cdef tuple _proof_fns = None
+
+
+cdef tuple _proof_functions():
+    global _proof_fns
+    if _proof_fns is None:
+        from mpt.iavl.proof import membership_proof, non_membership_proof
+        _proof_fns = (membership_proof, non_membership_proof)
+    return _proof_fns
 
 
 cdef inline int64_t _read_be64(const uint8_t *p) noexcept:
