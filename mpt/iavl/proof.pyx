@@ -17,17 +17,15 @@ present key with "cannot create NonExistanceProof when Key in State" (Go's spell
 key are the keys at GetWithIndex's index - 1 and index, either of which may be missing at the ends of the tree
 (an empty tree gives a NonExistenceProof with the key alone, as Go's does).
 
-``membership_proof`` / ``non_membership_proof`` return mpt.ics23 message objects. Their constructors check
-every argument; the values made here are right by construction (bytes, the SHA256 / VAR_PROTO members), so the
-objects are made without __init__ and their fields set directly: a proof in a 100K-key tree has about 17 inner
-ops, and the checks would cost more than the walk. ``*_bytes`` encode the wire form straight into one bytes
+``membership_proof`` / ``non_membership_proof`` return mpt.ics23 message objects (made by ``_Builder``s,
+without the classes' checking __init__). ``*_bytes`` encode the wire form straight into one bytes
 object of the exact size (what Go's ``Marshal`` writes: fields in number order, defaults left out).
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_SET_ITEM
 from cpython.object cimport PyObject, PyTypeObject
-from cpython.ref cimport Py_INCREF
+from cpython.ref cimport Py_INCREF, Py_XDECREF
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.string cimport memcpy
 
@@ -65,6 +63,21 @@ cdef enum:
 cdef inline bint _goes_left(list nodes, Py_ssize_t i) noexcept:
     """Whether the path turns left below nodes[i] (an inner node)."""
     return <object>PyList_GET_ITEM(nodes, i + 1) is (<InnerNode>PyList_GET_ITEM(nodes, i)).left_node
+
+
+cdef inline bytes _sibling_hash(InnerNode inner, bint left):
+    """The hash of the child off the path: the parent's copy when it has one (no visit to the child), else the
+    child's own (MutableTree._proof_path loaded the child then)."""
+    if left:
+        return inner._right_hash if inner._right_hash is not None else inner.right_node.c_hash()
+    return inner._left_hash if inner._left_hash is not None else inner.left_node.c_hash()
+
+
+cdef inline const char *_known_sibling_hash(InnerNode inner, bint left) noexcept:
+    """_sibling_hash after _hash_siblings has run: a read, nothing computed."""
+    if left:
+        return PyBytes_AS_STRING(inner._right_hash if inner._right_hash is not None else inner.right_node._hash)
+    return PyBytes_AS_STRING(inner._left_hash if inner._left_hash is not None else inner.left_node._hash)
 
 
 cdef inline Py_ssize_t _inner_prefix_size(Node node, bint left) noexcept:
@@ -114,7 +127,7 @@ cdef Py_ssize_t _put_inner_prefix(uint8_t *out, Node node, bint left) noexcept:
     p += put_varint(out + p, node.version)
     if not left:
         out[p] = LENGTH_BYTE
-        memcpy(out + p + 1, PyBytes_AS_STRING((<InnerNode>node).left_node._hash), HASH_SIZE)
+        memcpy(out + p + 1, _known_sibling_hash(<InnerNode>node, False), HASH_SIZE)
         p += 1 + HASH_SIZE
     out[p] = LENGTH_BYTE
     return p + 1
@@ -122,7 +135,7 @@ cdef Py_ssize_t _put_inner_prefix(uint8_t *out, Node node, bint left) noexcept:
 
 cdef inline void _put_inner_suffix(uint8_t *out, Node node) noexcept:
     out[0] = LENGTH_BYTE
-    memcpy(out + 1, PyBytes_AS_STRING((<InnerNode>node).right_node._hash), HASH_SIZE)
+    memcpy(out + 1, _known_sibling_hash(<InnerNode>node, True), HASH_SIZE)
 
 
 cdef int _hash_siblings(list nodes) except -1:
@@ -131,8 +144,7 @@ cdef int _hash_siblings(list nodes) except -1:
     cdef InnerNode inner
     cdef bytes h
     for i in range(PyList_GET_SIZE(nodes) - 1):
-        inner = <InnerNode>PyList_GET_ITEM(nodes, i)
-        h = inner.right_node.c_hash() if _goes_left(nodes, i) else inner.left_node.c_hash()
+        h = _sibling_hash(<InnerNode>PyList_GET_ITEM(nodes, i), _goes_left(nodes, i))
         if PyBytes_GET_SIZE(h) != HASH_SIZE:        # only a node built by hand can carry another size
             raise ProofError("IAVL node hash of %d bytes, not %d" % (PyBytes_GET_SIZE(h), HASH_SIZE))
     return 0
@@ -281,6 +293,19 @@ def non_membership_proof_bytes(tree, key, version=None):
 
 # ------------------------------------------------------------------------------------------ message objects
 
+cdef extern from "Python.h":
+    # descrobject.h: a __slots__ entry of a Python class is a member descriptor over a PyMemberDef.
+    ctypedef struct PyMemberDef:
+        const char *name
+        int type
+        Py_ssize_t offset
+    ctypedef struct PyMemberDescrObject:
+        PyTypeObject *d_type
+        PyMemberDef *d_member
+    PyTypeObject PyMemberDescr_Type
+    enum: T_OBJECT_EX
+
+
 cdef object _SHA256 = HashOp.SHA256
 cdef object _NO_HASH = HashOp.NO_HASH
 cdef object _VAR_PROTO = LengthOp.VAR_PROTO
@@ -288,34 +313,89 @@ cdef bytes _EMPTY = b""
 cdef tuple _NO_ARGS = ()
 
 
-cdef inline object _bare(type cls):
-    """An instance of a message class without running its __init__ (every field is set by the caller)."""
-    return (<PyTypeObject *>cls).tp_new(cls, <PyObject *>_NO_ARGS, NULL)
+cdef Py_ssize_t _slot(type cls, str name) except -2:
+    """The offset of slot ``name`` in instances of cls, or -1 when it is not a plain __slots__ entry stored
+    with no __setattr__ in between (then fields are set through setattr)."""
+    descr = getattr(cls, name, None)
+    if (type(descr) is not <type>&PyMemberDescr_Type or cls.__setattr__ is not object.__setattr__
+            or (<PyMemberDescrObject *>descr).d_member.type != T_OBJECT_EX):
+        return -1
+    return (<PyMemberDescrObject *>descr).d_member.offset
+
+
+@cython.final
+cdef class _Builder:
+    """Makes one message class's objects without its __init__: its checks are for callers' values, and the
+    values made here are right by construction (bytes, the SHA256 / VAR_PROTO members). A proof in a 100K-key
+    tree has about 17 inner ops; the checks and generic setattr would cost more than the walk.
+    Fields go straight into the instance's slots when they are plain __slots__ (what mpt.ics23's classes
+    are), else through setattr."""
+    cdef:
+        type cls
+        tuple names
+        Py_ssize_t offsets[5]
+        bint direct
+
+    @staticmethod
+    cdef _Builder new(type cls, tuple names):
+        cdef _Builder b = _Builder.__new__(_Builder)
+        cdef Py_ssize_t i
+        b.cls = cls
+        b.names = names
+        b.direct = True
+        for i in range(len(names)):
+            b.offsets[i] = _slot(cls, names[i])
+            if b.offsets[i] < 0:
+                b.direct = False
+        return b
+
+    cdef object make(self):
+        return (<PyTypeObject *>self.cls).tp_new(self.cls, <PyObject *>_NO_ARGS, NULL)
+
+    cdef inline int set(self, object obj, Py_ssize_t field, object value) except -1:
+        cdef PyObject **slot
+        cdef PyObject *old
+        if not self.direct:
+            setattr(obj, self.names[field], value)
+            return 0
+        slot = <PyObject **>(<char *><PyObject *>obj + self.offsets[field])
+        old = slot[0]
+        Py_INCREF(value)
+        slot[0] = <PyObject *>value
+        Py_XDECREF(old)
+        return 0
+
+
+cdef _Builder _LEAF_OP = _Builder.new(LeafOp, ("hash", "prehash_key", "prehash_value", "length", "prefix"))
+cdef _Builder _INNER_OP = _Builder.new(InnerOp, ("hash", "prefix", "suffix"))
+cdef _Builder _EXISTENCE = _Builder.new(ExistenceProof, ("key", "value", "leaf", "path"))
+cdef _Builder _NONEXISTENCE = _Builder.new(NonExistenceProof, ("key", "left", "right"))
+cdef _Builder _COMMITMENT = _Builder.new(CommitmentProof, ("exist", "nonexist", "batch", "compressed"))
 
 
 cdef object _leaf_op(Node leaf):
     cdef uint8_t buf[2 + 10]
-    cdef object op = _bare(LeafOp)
-    op.hash = _SHA256
-    op.prehash_key = _NO_HASH
-    op.prehash_value = _SHA256
-    op.length = _VAR_PROTO
-    op.prefix = PyBytes_FromStringAndSize(<char *>buf, _put_leaf_prefix(buf, leaf))
+    cdef object op = _LEAF_OP.make()
+    _LEAF_OP.set(op, 0, _SHA256)
+    _LEAF_OP.set(op, 1, _NO_HASH)
+    _LEAF_OP.set(op, 2, _SHA256)
+    _LEAF_OP.set(op, 3, _VAR_PROTO)
+    _LEAF_OP.set(op, 4, PyBytes_FromStringAndSize(<char *>buf, _put_leaf_prefix(buf, leaf)))
     return op
 
 
 cdef object _inner_op(Node node, bint left):
     cdef uint8_t buf[3 * 10 + 2 + HASH_SIZE]
     cdef bytes suffix
-    cdef object op = _bare(InnerOp)
-    op.hash = _SHA256
-    op.prefix = PyBytes_FromStringAndSize(<char *>buf, _put_inner_prefix(buf, node, left))
+    cdef object op = _INNER_OP.make()
+    _INNER_OP.set(op, 0, _SHA256)
+    _INNER_OP.set(op, 1, PyBytes_FromStringAndSize(<char *>buf, _put_inner_prefix(buf, node, left)))
     if left:
         suffix = PyBytes_FromStringAndSize(NULL, SUFFIX_SIZE)
         _put_inner_suffix(<uint8_t *>PyBytes_AS_STRING(suffix), node)
-        op.suffix = suffix
+        _INNER_OP.set(op, 2, suffix)
     else:
-        op.suffix = _EMPTY
+        _INNER_OP.set(op, 2, _EMPTY)
     return op
 
 
@@ -329,20 +409,20 @@ cdef object _existence_proof(list nodes):
         op = _inner_op(<Node>PyList_GET_ITEM(nodes, last - 1 - i), _goes_left(nodes, last - 1 - i))
         Py_INCREF(op)
         PyList_SET_ITEM(path, i, op)
-    cdef object proof = _bare(ExistenceProof)
-    proof.key = leaf.key
-    proof.value = leaf._value
-    proof.leaf = _leaf_op(leaf)
-    proof.path = path
+    cdef object proof = _EXISTENCE.make()
+    _EXISTENCE.set(proof, 0, leaf.key)
+    _EXISTENCE.set(proof, 1, leaf._value)
+    _EXISTENCE.set(proof, 2, _leaf_op(leaf))
+    _EXISTENCE.set(proof, 3, path)
     return proof
 
 
 cdef object _commitment(object exist, object nonexist):
-    cdef object proof = _bare(CommitmentProof)
-    proof.exist = exist
-    proof.nonexist = nonexist
-    proof.batch = None
-    proof.compressed = None
+    cdef object proof = _COMMITMENT.make()
+    _COMMITMENT.set(proof, 0, exist)
+    _COMMITMENT.set(proof, 1, nonexist)
+    _COMMITMENT.set(proof, 2, None)
+    _COMMITMENT.set(proof, 3, None)
     return proof
 
 
@@ -364,8 +444,8 @@ def non_membership_proof(tree, key, version=None):
     cdef bytes k = _as_key(key)
     cdef list left, right
     left, right = _neighbour_paths(tree, k, version)
-    cdef object nonexist = _bare(NonExistenceProof)
-    nonexist.key = k
-    nonexist.left = None if left is None else _existence_proof(left)
-    nonexist.right = None if right is None else _existence_proof(right)
+    cdef object nonexist = _NONEXISTENCE.make()
+    _NONEXISTENCE.set(nonexist, 0, k)
+    _NONEXISTENCE.set(nonexist, 1, None if left is None else _existence_proof(left))
+    _NONEXISTENCE.set(nonexist, 2, None if right is None else _existence_proof(right))
     return _commitment(None, nonexist)
