@@ -768,11 +768,62 @@ def _iavl_tree_hash() -> Case:
     )
 
 
+_ICS23_PROVE_BATCH = 1000
+
+
+@lru_cache(maxsize=None)
+def _ics23_prove_tree(n: int):
+    """A saved n-key tree (16-byte random keys, 32-byte values, Go math/rand) and _ICS23_PROVE_BATCH of its keys
+    in random order (the tree above BENCHMARKS.md's GetMembershipProof row)."""
+    from mpt.bench.workloads import GoRand
+    from mpt.iavl import MutableTree
+
+    r = GoRand(23)
+    tree = MutableTree()
+    keys = []
+    for _ in range(n):
+        key = r.read(16)
+        tree.set(key, r.read(32))
+        keys.append(key)
+    tree.save_version()
+    return tree, [keys[r.intn(n)] for _ in range(_ICS23_PROVE_BATCH)]
+
+
+def _ics23_prove(label: str, n: int) -> Case:
+    def setup():
+        return _ics23_prove_tree(n)
+
+    def op(state):
+        tree, keys = state
+        prove = tree.membership_proof
+        for key in keys:
+            prove(key)
+
+    def check(state):
+        from mpt.iavl.proof import membership_proof_bytes
+        from mpt.ics23 import IAVL_SPEC, verify_membership
+
+        tree, keys = state
+        root = tree.hash()
+        for key in keys[:: _ICS23_PROVE_BATCH // 50]:
+            proof = tree.membership_proof(key)
+            _expect("proof bytes", proof.to_bytes(), membership_proof_bytes(tree, key))
+            _expect("verified", verify_membership(IAVL_SPEC, root, proof, key, tree.get(key)), True)
+
+    return Case(
+        name="ICS23Prove/%s" % label, group="ICS23Prove", size=n, setup=setup, op=op, check=check,
+        ops_per_sample=_ICS23_PROVE_BATCH, small=False,
+        doc="MutableTree.membership_proof of a random present key in a saved %s-key tree (16-byte keys, 32-byte "
+            "values): an mpt.ics23 CommitmentProof, Go iavl's GetMembershipProof" % label,
+    )
+
+
 def _iavl_cases() -> List[Case]:
     cases = [_iavl_max_encoded_size(fmt) for fmt in _IAVL_FORMATS]
     cases += [_iavl_encode(size, fmt) for size in ("small", "large") for fmt in _IAVL_FORMATS]
     cases += [_iavl_decode(size, fmt) for size in ("small", "large") for fmt in _IAVL_FORMATS]
     cases += [_iavl_set(), _iavl_save_version(), _iavl_tree_hash()]
+    cases += [_ics23_prove("100K", 100000)]
     return cases
 
 
