@@ -66,6 +66,6 @@ class StoreError(MptError, OSError):
         return str(self.args[0])
 
 
-class CorruptTreeError(MptError, ValueError):
+class CorruptTreeError(NodeDecodeError):
     """Stored IAVL nodes that do not form a tree: a child that names itself or an ancestor, heights that do not
     fall by one, sizes that do not add up, a malformed root record. The message names the node key."""

@@ -42,8 +42,8 @@ def store_a():
                 root, version = tree.save_version()
                 assert (root.hex(), version) == (op["root"], op["version"])
             else:
-                # delete_versions_to: pruning; proofs read the versions that stay (3..6).
                 assert op["op"] == "delete_versions_to"
+                tree.delete_versions_to(op["version"])
     with open(os.path.join(STORE_A, "iavl_store.json")) as f:
         return tree, json.load(f)
 
@@ -107,6 +107,9 @@ def test_older_versions_verify_against_their_roots(store_a, version):
         key = bytes.fromhex(key_hex)
         proof = tree.non_membership_proof(key, version)
         assert verify_non_membership(IAVL_SPEC, root, proof, key)
+    # Versions 1 and 2 were pruned.
+    with pytest.raises(VersionError):
+        tree.membership_proof(key, 2)
     # Not against the latest root: the versions differ.
     key = bytes.fromhex(entry["present"][0]["key_hex"])
     assert tree.membership_proof(key, version).calculate_root() != tree.hash()
