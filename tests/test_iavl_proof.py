@@ -409,3 +409,35 @@ def test_tampered_proofs_fail():
     other = tree.membership_proof(sorted(model)[0])
     with pytest.raises(ProofError):
         verify_membership(IAVL_SPEC, root, other, key, model[key])
+
+
+def test_objects_equal_those_of_the_public_constructors():
+    """The proof objects are made without __init__: they must be what the constructors would have made."""
+    from mpt.ics23 import ExistenceProof, HashOp, InnerOp, LeafOp, LengthOp, NonExistenceProof
+
+    tree, model, rng = _random_tree(13, versions=2, per_version=80)
+
+    def rebuilt(ep):
+        leaf = LeafOp(hash=HashOp.SHA256, prehash_value=HashOp.SHA256, length=LengthOp.VAR_PROTO,
+                      prefix=ep.leaf.prefix)
+        path = [InnerOp(hash=HashOp.SHA256, prefix=op.prefix, suffix=op.suffix) for op in ep.path]
+        return ExistenceProof(key=ep.key, value=ep.value, leaf=leaf, path=path)
+
+    key = sorted(model)[5]
+    proof = tree.membership_proof(key)
+    assert proof == CommitmentProof(exist=rebuilt(proof.exist))
+    assert proof.which() == "exist" and proof.batch is None and proof.compressed is None
+    assert type(proof.exist.leaf.hash) is HashOp and type(proof.exist.leaf.length) is LengthOp
+    assert proof.exist.leaf.prehash_key is HashOp.NO_HASH
+    assert all(type(op.hash) is HashOp and type(op.prefix) is bytes and type(op.suffix) is bytes
+               for op in proof.exist.path)
+    assert type(proof.exist.path) is list
+    absent = key + b"\x00"
+    assert absent not in model
+    proof = tree.non_membership_proof(absent)
+    n = proof.nonexist
+    assert proof == CommitmentProof(nonexist=NonExistenceProof(key=absent, left=rebuilt(n.left),
+                                                               right=rebuilt(n.right)))
+    # Fresh objects each time: changing one proof leaves the next alone.
+    proof.nonexist.left.path[0].prefix = b""
+    assert tree.non_membership_proof(absent).nonexist.left.path[0].prefix != b""
