@@ -441,3 +441,32 @@ def test_objects_equal_those_of_the_public_constructors():
     # Fresh objects each time: changing one proof leaves the next alone.
     proof.nonexist.left.path[0].prefix = b""
     assert tree.non_membership_proof(absent).nonexist.left.path[0].prefix != b""
+
+
+def test_proofs_from_gos_own_leveldb_store(tmp_path):
+    """The tree opened on Go's goleveldb directory (nodes written by Go, versions 1 and 2 pruned) proves like Go."""
+    pytest.importorskip("plyvel")
+    import shutil
+
+    from mpt.db import LevelDBStore
+
+    path = tmp_path / "iavl.db"
+    shutil.copytree(os.path.join(STORE_A, "iavl.db"), path)   # LevelDB rewrites its files on open
+    with open(os.path.join(STORE_A, "iavl_store.json")) as f:
+        data = json.load(f)
+    with LevelDBStore(path, readonly=True) as store:
+        tree = MutableTree(store)
+        assert tree.load() == 6
+        for entry in data["membership_proofs"] + data["empty_value_membership_proofs"]:
+            key = bytes.fromhex(entry["key_hex"])
+            assert tree.membership_proof(key).to_bytes().hex() == entry["commitment_proof_hex"]
+        for entry in data["nonmembership_proofs"]:
+            key = bytes.fromhex(entry["key_hex"])
+            assert tree.non_membership_proof(key).to_bytes().hex() == entry["commitment_proof_hex"]
+        for entry in data["versions"][:-1]:
+            root = bytes.fromhex(entry["root_hash_hex"])
+            item = entry["present"][1]
+            proof = tree.membership_proof(bytes.fromhex(item["key_hex"]), entry["version"])
+            assert proof.calculate_root() == root
+        with pytest.raises(VersionError):
+            tree.non_membership_proof(b"\x00", 2)
