@@ -687,16 +687,20 @@ cdef class MutableTree:
         cdef Node left
         cdef int64_t rank = 0, i = 0
         cdef bint by_index = index is not None
-        cdef list nodes = []
+        cdef list nodes
+        cdef Py_ssize_t depth = 0
         if node is None:
-            return nodes, 0
+            return [], 0
+        # Sized once for the deepest possible path (the root's height), cut to the real one at the end.
+        nodes = [None] * (node.height + 1)
         if by_index:
             i = index
             if i < 0 or i >= node.size:
                 raise IndexError("index %d out of range for a tree of %d keys" % (i, node.size))
             rank = i
         while node.height != 0:
-            nodes.append(node)
+            nodes[depth] = node
+            depth += 1
             inner = <InnerNode>node
             # Ask for both children while the key compare waits for node.key: the next step's miss overlaps.
             _prefetch_node(<PyObject *>inner.left_node)
@@ -721,7 +725,8 @@ cdef class MutableTree:
             _prefetch_node(<PyObject *>inner._left_hash)
             node = self._right(node)
             rank += inner.size - node.size
-        nodes.append(node)
+        nodes[depth] = node
+        del nodes[depth + 1:]
         if not by_index and _compare(node.key, k) < 0:
             rank += 1
         return nodes, rank
