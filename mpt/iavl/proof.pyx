@@ -1,4 +1,5 @@
 # cython: language_level=3
+# cython: binding=False
 """ICS23 proofs from an IAVL tree, byte for byte as cosmos/iavl's proof_ics23.go makes them.
 
 ``MutableTree.membership_proof`` / ``non_membership_proof`` call in here; the tree hands over the nodes on the
@@ -20,6 +21,9 @@ key are the keys at GetWithIndex's index - 1 and index, either of which may be m
 ``membership_proof`` / ``non_membership_proof`` return mpt.ics23 message objects (made by ``_Builder``s,
 without the classes' checking __init__). ``*_bytes`` encode the wire form straight into one bytes
 object of the exact size (what Go's ``Marshal`` writes: fields in number order, defaults left out).
+
+``binding=False``: the functions are plain builtins (a cheaper call than a cyfunction, which the tree's methods
+pay on every proof); their docstrings start with the signature line.
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -293,8 +297,9 @@ def non_membership_proof_bytes(tree, key, version=None):
 
 # ------------------------------------------------------------------------------------------ message objects
 
-cdef extern from "Python.h":
-    # descrobject.h: a __slots__ entry of a Python class is a member descriptor over a PyMemberDef.
+cdef extern from "structmember.h":
+    # A __slots__ entry of a Python class is a member descriptor (descrobject.h) over a PyMemberDef
+    # (structmember.h up to CPython 3.11, descrobject.h since; the header stays for compatibility).
     ctypedef struct PyMemberDef:
         const char *name
         int type
