@@ -21,6 +21,7 @@ The latest version is found as Go finds it: the version of the last ``s`` key (a
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.string cimport memcpy
 
 from mpt.iavl.node cimport (
     FORMAT_LEGACY,
@@ -75,12 +76,23 @@ def legacy_root_key(int64_t version):
     return R + (<object>version).to_bytes(8, "big")
 
 
+cdef bytes _fast_node_bytes(int64_t version, bytes value):
+    cdef uint8_t head[2 * MAX_VARINT_LEN64]
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(value)
+    cdef Py_ssize_t h = put_varint(head, version)
+    cdef bytes out
+    cdef char *o
+    h += put_uvarint(head + h, <uint64_t>n)
+    out = PyBytes_FromStringAndSize(NULL, h + n)
+    o = PyBytes_AS_STRING(out)
+    memcpy(o, head, h)
+    memcpy(o + h, PyBytes_AS_STRING(value), n)
+    return out
+
+
 def encode_fast_node(int64_t version, bytes value):
     """A fast node's bytes: zigzag varint versionLastUpdatedAt, then the length-prefixed value."""
-    cdef uint8_t head[2 * MAX_VARINT_LEN64]
-    cdef Py_ssize_t h = put_varint(head, version)
-    h += put_uvarint(head + h, <uint64_t>PyBytes_GET_SIZE(value))
-    return PyBytes_FromStringAndSize(<char *>head, h) + value
+    return _fast_node_bytes(version, value)
 
 
 cdef tuple _decode_fast_node(bytes key, bytes data):
@@ -130,6 +142,16 @@ cdef int check_children(Node parent, Node left, Node right) except -1:
         "corrupt IAVL store: node %s has height %d and size %d, but its children %s and %s give height %d and "
         "size %d" % (describe(parent), parent.height, parent.size, describe(left), describe(right), h,
                      left.size + right.size))
+
+
+cdef bint _same_node(Node a, Node b) except -1:
+    """Go compares the two walks' nodes by hash. The hash covers the version, height and size (and a leaf's key),
+    so nodes that differ there differ, and only the rest need their (leaf) hashes computed."""
+    if a.version != b.version or a.height != b.height or a.size != b.size:
+        return False
+    if a.height == 0 and a.key != b.key:
+        return False
+    return a.c_hash() == b.c_hash()
 
 
 cdef int _push_children(NodeDB ndb, list stack, Node node) except -1:
@@ -397,10 +419,18 @@ cdef class NodeDB:
         storage version, the version's new nodes (numbered and hashed by the tree) and its root record."""
         cdef Node node
         cdef bytes rkey = S + make_node_key(version, 1)
+        cdef bytes k, v
+        cdef list pairs
         with self.db.write_batch() as batch:
+            put_many = getattr(batch, "put_many", None)
             if fast_storage:
-                for k, v in fast_additions.items():
-                    batch.put(F + k, encode_fast_node(version, v))
+                pairs = [(F + k, _fast_node_bytes(version, v)) for k, v in fast_additions.items()]
+                if put_many is not None:
+                    put_many(pairs)         # MemoryDB's batch: one dict update
+                else:
+                    put = batch.put
+                    for k, v in pairs:
+                        put(k, v)
                 for k in fast_removals:
                     batch.delete(F + k)
                 self.write_storage_version(batch, version)
@@ -417,8 +447,13 @@ cdef class NodeDB:
                     batch.put(N + node._hash, node._to_bytes(FORMAT_LEGACY))
                 batch.put(R + (<object>version).to_bytes(8, "big"), root._hash)
             else:
-                for node in new_nodes:
-                    batch.put(S + node.node_key_bytes(), node._to_bytes(FORMAT_V1))
+                pairs = [(S + node.node_key_bytes(), node._to_bytes(FORMAT_V1)) for node in new_nodes]
+                if put_many is not None:
+                    put_many(pairs)
+                else:
+                    put = batch.put
+                    for k, v in pairs:
+                        put(k, v)
         self._latest = version
         return 0
 
@@ -431,18 +466,16 @@ cdef class NodeDB:
         cdef list cur = [] if not cur_ref else [(self.get_node(cur_ref), cur_ref)]
         cdef list prev = [] if not prev_ref else [(self.get_node(prev_ref), prev_ref)]
         cdef Node node, org = None
-        cdef bytes org_hash = None
         cdef list out = []
         while prev:
             while org is None and cur:
                 node, ref = cur.pop()
                 if node.version <= prev_version:
                     org = node
-                    org_hash = node.c_hash()
                 else:
                     _push_children(self, cur, node)
             node, ref = prev.pop()
-            if org is not None and node.c_hash() == org_hash:
+            if org is not None and _same_node(node, org):
                 org = None
             else:
                 out.append((node, ref))
