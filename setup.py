@@ -41,6 +41,7 @@ MODULES = {
     "mpt.iavl.node": False,
     "mpt.iavl.nodedb": False,
     "mpt.iavl.tree": False,
+    "mpt.iavl.proof": False,
     "mpt.parallel": False,
     "mpt.ics23.wire": False,
 }
