@@ -39,6 +39,7 @@ MODULES = {
     "mpt.merkle": False,
     "mpt.iavl.node": False,
     "mpt.iavl.tree": False,
+    "mpt.iavl.export": False,
     "mpt.parallel": False,
 }
 

@@ -114,6 +114,28 @@ def _root(args):
     return run_root(args, _Fail, EXIT_USAGE, EXIT_DAMAGED)
 
 
+def _iavl(args):
+    from mpt.iavl import cli as iavl_cli
+    from mpt.errors import MptError
+
+    try:
+        return iavl_cli.run(args)
+    except iavl_cli.CommandError as e:
+        raise _Fail(e.exit_code, str(e)) from None
+    except MptError as e:
+        raise _Fail(EXIT_DAMAGED, str(e)) from None
+    except OSError as e:
+        if isinstance(e, BrokenPipeError):
+            # | head closed stdout: quiet, and stdout pointed at devnull so the exit flush cannot fail again.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            return EXIT_DAMAGED
+        raise _Fail(EXIT_DAMAGED, "%s: %s" % (e.filename, e.strerror) if e.filename else str(e)) from None
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="python -m mpt",
@@ -139,6 +161,9 @@ def build_parser():
     from mpt.rootcli import add_root_parser
 
     add_root_parser(sub, _root)
+    from mpt.iavl import cli as iavl_cli
+
+    iavl_cli.add_parser(sub).set_defaults(func=_iavl)
     return parser
 
 

@@ -56,3 +56,8 @@ class InputFormatError(MptError, ValueError):
 
 class StoreClosedError(MptError, ValueError):
     """A node store used after ``close()`` (or after its ``with`` block); a ValueError like I/O on a closed file."""
+
+
+class ExportImportError(MptError, ValueError):
+    """An IAVL export stream that does not describe one valid tree (nodes out of order, heights that do not fit,
+    duplicate keys, leftover subtrees, ...), or an import into a tree that is not empty. Nothing is written."""

@@ -1,6 +1,8 @@
 """MutableTree: cosmos/iavl's versioned AVL+ tree over an mpt node database."""
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, Literal, final
+
+from mpt.iavl.export import Exporter, ExportNode
 
 EMPTY_HASH: bytes
 
@@ -56,3 +58,7 @@ class MutableTree:
     def __reversed__(self) -> Iterator[bytes]: ...
     def __len__(self) -> int: ...
     def __contains__(self, key: bytes) -> bool: ...
+    def export(self, version: int | None = None) -> Exporter:
+        """The nodes of a saved version in Go's exporter order (post-order, left first)."""
+    def import_nodes(self, nodes: Iterable[ExportNode], version: int) -> bytes:
+        """Rebuild this empty tree from an export stream as saved version ``version``; returns the root hash."""
