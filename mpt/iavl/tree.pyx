@@ -677,12 +677,16 @@ cdef class MutableTree:
 
     def _import_write(self, list nodes, Node root, int64_t version):
         """Write imported nodes (node keys assigned, hashes known) and the root of ``version`` in one batch, as
-        Go's Importer.Commit does, then load that version."""
+        Go's Importer.Commit does; the tree is then at that version, its nodes in memory as after save_version."""
         cdef Node node
         with self.db.write_batch() as batch:
             if self.storage == FORMAT_V1:
-                for node in nodes:
-                    batch.put(V1_PREFIX + node.node_key_bytes(), node._to_bytes(FORMAT_V1))
+                put_many = getattr(batch, "put_many", None)
+                if put_many is not None:        # MemoryDB: one C-level dict update
+                    put_many([(V1_PREFIX + node.node_key_bytes(), node._to_bytes(FORMAT_V1)) for node in nodes])
+                else:
+                    for node in nodes:
+                        batch.put(V1_PREFIX + node.node_key_bytes(), node._to_bytes(FORMAT_V1))
                 if root is None:
                     batch.put(V1_PREFIX + make_node_key(version, 1), b"")
                 elif root.version != version:
@@ -693,7 +697,12 @@ cdef class MutableTree:
                     batch.put(LEGACY_NODE_PREFIX + node.c_hash(), node._to_bytes(FORMAT_LEGACY))
                 batch.put(LEGACY_ROOT_PREFIX + _be64(version), b"" if root is None else root.c_hash())
             batch.put(LATEST_KEY, _be64(version))
-        self.load_version(version)
+        for node in nodes:
+            node.persisted = True
+        self.root = root
+        self._saved_root = root
+        self.version = version
+        self._new_nodes = None
 
 
 cdef inline int64_t _read_be64(const uint8_t *p) noexcept:
