@@ -38,6 +38,7 @@ MODULES = {
     "mpt._sha256.binding": False,
     "mpt.merkle": False,
     "mpt.iavl.node": False,
+    "mpt.iavl.nodedb": False,
     "mpt.iavl.tree": False,
     "mpt.iavl.export": False,
     "mpt.parallel": False,

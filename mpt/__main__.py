@@ -64,6 +64,10 @@ def _inspect(args):
     from mpt.db.tools import inspect_trie
     from mpt.errors import MissingNodeError, NodeDecodeError
 
+    from mpt.iavl.inspect import run_inspect, wants_iavl
+
+    if wants_iavl(args):
+        return run_inspect(args, _Fail, EXIT_USAGE, EXIT_DAMAGED)
     root = _parse_root(args.root) if args.root is not None else None
     if not os.path.isdir(args.db):
         raise _Fail(EXIT_USAGE, "no LMDB store at %s (expected a directory holding data.mdb)" % args.db)
@@ -157,6 +161,9 @@ def build_parser():
                    help="root hash to inspect, 64 hex digits with or without 0x (default: the store's head)")
     p.add_argument("--json", action="store_true", help="print the counts as JSON instead of a table")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    from mpt.iavl.inspect import add_arguments as add_iavl_arguments
+
+    add_iavl_arguments(p)
     p.set_defaults(func=_inspect)
     from mpt.rootcli import add_root_parser
 

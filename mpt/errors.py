@@ -58,6 +58,19 @@ class StoreClosedError(MptError, ValueError):
     """A node store used after ``close()`` (or after its ``with`` block); a ValueError like I/O on a closed file."""
 
 
+class StoreError(MptError, OSError):
+    """A node store that cannot be opened or written: no such directory, not a database of that kind, locked
+    by another process (a running node), or opened read-only. The message names the path."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class CorruptTreeError(NodeDecodeError):
+    """Stored IAVL nodes that do not form a tree: a child that names itself or an ancestor, heights that do not
+    fall by one, sizes that do not add up, a malformed root record. The message names the node key."""
+
+
 class ExportImportError(MptError, ValueError):
     """An IAVL export stream that does not describe one valid tree (nodes out of order, heights that do not fit,
     duplicate keys, leftover subtrees, ...), or an import into a tree that is not empty. Nothing is written."""

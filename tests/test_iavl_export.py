@@ -5,7 +5,7 @@ import pickle
 import pytest
 
 from mpt.db import MemoryDB
-from mpt.errors import ExportImportError, MptError, NodeDecodeError, VersionError
+from mpt.errors import CorruptTreeError, ExportImportError, MptError, VersionError
 from mpt.iavl import EMPTY_HASH, ExportNode, MutableTree
 
 from conftest import VECTORS
@@ -309,7 +309,7 @@ def test_export_node_type():
         ExportNode(b"k", None, 2**63, 1)
 
 
-def test_export_refuses_a_store_whose_heights_do_not_fall():
+def test_export_refuses_a_corrupt_store_naming_the_node():
     tree = MutableTree()
     for k in (b"a", b"b", b"c"):
         tree.set(k, k)
@@ -327,5 +327,20 @@ def test_export_refuses_a_store_whose_heights_do_not_fall():
     db.put(root_key, looped.to_bytes("v1"))
     reopened = MutableTree(db)
     reopened.load_version(1)
-    with pytest.raises(NodeDecodeError, match="heights"):
+    with pytest.raises(CorruptTreeError, match="s000000000000000100000001"):
         list(reopened.export())
+
+
+def test_import_leaves_fast_nodes_as_go_load_version_does():
+    """Go's Importer.Commit ends with LoadVersion, which writes a fast node per key at the imported version."""
+    from mpt.iavl.nodedb import STORAGE_VERSION_KEY, decode_fast_node
+
+    tree = MutableTree(MemoryDB())
+    tree.import_nodes([node_of(d) for d in GO_EXPORT_V6], 6)
+    fast = {k[1:]: decode_fast_node(v, k[1:]) for k, v in tree.db._data.items() if k[:1] == b"f"}
+    leaves = {bytes.fromhex(d["key"]): bytes.fromhex(d["value"]) for d in GO_EXPORT_V6 if d["height"] == 0}
+    assert fast == {k: (v, 6) for k, v in leaves.items()}
+    assert tree.db.get(STORAGE_VERSION_KEY) == b"1.1.0-6"
+    assert set(tree.db._data) == {k for k in tree.db._data if k[:1] in b"sf"} | {STORAGE_VERSION_KEY}
+    key = next(iter(leaves))
+    assert tree.get(key) == leaves[key]

@@ -21,7 +21,6 @@ import glob
 import json
 import os
 import sys
-from contextlib import contextmanager
 
 try:
     from mpt.cli import CommandError, UsageError
@@ -96,7 +95,7 @@ def _store_arguments(p):
     p.add_argument("--store", choices=STORES,
                    help="the store's kind (default: recognised from its files; needed to create a new store)")
     p.add_argument("--prefix", default="", metavar="TEXT",
-                   help="the key prefix of one module store in a Cosmos multistore, e.g. s/k:bank/")
+                   help="the key prefix of one module store in a Cosmos multistore LevelDB, e.g. s/k:bank/")
 
 
 def _version(text):
@@ -139,13 +138,14 @@ def _open_store(args, write):
         if not write:
             raise UsageError("no store at %s" % args.db)
         raise UsageError("%s does not hold a store yet: pass --store leveldb or --store lmdb to create one" % args.db)
-    prefix = args.prefix.encode()
+    prefix = args.prefix.encode("latin-1")
     try:
         if kind == "lmdb":
             from mpt.db import LMDBStore
 
-            store = LMDBStore(args.db, readonly=not write, hash_keys=False)
-            return _PrefixedStore(store, prefix) if prefix else store
+            if prefix:
+                raise UsageError("--prefix selects a module store of a LevelDB; %s is an LMDB store" % args.db)
+            return LMDBStore(args.db, readonly=not write, hash_keys=False)
         try:
             from mpt.db import LevelDBStore
         except ImportError:
@@ -157,40 +157,6 @@ def _open_store(args, write):
         raise UsageError(str(e)) from None
     except Exception as e:              # lmdb.Error, plyvel.Error, ...: unreadable, locked, not a store
         raise UsageError("cannot open %s: %s" % (args.db, e)) from None
-
-
-class _PrefixedStore:
-    """One module's keys inside a shared store: every key gets ``prefix`` in front (LevelDBStore does this
-    itself; this is for LMDB)."""
-
-    def __init__(self, store, prefix):
-        self.store = store
-        self.prefix = prefix
-
-    def get(self, key, default=None):
-        return self.store.get(self.prefix + key, default)
-
-    def put(self, key, value):
-        self.store.put(self.prefix + key, value)
-
-    @contextmanager
-    def write_batch(self):
-        with self.store.write_batch() as batch:
-            yield _PrefixedBatch(batch, self.prefix)
-
-    def close(self):
-        self.store.close()
-
-
-class _PrefixedBatch:
-    __slots__ = ("batch", "prefix")
-
-    def __init__(self, batch, prefix):
-        self.batch = batch
-        self.prefix = prefix
-
-    def put(self, key, value):
-        self.batch.put(self.prefix + key, value)
 
 
 # --------------------------------------------------------------------------------------------------- export

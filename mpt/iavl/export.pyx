@@ -27,10 +27,11 @@ from libc.stdint cimport int64_t, uint8_t
 from libc.string cimport memcmp
 
 from mpt.iavl.node cimport MAX_HEIGHT, InnerNode, LeafNode, Node
+from mpt.iavl.nodedb cimport describe
 
 from operator import index as _index
 
-from mpt.errors import ExportImportError, NodeDecodeError, VersionError
+from mpt.errors import CorruptTreeError, ExportImportError, VersionError
 
 cdef int64_t MAX_VERSION = 0x7FFFFFFFFFFFFFFF
 
@@ -137,10 +138,10 @@ cdef class Exporter:
             # Not in memory yet: the tree loads it (and keeps it on the saved node, which is still unchanged).
             child = self._tree._export_children(node)[1 if right else 0]
         if child.height >= node.height:
-            # A corrupt store (a node naming itself or an ancestor as a child) must not send the walk in circles.
-            raise NodeDecodeError("IAVL node %s (height %d) has a child of height %d: a store whose heights do not "
-                                  "fall towards the leaves is corrupt" % (node.node_key_bytes().hex(), node.height,
-                                                                          child.height))
+            # The tree checks what it loads; a child it holds in memory gets the same check here, so no store
+            # (a node naming itself or an ancestor as a child) can send the walk in circles.
+            raise CorruptTreeError("%s has a child of height %d: heights must fall towards the leaves" % (
+                describe(node), child.height))
         return child
 
     def __next__(self):

@@ -3,14 +3,21 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Literal, final
 
 from mpt.iavl.export import Exporter, ExportNode
+from mpt.iavl.nodedb import NodeDB
 
 EMPTY_HASH: bytes
 
 @final
 class MutableTree:
-    def __init__(self, db: Any = None, *, format: Literal["v1", "legacy"] = "v1") -> None: ...
+    def __init__(
+        self, db: Any = None, *, format: Literal["v1", "legacy"] = "v1", fast_storage: bool = True
+    ) -> None: ...
     @property
     def db(self) -> Any: ...
+    @property
+    def ndb(self) -> NodeDB: ...
+    @property
+    def fast_storage(self) -> bool: ...
     @property
     def version(self) -> int:
         """The last saved or loaded version (0 before any)."""
@@ -42,6 +49,8 @@ class MutableTree:
     def load(self) -> int: ...
     def version_exists(self, version: int) -> bool: ...
     def available_versions(self) -> list[int]: ...
+    def delete_versions_to(self, to_version: int) -> int:
+        """Prune versions up to to_version (Go's DeleteVersionsTo); the number of keys deleted."""
     def rollback(self) -> None:
         """Discard unsaved changes (back to the last saved or loaded version)."""
     def items(
