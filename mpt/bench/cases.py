@@ -842,6 +842,9 @@ def _iavl_cases() -> List[Case]:
     cases += [_iavl_encode(size, fmt) for size in ("small", "large") for fmt in _IAVL_FORMATS]
     cases += [_iavl_decode(size, fmt) for size in ("small", "large") for fmt in _IAVL_FORMATS]
     cases += [_iavl_set(), _iavl_save_version(), _iavl_tree_hash(), _iavl_export(), _iavl_import()]
+    from mpt.bench import iavl_trees
+
+    cases += iavl_trees.cases(Case, _expect)
     return cases
 
 

@@ -22,9 +22,9 @@ Built in: ``MemoryDB`` (a dict), ``LMDBStore`` (persistent, one memory-mapped fi
 (a LevelDB directory, such as a Cosmos node's ``application.db``; needs ``plyvel``). A plain
 ``MutableMapping[bytes, bytes]`` works for a Trie too: it is written key by key.
 """
-from mpt.db.memory import MemoryDB, NodeDatabase, OrderedNodeDatabase, prefix_range, write_nodes
+from mpt.db.memory import MemoryDB, NodeDatabase, OrderedNodeDatabase, check_database, prefix_range, write_nodes
 from mpt.db.lmdb_store import LMDBStore     # imports the lmdb package only when a store is opened
 from mpt.db.leveldb_store import LevelDBStore   # imports plyvel only when a store is opened
 
-__all__ = ["LMDBStore", "LevelDBStore", "MemoryDB", "NodeDatabase", "OrderedNodeDatabase", "prefix_range",
-           "write_nodes"]
+__all__ = ["LMDBStore", "LevelDBStore", "MemoryDB", "NodeDatabase", "OrderedNodeDatabase", "check_database",
+           "prefix_range", "write_nodes"]

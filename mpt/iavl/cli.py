@@ -22,14 +22,7 @@ import json
 import os
 import sys
 
-try:
-    from mpt.cli import CommandError, UsageError
-except ImportError:         # until the shared command framework (mpt.cli) is merged
-    class CommandError(Exception):
-        exit_code = 1
-
-    class UsageError(CommandError):
-        exit_code = 2
+from mpt.cli import CommandError, UsageError
 
 STORES = ("leveldb", "lmdb")
 _LINE = '{"key":"%s","value":%s,"version":%d,"height":%d}\n'

@@ -105,8 +105,9 @@ def wants_iavl(args):
         os.path.isfile(os.path.join(args.db, "CURRENT")) and not os.path.isfile(os.path.join(args.db, "data.mdb")))
 
 
-def run_inspect(args, fail, exit_usage, exit_damaged):
-    """The IAVL half of ``python -m mpt inspect``; raises fail(code, message) on errors."""
+def run_inspect(args):
+    """The IAVL half of ``python -m mpt inspect``; raises mpt.cli's UsageError / CommandError on errors."""
+    from mpt.cli import EXIT_FAILURE, CommandError, UsageError
     from mpt.errors import MissingNodeError, NodeDecodeError, StoreError
 
     leveldb = not os.path.isfile(os.path.join(args.db, "data.mdb"))
@@ -120,24 +121,21 @@ def run_inspect(args, fail, exit_usage, exit_damaged):
             from mpt.db.lmdb_store import LMDBStore
 
             if args.prefix:
-                raise fail(exit_usage, "--prefix selects a module store of a LevelDB; %s is an LMDB store" % args.db)
+                raise UsageError("--prefix selects a module store of a LevelDB; %s is an LMDB store" % args.db)
             store = LMDBStore(args.db, readonly=True, hash_keys=False)
             kind = "LMDB"
-    except ImportError as e:
-        raise fail(exit_usage, str(e)) from None
-    except StoreError as e:
-        raise fail(exit_usage, str(e)) from None
+    except (ImportError, StoreError) as e:
+        raise UsageError(str(e)) from None
     try:
         stats = inspect_iavl(store)
     except MissingNodeError as e:
-        raise fail(exit_damaged, "the IAVL store is incomplete: %s" % e) from None
+        raise CommandError("the IAVL store is incomplete: %s" % e, EXIT_FAILURE) from None
     except NodeDecodeError as e:
-        raise fail(exit_damaged, "the IAVL store is corrupt: %s" % e) from None
+        raise CommandError("the IAVL store is corrupt: %s" % e, EXIT_FAILURE) from None
     finally:
         store.close()
     if not stats["versions"] and not stats["nodes"]:
-        raise fail(exit_usage, "no IAVL tree in %s%s" % (args.db, " under prefix %r" % args.prefix if args.prefix
-                                                          else ""))
+        raise UsageError("no IAVL tree in %s%s" % (args.db, " under prefix %r" % args.prefix if args.prefix else ""))
     if args.json:
         print(json.dumps(stats, indent=2))
     else:

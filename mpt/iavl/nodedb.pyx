@@ -21,6 +21,7 @@ The latest version is found as Go finds it: the version of the last ``s`` key (a
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.string cimport memcpy
 
 from mpt.iavl.node cimport (
     FORMAT_LEGACY,
@@ -75,12 +76,23 @@ def legacy_root_key(int64_t version):
     return R + (<object>version).to_bytes(8, "big")
 
 
+cdef bytes _fast_node_bytes(int64_t version, bytes value):
+    cdef uint8_t head[2 * MAX_VARINT_LEN64]
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(value)
+    cdef Py_ssize_t h = put_varint(head, version)
+    cdef bytes out
+    cdef char *o
+    h += put_uvarint(head + h, <uint64_t>n)
+    out = PyBytes_FromStringAndSize(NULL, h + n)
+    o = PyBytes_AS_STRING(out)
+    memcpy(o, head, h)
+    memcpy(o + h, PyBytes_AS_STRING(value), n)
+    return out
+
+
 def encode_fast_node(int64_t version, bytes value):
     """A fast node's bytes: zigzag varint versionLastUpdatedAt, then the length-prefixed value."""
-    cdef uint8_t head[2 * MAX_VARINT_LEN64]
-    cdef Py_ssize_t h = put_varint(head, version)
-    h += put_uvarint(head + h, <uint64_t>PyBytes_GET_SIZE(value))
-    return PyBytes_FromStringAndSize(<char *>head, h) + value
+    return _fast_node_bytes(version, value)
 
 
 cdef tuple _decode_fast_node(bytes key, bytes data):
@@ -397,10 +409,18 @@ cdef class NodeDB:
         storage version, the version's new nodes (numbered and hashed by the tree) and its root record."""
         cdef Node node
         cdef bytes rkey = S + make_node_key(version, 1)
+        cdef bytes k, v
+        cdef list pairs
         with self.db.write_batch() as batch:
+            put_many = getattr(batch, "put_many", None)
             if fast_storage:
-                for k, v in fast_additions.items():
-                    batch.put(F + k, encode_fast_node(version, v))
+                pairs = [(F + k, _fast_node_bytes(version, v)) for k, v in fast_additions.items()]
+                if put_many is not None:
+                    put_many(pairs)         # MemoryDB's batch: one dict update
+                else:
+                    put = batch.put
+                    for k, v in pairs:
+                        put(k, v)
                 for k in fast_removals:
                     batch.delete(F + k)
                 self.write_storage_version(batch, version)
@@ -417,8 +437,13 @@ cdef class NodeDB:
                     batch.put(N + node._hash, node._to_bytes(FORMAT_LEGACY))
                 batch.put(R + (<object>version).to_bytes(8, "big"), root._hash)
             else:
-                for node in new_nodes:
-                    batch.put(S + node.node_key_bytes(), node._to_bytes(FORMAT_V1))
+                pairs = [(S + node.node_key_bytes(), node._to_bytes(FORMAT_V1)) for node in new_nodes]
+                if put_many is not None:
+                    put_many(pairs)
+                else:
+                    put = batch.put
+                    for k, v in pairs:
+                        put(k, v)
         self._latest = version
         return 0
 
