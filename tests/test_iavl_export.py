@@ -259,6 +259,7 @@ def _bad_streams():
         "inner with value": (_replace(s, inner[0], value=b"x"), "with a value"),
         "leaf without value": (_replace(s, first_leaf, value=None), "without a value"),
         "wrong inner key": (_replace(s, len(s) - 1, key=b"zzz"), "smallest key"),
+        "parent older than child": (_replace(s, len(s) - 1, version=1), "older than its child"),
         "lone inner node": ([ExportNode(b"a", None, 1, 1)], "before its two"),
     }
 

@@ -18,8 +18,8 @@ one subtree left at the end); a stream it accepts may still build a tree whose l
 everything no real tree exports, with an ExportImportError naming the node's position in the stream: leaf keys
 that do not strictly ascend (duplicates included), an inner node whose key is not the smallest key of its right
 subtree, heights that break the AVL shape (a height-h node joins subtrees of heights h-1 and h-1 or h-2), an
-inner node before its two children, subtrees left over at the end, versions below 1 or above the import
-version, inner nodes with a value and leaves without one.
+inner node older than one of its children or placed before them, subtrees left over at the end, versions
+below 1 or above the import version, inner nodes with a value and leaves without one.
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
@@ -230,6 +230,11 @@ def import_nodes(tree, nodes, version):
             if (lh if lh > rh else rh) != h - 1 or lh - rh > 1 or rh - lh > 1:
                 _position_error(position, en, "heights that do not fit: an inner node of height %d joins subtrees "
                                 "of heights h-1 and h-1 or h-2, not %d and %d" % (h, lh, rh))
+            if en.version < left.version or en.version < right.version:
+                # A parent is written whenever anything below it changes: never before its children. (Pruning
+                # relies on it: a version's walk stops at the first node no newer than the version before.)
+                _position_error(position, en, "an inner node older than its child (version %d)" % (
+                    left.version if left.version > right.version else right.version))
             if en.key != <bytes>lows[n - 1]:
                 _position_error(position, en, "an inner node's key must be the smallest key of its right "
                                 "subtree, %s" % (<bytes>lows[n - 1]).hex())
