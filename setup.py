@@ -42,6 +42,7 @@ MODULES = {
     "mpt.iavl.nodedb": False,
     "mpt.iavl.tree": False,
     "mpt.iavl.proof": False,
+    "mpt.iavl.export": False,
     "mpt.parallel": False,
     "mpt.ics23.wire": False,
 }

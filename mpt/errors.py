@@ -87,3 +87,8 @@ class MissingExtraError(MptError, ModuleNotFoundError):
 class CorruptTreeError(NodeDecodeError):
     """Stored IAVL nodes that do not form a tree: a child that names itself or an ancestor, heights that do not
     fall by one, sizes that do not add up, a malformed root record. The message names the node key."""
+
+
+class ExportImportError(MptError, ValueError):
+    """An IAVL export stream that does not describe one valid tree (nodes out of order, heights that do not fit,
+    duplicate keys, leftover subtrees, ...), or an import into a tree that is not empty. Nothing is written."""

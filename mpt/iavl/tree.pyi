@@ -1,10 +1,11 @@
 """MutableTree: cosmos/iavl's versioned AVL+ tree over an mpt node database."""
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Literal, final
 
 if TYPE_CHECKING:
     from mpt.ics23 import CommitmentProof
 
+from mpt.iavl.export import Exporter, ExportNode
 from mpt.iavl.nodedb import NodeDB
 
 EMPTY_HASH: bytes
@@ -75,3 +76,7 @@ class MutableTree:
     def non_membership_proof(self, key: bytes, version: int | None = None) -> CommitmentProof:
         """ICS23 proof that key is absent (Go iavl's GetNonMembershipProof): existence proofs of the keys just
         before and after it. ProofError if key is present, VersionError if no such version."""
+    def export(self, version: int | None = None) -> Exporter:
+        """The nodes of a saved version in Go's exporter order (post-order, left first)."""
+    def import_nodes(self, nodes: Iterable[ExportNode], version: int) -> bytes:
+        """Rebuild this empty tree from an export stream as saved version ``version``; returns the root hash."""

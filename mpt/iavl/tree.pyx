@@ -731,6 +731,82 @@ cdef class MutableTree:
             rank += 1
         return nodes, rank
 
+    # ---- export / import
+    # The state-sync path (Go's export.go / import.go). The walk, the stream checks and the node keys live in
+    # mpt/iavl/export.pyx; these methods are its only window on the tree's storage.
+
+    def export(self, version=None):
+        """The nodes of saved version ``version`` (default: the last saved or loaded one) in Go's exporter
+        order, as :class:`~mpt.iavl.ExportNode` objects: depth-first post-order, left subtree first. An iterator;
+        changing or saving the tree meanwhile does not change what it yields. VersionError if the version is
+        not saved."""
+        from mpt.iavl.export import Exporter
+        cdef bint found
+        cdef int64_t v
+        cdef Node root
+        if version is None:
+            if self.version == 0:
+                raise VersionError("no saved version to export (save_version or load first)")
+            v = self.version
+        else:
+            if not 1 <= version < 2**63:
+                raise VersionError("IAVL versions run from 1 to 2**63-1, not %d" % version)
+            v = version
+        if v == self.version:
+            root = self._saved_root
+        else:
+            root = self._load_root(v, &found)
+            if not found:
+                raise VersionError("version %d does not exist" % v)
+        return Exporter(self, root, v)
+
+    def import_nodes(self, nodes, version):
+        """Rebuild this tree, which must be empty (no saved version, no keys), from ``nodes`` (ExportNodes in
+        exporter order, e.g. another tree's ``export(version)``) and save it as ``version`` in one batch, with
+        Go's node keys. Returns the root hash. A malformed stream raises ExportImportError and writes nothing."""
+        from mpt.iavl.export import import_nodes
+        return import_nodes(self, nodes, version)
+
+    def _export_children(self, Node node):
+        """(left, right) of a saved inner node, loaded from the store if needed."""
+        return self._left(node), self._right(node)
+
+    def _import_write(self, list nodes, Node root, int64_t version):
+        """Write imported nodes (node keys assigned, hashes known) and the root record of ``version`` in one
+        batch, as Go's Importer.Commit does, then open that version as Go's LoadVersion does (fast nodes
+        included); the built nodes stay in memory, as after save_version."""
+        from mpt.iavl.nodedb import LEGACY_NODE_PREFIX, NODE_PREFIX, legacy_root_key, root_key
+        cdef Node node
+        cdef bytes s = NODE_PREFIX
+        with self.db.write_batch() as batch:
+            if self.storage == FORMAT_V1:
+                put_many = getattr(batch, "put_many", None)
+                if put_many is not None:        # MemoryDB: one C-level dict update
+                    put_many([(s + node.node_key_bytes(), node._to_bytes(FORMAT_V1)) for node in nodes])
+                else:
+                    for node in nodes:
+                        batch.put(s + node.node_key_bytes(), node._to_bytes(FORMAT_V1))
+                if root is None:
+                    batch.put(root_key(version), b"")
+                elif root.version != version:
+                    # The root is older than the version: the version's root record refers to it.
+                    batch.put(root_key(version), s + root.node_key_bytes())
+            else:
+                for node in nodes:
+                    batch.put(LEGACY_NODE_PREFIX + node.c_hash(), node._to_bytes(FORMAT_LEGACY))
+                    # Legacy nodes are found by hash and carry no node key, as when read from the store.
+                    node.nonce = 0
+                    if node.height != 0:
+                        (<InnerNode>node)._left_ref = (<InnerNode>node)._left_hash
+                        (<InnerNode>node)._right_ref = (<InnerNode>node)._right_hash
+                batch.put(legacy_root_key(version), b"" if root is None else root.c_hash())
+        for node in nodes:
+            node.persisted = True
+        self.ndb.set_latest_version(version)
+        self._new_nodes = None
+        self._opened(root, version)
+
+
 cdef extern from *:
     """
     #if defined(__GNUC__) || defined(__clang__)
