@@ -139,6 +139,9 @@ def build_parser():
     from mpt.rootcli import add_root_parser
 
     add_root_parser(sub, _root)
+    from mpt.ics23.cli import add_parser as add_verify_query_parser
+
+    add_verify_query_parser(sub)
     return parser
 
 

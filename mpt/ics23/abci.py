@@ -1,0 +1,291 @@
+"""Verify a CometBFT ``abci_query`` answer (``prove=true``) of a Cosmos SDK chain against an app hash.
+
+A proven query of ``/store/<store>/key`` answers with the value (or none) and two proof ops, as the SDK's
+rootmulti ``Store.Query`` makes them:
+
+1. ``ics23:iavl``: an ICS23 commitment proof (``IAVL_SPEC``) that the module store's IAVL tree holds
+   key -> value, or that the key is absent; the op's key is the query key.
+2. ``ics23:simple``: an ICS23 existence proof (``TENDERMINT_SPEC``) that the multistore's simple Merkle map holds
+   store name -> that IAVL root; the op's key is the store name. Its root is the app hash.
+
+The ops are checked as CometBFT's ``ProofOperators.Verify`` with the SDK's ``DefaultProofRuntime`` does (the op
+keys consume the key path from its end; each op's output is the next op's input; the last root must be the app
+hash), and as the light client's ``ABCIQueryWithOptions`` checks the response around it (code 0, a key, proof ops,
+height > 0). Stores on the SDK's SMT (``ics23:smt``, op key sha256(key)) are taken in place of the IAVL op.
+"""
+import base64
+import binascii
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+
+from mpt.errors import ProofError
+
+__all__ = ["verify_abci_query"]
+
+OP_IAVL = "ics23:iavl"
+OP_SIMPLE = "ics23:simple"
+OP_SMT = "ics23:smt"
+
+# Canonical standard base64 (Go's base64.StdEncoding, as protojson / CometBFT write bytes): padded, no spaces,
+# no URL-safe alphabet; non-zero padding bits are refused by the re-encoding check.
+_BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?\Z")
+_HEX = re.compile(r"(?:[0-9a-fA-F]{2})*\Z")
+_DECIMAL = re.compile(r"-?[0-9]{1,19}\Z")
+_INT64_MAX = (1 << 63) - 1
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# strict field parsing
+# ---------------------------------------------------------------------------------------------------------------
+
+def _b64(value, what):
+    """A base64 JSON field as bytes (None for JSON null / a missing field stays None)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ProofError(f"{what} must be a base64 string, not {type(value).__name__}")
+    if not _BASE64.match(value):
+        raise ProofError(f"{what} is not canonical standard base64: {value!r:.60}")
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError) as e:
+        raise ProofError(f"{what} is not valid base64: {e}") from None
+    if base64.b64encode(raw).decode("ascii") != value:
+        raise ProofError(f"{what} is not canonical base64 (non-zero padding bits): {value!r:.60}")
+    return raw
+
+
+def _int64(value, what):
+    """An int64 JSON field: a decimal string as CometBFT writes them (a JSON number is taken too)."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ProofError(f"{what} must be a decimal string, not {type(value).__name__}")
+    if isinstance(value, str):
+        if not _DECIMAL.match(value):
+            raise ProofError(f"{what} must be a decimal string, got {value!r:.40}")
+        value = int(value)
+    if not -_INT64_MAX - 1 <= value <= _INT64_MAX:
+        raise ProofError(f"{what} {value} does not fit in an int64")
+    return value
+
+
+def parse_hash_argument(value, what):
+    """A 32-byte hash given as bytes-like or as plain hex text (no 0x, no spaces or underscores)."""
+    if isinstance(value, str):
+        if not _HEX.match(value):
+            raise ProofError(f"{what} must be plain hex (no 0x, spaces or underscores), got {value!r:.80}")
+        raw = bytes.fromhex(value)
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        raw = bytes(value)
+    else:
+        raise TypeError(f"{what} must be bytes or a hex string, not {type(value).__name__}")
+    if len(raw) != 32:
+        raise ProofError(f"{what} must be 32 bytes (a SHA-256 root), got {len(raw)}")
+    return raw
+
+
+def key_argument(value, what):
+    """A store key given as bytes-like or str (UTF-8)."""
+    if isinstance(value, str):
+        try:
+            return value.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ProofError(f"{what} {value!r:.60} is not encodable as UTF-8: {e.reason}") from None
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value)
+    if isinstance(value, memoryview):
+        return value.tobytes()
+    raise TypeError(f"{what} must be bytes or str, not {type(value).__name__}")
+
+
+def _json_object(obj, what):
+    if isinstance(obj, (str, bytes, bytearray, memoryview)):
+        try:
+            obj = json.loads(bytes(obj) if isinstance(obj, memoryview) else obj)
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:
+            raise ProofError(f"{what} is not valid JSON: {e}") from None
+    if not isinstance(obj, Mapping):
+        raise ProofError(f"{what} must be a JSON object, not {type(obj).__name__}")
+    return obj
+
+
+def _response_object(response):
+    """The ResponseQuery inside what a user holds: the JSON-RPC envelope, its result, or the response."""
+    if not isinstance(response, (Mapping, str, bytes, bytearray, memoryview)):
+        raise TypeError(f"response must be a dict or JSON text, not {type(response).__name__}")
+    obj = _json_object(response, "abci_query response")
+    if "error" in obj and "result" not in obj:
+        err = obj["error"]
+        if isinstance(err, Mapping):
+            err = " ".join(str(err[k]) for k in ("message", "data") if err.get(k))
+        raise ProofError(f"the node answered with an error: {err!s:.200}")
+    if "result" in obj:
+        obj = _json_object(obj["result"], "JSON-RPC result")
+    if "response" in obj:
+        obj = _json_object(obj["response"], "abci_query result.response")
+    return obj
+
+
+def _proof_ops(resp):
+    camel, snake = resp.get("proofOps"), resp.get("proof_ops")
+    if camel is not None and snake is not None:
+        raise ProofError("the response has both proofOps and proof_ops")
+    ops_obj = camel if camel is not None else snake
+    if ops_obj is None:
+        if resp.get("proof") is not None:
+            raise ProofError("the response carries a pre-ICS23 'proof' (iavl:v / multistore ops), not proofOps")
+        raise ProofError("the response has no proofOps: query a /store/<name>/key path with prove=true")
+    ops_obj = _json_object(ops_obj, "proofOps")
+    ops = ops_obj.get("ops")
+    if not isinstance(ops, list) or not ops:
+        raise ProofError("proofOps has no ops")
+    out = []
+    for i, op in enumerate(ops):
+        op = _json_object(op, f"proof op #{i}")
+        op_type = op.get("type")
+        if not isinstance(op_type, str):
+            raise ProofError(f"proof op #{i} has no type")
+        op_key = _b64(op.get("key"), f"proof op #{i} key") or b""
+        data = _b64(op.get("data"), f"proof op #{i} data") or b""
+        out.append((op_type, op_key, data))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# running the ops
+# ---------------------------------------------------------------------------------------------------------------
+
+def _decode_proof(data, where):
+    from mpt.ics23 import CommitmentProof
+
+    if not data:
+        raise ProofError(f"{where}: the op carries no proof")
+    try:
+        return CommitmentProof.from_bytes(data)
+    except ProofError as e:
+        raise ProofError(f"{where}: {e}") from None
+
+
+def _calculate(proof, where):
+    """The root a commitment proof commits to (Go's CommitmentProof.Calculate)."""
+    try:
+        return proof.calculate_root()
+    except ProofError as e:
+        raise ProofError(f"{where}: could not calculate root for proof: {e}") from None
+
+
+def run_commitment_op(spec, proof, key, value, where):
+    """The SDK's CommitmentOp.Run: the proof's own root, after checking it proves key -> value (value None:
+    proves key absent)."""
+    from mpt.ics23 import verify_membership, verify_non_membership
+
+    root = _calculate(proof, where)
+    if value is None and proof.nonexist is not None and proof.nonexist.key != key:
+        # Go's VerifyNonMembership never reads the proof's own key; every store that makes these proofs sets it
+        # to the key proven absent, so a different one is a forged or mixed-up proof, not a chain's answer.
+        raise ProofError(f"{where}: the non-existence proof is for key {proof.nonexist.key.hex()}, not "
+                         f"{key.hex()}")
+    try:
+        if value is None:
+            verify_non_membership(spec, root, proof, key)
+        else:
+            verify_membership(spec, root, proof, key, value)
+    except ProofError as e:
+        if value is None:
+            raise ProofError(f"{where}: proof did not verify absence of key {key!r:.80}: {e}") from None
+        raise ProofError(f"{where}: proof did not verify existence of key {key!r:.80} with the given value: {e}") \
+            from None
+    return root
+
+
+def _spec_for(op_type):
+    import mpt.ics23 as ics23
+
+    if op_type == OP_IAVL:
+        return ics23.IAVL_SPEC
+    if op_type == OP_SIMPLE:
+        return ics23.TENDERMINT_SPEC
+    if op_type == OP_SMT and hasattr(ics23, "SMT_SPEC"):
+        return ics23.SMT_SPEC
+    raise ProofError(f"unrecognized proof type {op_type!r:.60}")
+
+
+def verify_abci_query(response, app_hash, *, key=None, store=None):
+    """Verify the answer of CometBFT's ``/abci_query?path="/store/<store>/key"&data=<key>&prove=true`` and
+    return the proven value, or None when the key is proven absent.
+
+    ``response`` is what the node answered, as a dict or JSON text: the whole JSON-RPC envelope
+    (``{"jsonrpc", "id", "result": {"response": ...}}``), its ``result``, or just ``result.response``. Fields
+    are read in CometBFT's JSON form (base64 ``key`` / ``value``, ``proofOps`` or ``proof_ops`` with ops of
+    ``type`` / base64 ``key`` / base64 ``data``, ``height`` as a decimal string), strictly: non-canonical base64,
+    a non-zero ``code`` or a missing field is an error, never a guess.
+
+    ``app_hash`` (32 bytes, or plain hex) is the app hash you trust, taken from a verified block header. The
+    state a query at height H reads is committed by the app hash in the header of block **H + 1** (a block's
+    header carries the app hash of the state *before* it), so for an answer with ``"height": "H"`` take the app
+    hash of header H + 1. ``key`` (bytes or str), if given, must be the key the answer is about; ``store``
+    (the store name, e.g. ``"bank"``), if given, must be the store its second op proves.
+
+    Returns the value (bytes) or None for a proven absence. Raises :class:`mpt.errors.ProofError` naming what
+    failed for anything else, and TypeError for arguments of the wrong type."""
+    expected_root = parse_hash_argument(app_hash, "app_hash")
+    want_key = key_argument(key, "key") if key is not None else None
+    want_store = key_argument(store, "store") if store is not None else None
+
+    resp = _response_object(response)
+    code = resp.get("code", 0)
+    if isinstance(code, bool) or not isinstance(code, int):
+        raise ProofError(f"response code must be a number, not {type(code).__name__}")
+    if code != 0:
+        log = resp.get("log") or ""
+        space = resp.get("codespace") or ""
+        raise ProofError(f"the query failed: code {code}{' (' + space + ')' if space else ''}: {log!s:.200}")
+    resp_key = _b64(resp.get("key"), "response key")
+    if not resp_key:
+        raise ProofError("the response has an empty key")
+    if want_key is not None and want_key != resp_key:
+        raise ProofError(f"the response is about key {resp_key.hex()}, not the queried key {want_key.hex()}")
+    value = _b64(resp.get("value"), "response value")
+    if value is not None and len(value) == 0:
+        # ics23 proves no empty values (LeafOp needs a value): an empty value can only be a malformed answer.
+        raise ProofError("the response value is empty: ics23 cannot prove an empty value")
+    if "height" not in resp:
+        raise ProofError("the response has no height")
+    height = _int64(resp["height"], "response height")
+    if height <= 0:
+        raise ProofError(f"the response height must be positive, got {height}")
+    ops = _proof_ops(resp)
+
+    if len(ops) != 2:
+        raise ProofError(f"expected 2 proof ops (ics23:iavl then ics23:simple), got {len(ops)}")
+    (store_type, store_op_key, store_data), (multi_type, multi_op_key, multi_data) = ops
+    if store_type == OP_SIMPLE and multi_type in (OP_IAVL, OP_SMT):
+        raise ProofError("proof ops are in the wrong order: the store's op must come before ics23:simple")
+    if store_type not in (OP_IAVL, OP_SMT):
+        raise ProofError(f"proof op #0 must be ics23:iavl, got {store_type!r:.60}")
+    if multi_type != OP_SIMPLE:
+        raise ProofError(f"proof op #1 must be ics23:simple, got {multi_type!r:.60}")
+    store_spec = _spec_for(store_type)
+    multi_spec = _spec_for(multi_type)
+
+    # The key path is /<store>/<key>: op #0 consumes the key, op #1 the store name.
+    expected_op_key = hashlib.sha256(resp_key).digest() if store_type == OP_SMT else resp_key
+    if store_op_key != expected_op_key:
+        raise ProofError(f"key mismatch on operation #0: expected {expected_op_key.hex()} but got "
+                         f"{store_op_key.hex()}")
+    if not multi_op_key:
+        raise ProofError("proof op #1 (ics23:simple) has no key: it must be the store name")
+    if want_store is not None and multi_op_key != want_store:
+        raise ProofError(f"key mismatch on operation #1: the proof is for store {multi_op_key!r:.60}, "
+                         f"not {want_store!r:.60}")
+
+    store_proof = _decode_proof(store_data, f"proof op #0 ({store_type})")
+    multi_proof = _decode_proof(multi_data, f"proof op #1 ({multi_type})")
+    store_root = run_commitment_op(store_spec, store_proof, store_op_key, value, f"proof op #0 ({store_type})")
+    app_root = run_commitment_op(multi_spec, multi_proof, multi_op_key, store_root, f"proof op #1 ({multi_type})")
+    if app_root != expected_root:
+        raise ProofError(f"calculated root hash is invalid: expected {expected_root.hex().upper()} but got "
+                         f"{app_root.hex().upper()} (the app hash of a query at height {height} is in "
+                         f"header {height + 1})")
+    return value
