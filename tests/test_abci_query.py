@@ -134,6 +134,9 @@ def test_op_types_and_order():
     e = copy.deepcopy(env)
     ops_of(e)[0]["type"] = None
     refused(e, "has no type")
+    e = copy.deepcopy(env)
+    ops_of(e)[0]["type"] = "ics23:smt"
+    refused(e, "ics23:smt proof ops .* not supported")
 
 
 def test_op_keys():

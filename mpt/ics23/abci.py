@@ -11,11 +11,11 @@ rootmulti ``Store.Query`` makes them:
 The ops are checked as CometBFT's ``ProofOperators.Verify`` with the SDK's ``DefaultProofRuntime`` does (the op
 keys consume the key path from its end; each op's output is the next op's input; the last root must be the app
 hash), and as the light client's ``ABCIQueryWithOptions`` checks the response around it (code 0, a key, proof ops,
-height > 0). Stores on the SDK's SMT (``ics23:smt``, op key sha256(key)) are taken in place of the IAVL op.
+height > 0). ``ics23:smt`` ops (the SDK's experimental SMT store, never in its default proof runtime) are refused
+like any other op type rootmulti's ``DefaultProofRuntime`` does not register.
 """
 import base64
 import binascii
-import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -206,8 +206,9 @@ def _spec_for(op_type):
         return ics23.IAVL_SPEC
     if op_type == OP_SIMPLE:
         return ics23.TENDERMINT_SPEC
-    if op_type == OP_SMT and hasattr(ics23, "SMT_SPEC"):
-        return ics23.SMT_SPEC
+    if op_type == OP_SMT:
+        raise ProofError("ics23:smt proof ops (the SDK's experimental SMT store) are not supported: the SDK's "
+                         "DefaultProofRuntime takes only ics23:iavl and ics23:simple")
     raise ProofError(f"unrecognized proof type {op_type!r:.60}")
 
 
@@ -260,9 +261,11 @@ def verify_abci_query(response, app_hash, *, key=None, store=None):
     if len(ops) != 2:
         raise ProofError(f"expected 2 proof ops (ics23:iavl then ics23:simple), got {len(ops)}")
     (store_type, store_op_key, store_data), (multi_type, multi_op_key, multi_data) = ops
-    if store_type == OP_SIMPLE and multi_type in (OP_IAVL, OP_SMT):
+    if store_type == OP_SIMPLE and multi_type == OP_IAVL:
         raise ProofError("proof ops are in the wrong order: the store's op must come before ics23:simple")
-    if store_type not in (OP_IAVL, OP_SMT):
+    if OP_SMT in (store_type, multi_type):
+        _spec_for(OP_SMT)
+    if store_type != OP_IAVL:
         raise ProofError(f"proof op #0 must be ics23:iavl, got {store_type!r:.60}")
     if multi_type != OP_SIMPLE:
         raise ProofError(f"proof op #1 must be ics23:simple, got {multi_type!r:.60}")
@@ -270,10 +273,8 @@ def verify_abci_query(response, app_hash, *, key=None, store=None):
     multi_spec = _spec_for(multi_type)
 
     # The key path is /<store>/<key>: op #0 consumes the key, op #1 the store name.
-    expected_op_key = hashlib.sha256(resp_key).digest() if store_type == OP_SMT else resp_key
-    if store_op_key != expected_op_key:
-        raise ProofError(f"key mismatch on operation #0: expected {expected_op_key.hex()} but got "
-                         f"{store_op_key.hex()}")
+    if store_op_key != resp_key:
+        raise ProofError(f"key mismatch on operation #0: expected {resp_key.hex()} but got {store_op_key.hex()}")
     if not multi_op_key:
         raise ProofError("proof op #1 (ics23:simple) has no key: it must be the store name")
     if want_store is not None and multi_op_key != want_store:
