@@ -151,7 +151,7 @@ def test_op_keys():
     refused(env, "key mismatch on operation #1", store="acc")
     e = copy.deepcopy(env)
     ops_of(e)[1]["key"] = b64(b"acc")             # a bank proof presented as the acc store's
-    refused(e, "did not verify existence of key b'acc'")
+    refused(e, "did not verify existence of key 'acc'")
     e = copy.deepcopy(env)
     ops_of(e)[1]["key"] = ""
     refused(e, "has no key")
@@ -319,7 +319,7 @@ def test_ibc_refusals():
     ibc_refused("empty value", proof, APP_HASH, path, b"")
     ibc_refused("got ExistenceProof", proof, APP_HASH, path)
     ibc_refused("nonexistence proof at index 0", nproof, APP_HASH, npath, b"v")
-    ibc_refused("did not verify existence of key b'bank'", proof, APP_HASH, [b"bank", path[1]], value)
+    ibc_refused("did not verify existence of key 'bank'", proof, APP_HASH, [b"bank", path[1]], value)
     ibc_refused("did not verify existence", proof, APP_HASH, [path[0], path[1] + b"x"], value)
     ibc_refused("non-existence proof is for key", nproof, APP_HASH, [npath[0], path[1]])
     ibc_refused("did not commit to expected root", proof, b"\x01" * 32, path, value)

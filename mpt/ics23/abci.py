@@ -175,6 +175,13 @@ def _calculate(proof, where):
         raise ProofError(f"{where}: could not calculate root for proof: {e}") from None
 
 
+def show_key(key):
+    """A key for an error message: as text when it is printable ASCII (store names, IBC paths), else hex."""
+    if key and all(0x20 <= c < 0x7F for c in key):
+        return repr(key.decode("ascii"))
+    return key.hex()
+
+
 def run_commitment_op(spec, proof, key, value, where):
     """The SDK's CommitmentOp.Run: the proof's own root, after checking it proves key -> value (value None:
     proves key absent)."""
@@ -184,8 +191,8 @@ def run_commitment_op(spec, proof, key, value, where):
     if value is None and proof.nonexist is not None and proof.nonexist.key != key:
         # Go's VerifyNonMembership never reads the proof's own key; every store that makes these proofs sets it
         # to the key proven absent, so a different one is a forged or mixed-up proof, not a chain's answer.
-        raise ProofError(f"{where}: the non-existence proof is for key {proof.nonexist.key.hex()}, not "
-                         f"{key.hex()}")
+        raise ProofError(f"{where}: the non-existence proof is for key {show_key(proof.nonexist.key)}, not "
+                         f"{show_key(key)}")
     try:
         if value is None:
             verify_non_membership(spec, root, proof, key)
@@ -193,9 +200,9 @@ def run_commitment_op(spec, proof, key, value, where):
             verify_membership(spec, root, proof, key, value)
     except ProofError as e:
         if value is None:
-            raise ProofError(f"{where}: proof did not verify absence of key {key!r:.80}: {e}") from None
-        raise ProofError(f"{where}: proof did not verify existence of key {key!r:.80} with the given value: {e}") \
-            from None
+            raise ProofError(f"{where}: proof did not verify absence of key {show_key(key)}: {e}") from None
+        raise ProofError(f"{where}: proof did not verify existence of key {show_key(key)} with the given value: "
+                         f"{e}") from None
     return root
 
 
@@ -278,8 +285,8 @@ def verify_abci_query(response, app_hash, *, key=None, store=None):
     if not multi_op_key:
         raise ProofError("proof op #1 (ics23:simple) has no key: it must be the store name")
     if want_store is not None and multi_op_key != want_store:
-        raise ProofError(f"key mismatch on operation #1: the proof is for store {multi_op_key!r:.60}, "
-                         f"not {want_store!r:.60}")
+        raise ProofError(f"key mismatch on operation #1: the proof is for store {show_key(multi_op_key)}, "
+                         f"not {show_key(want_store)}")
 
     store_proof = _decode_proof(store_data, f"proof op #0 ({store_type})")
     multi_proof = _decode_proof(multi_data, f"proof op #1 ({multi_type})")
