@@ -657,7 +657,10 @@ cdef class Proof:
 
     @staticmethod
     def from_json(obj):
-        """Proof from CometBFT's RPC JSON (a dict, or JSON text). Anything malformed raises ProofError."""
+        """Proof from CometBFT's RPC JSON (a dict, or JSON text). Anything malformed raises ProofError.
+
+        ``total`` and ``index`` are read as CometBFT reads them: decimal strings, optional minus sign, no leading
+        zero or plus sign, within int64 (a plain JSON integer is taken too)."""
         obj = _json_object(obj, "proof")
         for key in ("total", "index", "leaf_hash"):
             if key not in obj:
@@ -815,9 +818,10 @@ def empty_hash():
 # CometBFT RPC JSON
 # ---------------------------------------------------------------------------------------------------------------
 
-# int64 in CometBFT's JSON: a decimal string (amino/cmtjson); plain JSON numbers are taken too. ASCII digits
-# only: int() alone would also take "+1", " 1", "1_0" and non-ASCII digits.
-_DECIMAL = re.compile(r"-?[0-9]{1,19}\Z")
+# int64 in CometBFT's JSON (libs/json): a string whose content Go's encoding/json parses as an int64, so JSON
+# whitespace, an optional minus sign and digits without a leading zero: "3", "-0", " 3"; not "03", "+3", "3.0",
+# "1e3" or non-ASCII digits (int() alone would take several of those). Plain JSON numbers are taken as well.
+_DECIMAL = re.compile(r"[ \t\n\r]*(-?(?:0|[1-9][0-9]*))[ \t\n\r]*\Z")
 _HEX = re.compile(r"(?:[0-9a-fA-F]{2})*\Z")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}\Z")
 
@@ -838,14 +842,20 @@ cdef object _json_int64(value, str what):
         raise ProofError(f"proof {what} must be a decimal string, not a boolean")
     if isinstance(value, int):
         number = value
-    elif isinstance(value, str) and _DECIMAL.match(value):
-        number = int(value)
     else:
-        raise ProofError(f"proof {what} must be a decimal string, got {value!r:.40}")
+        match = _DECIMAL.match(value) if isinstance(value, str) else None
+        if match is None:
+            raise ProofError(f"proof {what} must be a decimal string (digits, no leading zero or plus sign), "
+                             f"got {value!r:.40}")
+        digits = match.group(1)
+        if len(digits.lstrip("-")) > 19:     # without leading zeros, 20 digits are beyond any int64
+            raise ProofError(f"proof {what} {digits:.40}{'...' if len(digits) > 40 else ''} is out of range "
+                             f"for an int64")
+        number = int(digits)
     if number < 0:
         raise ProofError(f"negative {what.capitalize()}")
     if number > _INT64_MAX:
-        raise ProofError(f"proof {what} {number} does not fit in an int64")
+        raise ProofError(f"proof {what} {number} is out of range for an int64")
     return number
 
 
@@ -900,6 +910,8 @@ def verify_tx_proof(obj, data_hash=None):
             expected = bytes(data_hash)
         else:
             raise TypeError(f"data_hash must be bytes or a hex string, not {type(data_hash).__name__}")
+        if len(expected) != 32:
+            raise ProofError(f"data_hash must be a 32-byte SHA-256 hash, got {len(expected)} bytes")
         if expected != root_hash:
             raise ProofError("proof matches different data hash")
     if p.total <= 0:

@@ -22,6 +22,7 @@ How:
 ``executor`` may also be another ``concurrent.futures.Executor`` (a process pool) or a ``dask.distributed.Client``:
 then each task receives its shards' records as bytes and returns their results (see :func:`build_shard_records`).
 """
+import operator
 import os
 import shutil
 import tempfile
@@ -57,7 +58,8 @@ from mpt.stacktrie cimport (
     st_reset,
 )
 
-__all__ = ["build_root", "build_shard_records", "choose_shard_nibbles", "MAX_SHARD_NIBBLES"]
+__all__ = ["build_root", "build_shard_records", "check_workers", "choose_shard_nibbles", "MAX_SHARD_NIBBLES",
+           "MAX_WORKERS"]
 
 MAX_SHARD_NIBBLES = 4
 DEFAULT_MEMORY_LIMIT = 512 * 1024 * 1024        # bytes of arenas before a spill, when spill_dir is given
@@ -1087,6 +1089,27 @@ def _is_dask_client(obj):
     return type(obj).__module__.startswith("distributed") and hasattr(obj, "submit") and hasattr(obj, "gather")
 
 
+MAX_WORKERS = 1024     # threads of one build_root; more only cost memory and thread start-up
+
+
+def check_workers(workers, name="workers"):
+    """``workers`` as a thread count: None gives the CPU count (at most MAX_WORKERS); an integer from 1 to
+    MAX_WORKERS is kept; anything else is refused here rather than deep in a thread pool."""
+    if workers is None:
+        return min(os.cpu_count() or 1, MAX_WORKERS)
+    try:
+        if isinstance(workers, bool):       # True would silently mean one thread
+            raise TypeError
+        n = operator.index(workers)         # int, numpy integers; not "2", not 1.5
+    except TypeError:
+        raise TypeError("%s must be an integer, not %s" % (name, type(workers).__name__)) from None
+    if n < 1:
+        raise ValueError("%s must be at least 1, got %d" % (name, n))
+    if n > MAX_WORKERS:
+        raise ValueError("%s=%d is out of range: at most %d threads" % (name, n, MAX_WORKERS))
+    return n
+
+
 def build_root(pairs, *, workers=None, shard_nibbles=None, executor=None, spill_dir=None, memory_limit=None,
                progress=False):
     """The root hash of the trie holding ``pairs`` (any iterable of ``(key, value)`` bytes, in any order).
@@ -1100,11 +1123,7 @@ def build_root(pairs, *, workers=None, shard_nibbles=None, executor=None, spill_
     """
     from concurrent.futures import Executor, ThreadPoolExecutor
 
-    if workers is None:
-        workers = os.cpu_count() or 1
-    workers = int(workers)
-    if workers < 1:
-        raise ValueError("workers must be at least 1, got %d" % workers)
+    workers = check_workers(workers)
     if memory_limit is None:
         memory_limit = DEFAULT_MEMORY_LIMIT
     if memory_limit < 0:

@@ -384,6 +384,9 @@ def test_ibc_tampering_every_byte_is_refused(name):
 
 # ---- command line --------------------------------------------------------------------------------------------
 
+ERR = "python -m mpt verify-query: error: "
+
+
 def run_cli(capsys, *argv):
     from mpt.__main__ import main
 
@@ -403,7 +406,7 @@ def test_cli_present_absent(capsys):
 
 def test_cli_failures(capsys):
     code, out, err = run_cli(capsys, str(VECTORS / "present.json"), "--app-hash", "00" * 32)
-    assert code == 1 and out == "" and err.startswith("error: calculated root hash is invalid")
+    assert code == 1 and out == "" and err.startswith(ERR + "calculated root hash is invalid")
     assert err.count("\n") == 1
     code, out, err = run_cli(capsys, str(VECTORS / "empty_value.json"), "--app-hash", APP_HASH.hex())
     assert code == 1 and "empty" in err
@@ -413,10 +416,10 @@ def test_cli_failures(capsys):
 
 def test_cli_usage_errors(capsys, tmp_path):
     code, out, err = run_cli(capsys, str(tmp_path / "missing.json"), "--app-hash", APP_HASH.hex())
-    assert code == 2 and err.startswith("error: cannot read") and "Traceback" not in err
+    assert code == 2 and err.startswith(ERR + "cannot read") and "Traceback" not in err
     for bad in ("0x" + APP_HASH.hex(), "zz", APP_HASH.hex()[:-2], APP_HASH.hex() + " "):
         code, out, err = run_cli(capsys, str(VECTORS / "present.json"), "--app-hash", bad)
-        assert code == 2 and err.startswith("error: --app-hash"), (bad, err)
+        assert code == 2 and err.startswith(ERR + "--app-hash"), (bad, err)
     code, out, err = run_cli(capsys, str(VECTORS / "present.json"), "--app-hash", APP_HASH.hex(), "--key", "x")
     assert code == 2 and "--key" in err
     with pytest.raises(SystemExit) as e:
@@ -430,7 +433,7 @@ def test_cli_subprocess_no_traceback(tmp_path):
     r = subprocess.run([sys.executable, "-m", "mpt", "verify-query", str(bad), "--app-hash", APP_HASH.hex()],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and r.stdout == ""
-    assert r.stderr.startswith("error: abci_query response is not valid JSON") and "Traceback" not in r.stderr
+    assert r.stderr.startswith(ERR + "abci_query response is not valid JSON") and "Traceback" not in r.stderr
     r = subprocess.run([sys.executable, "-m", "mpt", "verify-query", str(VECTORS / "absent.json"), "--app-hash",
                         APP_HASH.hex()], capture_output=True, text=True, timeout=60)
     assert (r.returncode, r.stdout) == (0, "absent\n")

@@ -5,7 +5,7 @@ context manager whose ``put`` calls become visible together when the block exits
 ``close()``. Built in: ``MemoryDB`` (a dict) and ``LMDBStore`` (persistent, one memory-mapped file). A plain
 ``MutableMapping[bytes, bytes]`` works too: it is written key by key.
 """
-from mpt.db.memory import MemoryDB, NodeDatabase, write_nodes
+from mpt.db.memory import MemoryDB, NodeDatabase, check_database, write_nodes
 from mpt.db.lmdb_store import LMDBStore     # imports the lmdb package only when a store is opened
 
-__all__ = ["LMDBStore", "MemoryDB", "NodeDatabase", "write_nodes"]
+__all__ = ["LMDBStore", "MemoryDB", "NodeDatabase", "check_database", "write_nodes"]

@@ -1,4 +1,5 @@
 """The node-database protocol and the in-memory implementation."""
+import os
 from contextlib import contextmanager
 from typing import Iterator, Optional, Protocol, runtime_checkable
 
@@ -14,6 +15,19 @@ class NodeDatabase(Protocol):
     def write_batch(self): ...
 
     def close(self) -> None: ...
+
+
+def check_database(db, what="db"):
+    """db itself if it can serve as a node database (it has ``get``: a read-only mapping is enough for reading);
+    else a TypeError at once, naming what to pass instead, rather than a confusing failure at the first commit."""
+    if callable(getattr(db, "get", None)):
+        return db
+    if isinstance(db, (str, bytes, os.PathLike)):
+        path = os.fsdecode(db)
+        raise TypeError("%s must be a node database, not the path %r: pass LMDBStore(%r) "
+                        "(from mpt.db import LMDBStore)" % (what, path, path))
+    raise TypeError("%s must be a node database (MemoryDB, LMDBStore(path) or a dict), not %s"
+                    % (what, type(db).__name__))
 
 
 class _DictBatch:

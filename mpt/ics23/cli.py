@@ -1,20 +1,19 @@
 """``python -m mpt verify-query RESPONSE.json --app-hash HEX``: verify a saved ``abci_query`` answer.
 
 Prints the proven value as hex, or ``absent`` for a proven absence. Exit status 0 when the proof holds, 1 when it
-does not (one ``error: ...`` line saying why), 2 for usage errors (no such file, bad hex).
+does not (one ``error: ...`` line saying why, from mpt.cli.run_command), 2 for usage errors (no such file, bad
+hex).
 """
 import re
 import sys
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
+from mpt.cli import UsageError
 
 _HEX = re.compile(r"(?:[0-9a-fA-F]{2})*\Z")
 
 
 def add_parser(subparsers):
-    """Register the verify-query command on an argparse subparsers object."""
+    """Register the verify-query command on an argparse subparsers object; return its parser."""
     p = subparsers.add_parser(
         "verify-query",
         help="verify a Cosmos abci_query answer (prove=true) against an app hash",
@@ -31,12 +30,7 @@ def add_parser(subparsers):
                    help="the trusted app hash, 64 hex digits (from header H+1 for a query at height H)")
     p.add_argument("--key", metavar="HEX", help="the queried key as hex: refuse an answer about another key")
     p.add_argument("--store", metavar="NAME", help="the store name (e.g. bank): refuse a proof for another store")
-    p.set_defaults(func=run)
     return p
-
-
-class UsageError(Exception):
-    """Bad arguments or an unreadable input file (exit status 2)."""
 
 
 def _hex_arg(text, name, size=None):
@@ -58,29 +52,13 @@ def _read(path):
         raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
 
 
-def verify(args):
-    """Run the command; return (exit status, output line or error message)."""
-    from mpt.errors import ProofError
+def run(args):
+    """Print the proven value (hex) or ``absent``; a proof that does not hold raises ProofError (exit 1 through
+    mpt.cli.run_command), bad arguments UsageError (exit 2)."""
     from mpt.ics23.abci import verify_abci_query
 
     app_hash = _hex_arg(args.app_hash, "--app-hash", 32)
     key = _hex_arg(args.key, "--key") if args.key is not None else None
-    text = _read(args.response)
-    try:
-        value = verify_abci_query(text, app_hash, key=key, store=args.store)
-    except ProofError as e:
-        return EXIT_FAILED, str(e)
-    return EXIT_OK, "absent" if value is None else value.hex()
-
-
-def run(args):
-    """argparse entry point: print the value, or one ``error:`` line on stderr; return the exit status."""
-    try:
-        code, message = verify(args)
-    except UsageError as e:
-        code, message = EXIT_USAGE, str(e)
-    if code == EXIT_OK:
-        print(message)
-    else:
-        print(f"error: {message}", file=sys.stderr)
-    return code
+    value = verify_abci_query(_read(args.response), app_hash, key=key, store=args.store)
+    print("absent" if value is None else value.hex())
+    return 0
