@@ -863,6 +863,93 @@ def _build_root_dask(label: str, n: int) -> Case:
     )
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# ICS23 (Cosmos commitment proofs): verification from the wire bytes, and a whole abci_query answer
+# ---------------------------------------------------------------------------------------------------------------
+
+_ICS23_BATCH = 100
+
+
+@lru_cache(maxsize=None)
+def _ics23_data() -> Dict[str, Any]:
+    import json
+    from pathlib import Path
+
+    return json.loads((Path(__file__).resolve().parent / "ics23_cases.json").read_text())
+
+
+def _ics23_verify(label: str, vector: str, spec_name: str) -> Case:
+    def setup():
+        d = _ics23_data()[vector]
+        return (bytes.fromhex(d["root"]), bytes.fromhex(d["proof"]), bytes.fromhex(d["key"]),
+                bytes.fromhex(d["value"]) if d["value"] else None)
+
+    def op(state):
+        import mpt.ics23 as ics23
+
+        spec = getattr(ics23, spec_name)
+        root, proof, key, value = state
+        out = None
+        if value is None:
+            for _ in repeat(None, _ICS23_BATCH):
+                out = ics23.verify_non_membership(spec, root, proof, key)
+        else:
+            for _ in repeat(None, _ICS23_BATCH):
+                out = ics23.verify_membership(spec, root, proof, key, value)
+        return out
+
+    def check(state):
+        import mpt.ics23 as ics23
+
+        root, proof, key, value = state
+        _expect("ICS23Verify/%s" % label, op(state), True)
+        _expect("ICS23Verify/%s calculated root" % label, ics23.CommitmentProof.from_bytes(proof).calculate_root(),
+                root)
+
+    kind = "verify_non_membership" if vector.startswith("iavl/nonexist") else "verify_membership"
+    return Case(
+        name="ICS23Verify/%s" % label, group="ICS23Verify", size=1, setup=setup, op=op, check=check,
+        ops_per_sample=_ICS23_BATCH,
+        doc="mpt.ics23.%s(%s, root, proof bytes, ...) on cosmos/ics23's testdata %s" % (kind, spec_name, vector),
+    )
+
+
+def _abci_query_verify() -> Case:
+    def setup():
+        import json
+
+        d = _ics23_data()["abci_query"]
+        return json.dumps(d["response"]), bytes.fromhex(d["app_hash"]), bytes.fromhex(d["value"])
+
+    def op(state):
+        from mpt.ics23 import verify_abci_query
+
+        text, app_hash, _ = state
+        out = None
+        for _ in repeat(None, _ICS23_BATCH // 10):
+            out = verify_abci_query(text, app_hash)
+        return out
+
+    def check(state):
+        _expect("AbciQueryVerify value", op(state), state[2])
+
+    return Case(
+        name="AbciQueryVerify", group="AbciQueryVerify", size=1, setup=setup, op=op, check=check,
+        ops_per_sample=_ICS23_BATCH // 10,
+        doc="mpt.ics23.verify_abci_query(JSON text, app_hash): a CometBFT abci_query answer (ics23:iavl proof of "
+            "depth 11 made by Go iavl, ics23:simple of depth 5 over 19 stores), parsed and verified",
+    )
+
+
+def _ics23_cases() -> List[Case]:
+    return [
+        _ics23_verify("iavl", "iavl/exist_left", "IAVL_SPEC"),
+        _ics23_verify("iavl_absent", "iavl/nonexist_left", "IAVL_SPEC"),
+        _ics23_verify("simple", "tendermint/exist_left", "TENDERMINT_SPEC"),
+        _abci_query_verify(),
+    ]
+
+
 def _build_cases() -> Dict[str, Case]:
     cases: List[Case] = []
     cases += [_hash_fixed_size(label, n) for label, n in ACCOUNT_SIZES.items()]
@@ -877,6 +964,7 @@ def _build_cases() -> Dict[str, Case]:
     cases += [_verify_range_no_proof(label, n) for label, n in ((10, 100), (500, 500), (1000, 1000))]
     cases += _merkle_cases()
     cases += _iavl_cases()
+    cases += _ics23_cases()
     cases += [_build_root(label, n, w) for label, n in (("100K", 100000), ("1M", 1000000)) for w in (1, 2)]
     cases.append(_build_root_dask("1M", 1000000))
     return {c.name: c for c in cases}
