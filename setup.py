@@ -40,10 +40,11 @@ MODULES = {
     "mpt.iavl.node": False,
     "mpt.iavl.tree": False,
     "mpt.parallel": False,
+    "mpt.ics23.wire": False,
 }
 
 # Modules that call our C SHA-256 link the static library built once from sha256.c ("mpt_sha256").
-SHA256_MODULES = {"mpt._sha256.binding", "mpt.merkle", "mpt.iavl.node", "mpt.iavl.tree"}
+SHA256_MODULES = {"mpt._sha256.binding", "mpt.merkle", "mpt.iavl.node", "mpt.iavl.tree", "mpt.ics23.wire"}
 
 extra_compile_args = ["-O3", "-fno-strict-aliasing"]
 define_macros = []

@@ -263,6 +263,26 @@ def abci_query_seeds() -> Dict[str, bytes]:
     return seeds
 
 
+def ics23_seeds() -> Dict[str, bytes]:
+    """Real-tree scenarios (even first byte), and the proofs of cosmos/ics23's testdata and the iavl_store_A
+    fixture as hostile input (odd first byte, then 0 for IAVL_SPEC or 1 for TENDERMINT_SPEC), whole and cut."""
+    seeds = structured_seeds("real", 12, 23, 120)
+    vectors = FUZZ_DIR.parent / "tests" / "vectors" / "cosmos"
+    for path in sorted((vectors / "ics23").glob("*/*.json")):
+        proof = bytes.fromhex(json.loads(path.read_text())["proof"])
+        spec = b"\x00" if path.parent.name == "iavl" else b"\x01"
+        name = "%s-%s" % (path.parent.name, path.stem)
+        seeds[name] = b"\x01" + spec + proof
+        seeds[name + "-cut"] = b"\x01" + spec + proof[: len(proof) // 2]
+    store = json.loads((vectors / "iavl_store_A" / "iavl_store.json").read_text())
+    for group in ("membership_proofs", "nonmembership_proofs", "empty_value_membership_proofs"):
+        seeds["store-" + group] = b"\x01\x00" + bytes.fromhex(store[group][0]["commitment_proof_hex"])
+    seeds["hostile-deep-groups"] = b"\x01\x00" + b"\x7b" * 100
+    seeds["hostile-long-varint"] = b"\x01\x00\x0a" + b"\x80" * 11
+    seeds["hostile-many-ops"] = b"\x01\x00\x0a\xd2\x0f" + b"\x22\x00" * 1001
+    return seeds
+
+
 SEEDS = {
     "rlp": rlp_seeds,
     "node": node_seeds,
@@ -272,6 +292,7 @@ SEEDS = {
     "trie_ops": trie_ops_seeds,
     "merkle": merkle_seeds,
     "iavl_node": iavl_node_seeds,
+    "ics23": ics23_seeds,
     "abci_query": abci_query_seeds,
 }
 

@@ -12,8 +12,14 @@ from mpt.ics23.messages import (
 )
 from mpt.ics23.ops import (
     DEFAULT_MAX_DEPTH, IAVL_SPEC, SMT_SPEC, TENDERMINT_SPEC, decompress, do_hash, is_left_most, is_left_neighbor,
-    is_right_most, verify_membership, verify_non_membership,
+    is_right_most, verify_membership_objects, verify_non_membership_objects,
 )
+
+try:
+    from mpt.ics23.wire import verify_membership, verify_non_membership
+except ImportError:  # a source tree without its compiled modules: the object verifier alone
+    verify_membership = verify_membership_objects
+    verify_non_membership = verify_non_membership_objects
 
 __all__ = [
     "BatchEntry", "BatchProof", "CommitmentProof", "CompressedBatchEntry", "CompressedBatchProof",

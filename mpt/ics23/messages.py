@@ -65,6 +65,9 @@ class LengthOp(IntEnum):
     REQUIRE_64_BYTES = 8
 
 
+# Value -> member of each enum (a dict lookup: calling the IntEnum class costs a microsecond per field).
+_ENUM_MEMBERS = {HashOp: {m.value: m for m in HashOp}, LengthOp: {m.value: m for m in LengthOp}}
+
 # Field kinds of the schema tables below.
 _BYTES, _ENUM, _INT32, _BOOL, _MSG, _MSG_REPEATED, _INT32_REPEATED, _ONEOF = range(8)
 
@@ -96,10 +99,7 @@ def _as_int(value, name: str) -> int:
 
 def _enum_value(enum_cls, value: int):
     """An enum member, or the plain number for a value the enum does not name (proto3 keeps unknown values)."""
-    try:
-        return enum_cls(value)
-    except ValueError:
-        return value
+    return _ENUM_MEMBERS[enum_cls].get(value, value)
 
 
 def _int32(value: int) -> int:
@@ -464,7 +464,7 @@ class _Message:
             if kind == _BYTES:
                 default: Any = b""
             elif kind == _ENUM:
-                default = _arg(0)
+                default = _ENUM_MEMBERS[_arg][0]
             elif kind == _INT32:
                 default = 0
             elif kind == _BOOL:
@@ -771,6 +771,7 @@ class InnerSpec(_Message):
 
     def __init__(self, child_order=(), child_size=0, min_prefix_length=0, max_prefix_length=0, empty_child=b"",
                  hash=HashOp.NO_HASH) -> None:
+        object.__setattr__(self, "_frozen", False)
         if isinstance(child_order, (str, bytes)) or not hasattr(child_order, "__iter__"):
             raise TypeError("child_order must be an iterable of ints, not %s" % type(child_order).__name__)
         self.child_order = [_as_int(v, "child_order[%d]" % i) for i, v in enumerate(child_order)]
@@ -800,6 +801,7 @@ class ProofSpec(_Message):
 
     def __init__(self, leaf_spec=None, inner_spec=None, max_depth=0, min_depth=0,
                  prehash_key_before_comparison=False) -> None:
+        object.__setattr__(self, "_frozen", False)
         self.leaf_spec = _check_message(leaf_spec, LeafOp, "leaf_spec")
         self.inner_spec = _check_message(inner_spec, InnerSpec, "inner_spec")
         self.max_depth = _as_int(max_depth, "max_depth")

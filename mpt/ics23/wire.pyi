@@ -1,0 +1,19 @@
+"""Verify ICS23 proofs straight from their protobuf bytes (compiled; SHA-256 in C)."""
+from typing import Protocol, Union
+
+from _typeshed import ReadableBuffer
+
+from mpt.ics23.messages import CommitmentProof, ExistenceProof, NonExistenceProof, ProofSpec
+
+class _Serializable(Protocol):
+    def SerializeToString(self) -> bytes: ...
+
+_Proof = Union[CommitmentProof, ExistenceProof, NonExistenceProof, ReadableBuffer, _Serializable]
+
+class CompiledSpec: ...
+
+def verify_membership(spec: ProofSpec, root: ReadableBuffer, proof: _Proof, key: ReadableBuffer,
+                      value: ReadableBuffer) -> bool: ...
+def verify_non_membership(spec: ProofSpec, root: ReadableBuffer, proof: _Proof, key: ReadableBuffer) -> bool: ...
+def wire_verdict_membership(spec: ProofSpec, root: bytes, proof: bytes, key: bytes, value: bytes) -> bool: ...
+def wire_verdict_non_membership(spec: ProofSpec, root: bytes, proof: bytes, key: bytes) -> bool: ...
