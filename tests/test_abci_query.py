@@ -437,3 +437,39 @@ def test_cli_subprocess_no_traceback(tmp_path):
     r = subprocess.run([sys.executable, "-m", "mpt", "verify-query", str(VECTORS / "absent.json"), "--app-hash",
                         APP_HASH.hex()], capture_output=True, text=True, timeout=60)
     assert (r.returncode, r.stdout) == (0, "absent\n")
+
+
+# ---- the compiled fast path and the op-by-op path agree --------------------------------------------------------
+
+def test_wire_fast_path_is_taken_and_agrees_with_op_by_op(monkeypatch):
+    from mpt.ics23 import abci
+
+    pytest.importorskip("mpt.ics23.wire")
+    taken = []
+    real = abci._verified_on_the_wire
+    monkeypatch.setattr(abci, "_verified_on_the_wire", lambda *a: taken.append(real(*a)) or taken[-1])
+    assert verify_abci_query(load("present.json"), APP_HASH) == PRESENT_VALUE
+    assert verify_abci_query(load("absent.json"), APP_HASH) is None
+    assert taken == [True, True]
+    # The same answers, and the same refusals, with the compiled verifier out of the way.
+    monkeypatch.setattr(abci, "_verified_on_the_wire", lambda *a: False)
+    assert verify_abci_query(load("present.json"), APP_HASH) == PRESENT_VALUE
+    assert verify_abci_query(load("absent.json"), APP_HASH) is None
+    for name in ("present.json", "absent.json"):
+        for i, e in _flip_every_byte(load(name), 1):
+            with pytest.raises(ProofError):
+                verify_abci_query(e, APP_HASH)
+
+
+def test_wire_peek_falls_back_on_unusual_layouts():
+    from mpt.ics23 import abci
+
+    data = base64.b64decode(ops_of(load("present.json"))[1]["data"])
+    key, value = abci._wire_peek_exist(data)
+    assert key == b"bank" and value.hex() == MANIFEST["store_root_hex"]
+    assert abci._wire_peek_exist(data + b"\x00") is None         # trailing bytes: not Go's layout
+    assert abci._wire_peek_exist(data[:-1]) is None
+    assert abci._wire_peek_exist(b"") is None
+    absent = base64.b64decode(ops_of(load("absent.json"))[0]["data"])
+    assert abci._wire_peek_nonexist_key(absent) == ABSENT_KEY
+    assert abci._wire_peek_nonexist_key(data) is None
