@@ -212,6 +212,9 @@ def test_bad_argument_types():
 
 def test_response_shape():
     refused("not json", "not valid JSON")
+    env = load("present.json")
+    refused({"result": json.dumps(env["result"])}, "JSON-RPC result must be a JSON object, not str")
+    refused({"response": json.dumps(response_of(env))}, "result.response must be a JSON object, not str")
     refused("[1, 2]", "JSON object")
     refused({"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "Internal error",
                                                    "data": "height 9 must be less than or equal"}},

@@ -96,8 +96,9 @@ def key_argument(value, what):
     raise TypeError(f"{what} must be bytes or str, not {type(value).__name__}")
 
 
-def _json_object(obj, what):
-    if isinstance(obj, (str, bytes, bytearray, memoryview)):
+def _json_object(obj, what, text=False):
+    """obj as a JSON object: a Mapping, or (text=True, for the whole answer only) JSON text of one."""
+    if text and isinstance(obj, (str, bytes, bytearray, memoryview)):
         try:
             obj = json.loads(bytes(obj) if isinstance(obj, memoryview) else obj)
         except (ValueError, UnicodeDecodeError, RecursionError) as e:
@@ -111,7 +112,7 @@ def _response_object(response):
     """The ResponseQuery inside what a user holds: the JSON-RPC envelope, its result, or the response."""
     if not isinstance(response, (Mapping, str, bytes, bytearray, memoryview)):
         raise TypeError(f"response must be a dict or JSON text, not {type(response).__name__}")
-    obj = _json_object(response, "abci_query response")
+    obj = _json_object(response, "abci_query response", text=True)
     if "error" in obj and "result" not in obj:
         err = obj["error"]
         if isinstance(err, Mapping):
