@@ -26,6 +26,7 @@ MODULES = {
     "mpt.rlp": False,
     "mpt.encoding": False,
     "mpt.node": False,
+    "mpt.runtime": True,
     "mpt.hasher": True,
     "mpt.committer": False,
     "mpt.trie": True,

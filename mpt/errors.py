@@ -56,3 +56,24 @@ class InputFormatError(MptError, ValueError):
 
 class StoreClosedError(MptError, ValueError):
     """A node store used after ``close()`` (or after its ``with`` block); a ValueError like I/O on a closed file."""
+
+
+class StoreError(MptError):
+    """A node store that cannot be used: a file that is not an LMDB store, an incompatible or damaged one. The
+    underlying ``lmdb`` error is the ``__cause__``."""
+
+
+class StoreWriteError(StoreError):
+    """A write to a node store that failed (most often a full disk). Nothing of that write was stored: the last
+    committed state, and the head root recorded with it, stay intact and readable; free space and commit again.
+    ``disk_full`` says whether the store's file system had no space left; ``path`` is the store's directory."""
+
+    def __init__(self, message: str, path: Optional[str] = None, disk_full: bool = False) -> None:
+        super().__init__(message)
+        self.path = path
+        self.disk_full = disk_full
+
+
+class MissingExtraError(MptError, ModuleNotFoundError):
+    """An optional part of mpt used without the package it needs; the message says what to ``pip install``
+    (a ModuleNotFoundError, so ``except ImportError`` catches it as well)."""

@@ -14,7 +14,7 @@ place into the front of the same buffer. No Python object is made per node, the 
 and the GIL is released while hashing large inputs.
 
 Large trees are hashed in chunks of 1024 leaves, each hashed and folded to its subtree root while in cache; from
-2048 leaves on the chunks are spread over :func:`mpt.hasher.set_hash_threads` / ``MPT_HASH_THREADS`` OpenMP
+2048 leaves on the chunks are spread over :func:`mpt.runtime.set_hash_threads` / ``MPT_HASH_THREADS`` OpenMP
 threads (default 1; :func:`hashing_threads` sets it for a block).
 
 A :class:`Proof` is CometBFT's ``merkle.Proof``: ``total``, ``index``, ``leaf_hash`` and ``aunts`` (the sibling
@@ -32,7 +32,7 @@ from cpython.sequence cimport PySequence_Fast_GET_ITEM, PySequence_Fast_GET_SIZE
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcmp, memcpy, memmove
 
-from mpt.hasher cimport hash_threads, mark_openmp_used
+from mpt.runtime cimport hash_threads, mark_openmp_used
 from mpt._sha256.sha256 cimport (
     mpt_sha256,
     mpt_sha256_backend,
@@ -352,14 +352,14 @@ cdef extern from *:
 
 
 cdef inline int _threads_for(size_t n) noexcept:
-    """Hashing threads for a root of n leaves: mpt.set_hash_threads() / MPT_HASH_THREADS, once the tree is large
+    """Hashing threads for a root of n leaves: mpt.runtime.set_hash_threads() / MPT_HASH_THREADS, once the tree is large
     enough (_THREADS_MIN_LEAVES) that waking the OpenMP team pays."""
     cdef int threads
     if n < _THREADS_MIN_LEAVES:
         return 1
     threads = _merkle_team(n, hash_threads())
     if threads > 1:
-        # A forked child must not enter a parallel region again (mpt.hasher._after_fork_in_child).
+        # A forked child must not enter a parallel region again (mpt.runtime._after_fork_in_child).
         mark_openmp_used()
     return threads
 
@@ -462,9 +462,9 @@ def root(items):
 def hashing_threads(int n):
     """Context manager: hash roots of 2048+ leaves on n OpenMP threads inside the block (1 to 256, else
     ValueError), then restore the previous setting. The setting is process-wide
-    (:func:`mpt.hasher.set_hash_threads`): it also applies to the Keccak hashing of tries, and to every Python
+    (:func:`mpt.runtime.set_hash_threads`): it also applies to the Keccak hashing of tries, and to every Python
     thread while the block runs, not only to the one that entered it."""
-    from mpt.hasher import set_hash_threads
+    from mpt.runtime import set_hash_threads
 
     if n < 1:
         raise ValueError(f"hashing_threads({n}): need at least 1 thread")

@@ -109,8 +109,22 @@ def test_root_workers_out_of_range(tmp_path, value, fragment):
     path = tmp_path / "pairs.jsonl"
     path.write_text('{"key": "0x01", "value": "0x02"}\n')
     r = run_cli("root", str(path), "--format", "pairs-jsonl", "--workers", value)
+    assert_one_error_line(r, 2, "error: argument --workers: ", fragment, "(see python -m mpt root --help)")
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["root", "x", "--format", "csv"], "argument --format: invalid choice: 'csv'"),
+    (["root", "x"], "the following arguments are required: --format"),
+    (["root", "x", "--format", "alloc", "--memory-limit=-5M"], "'-5M' is negative"),
+    (["root", "x", "--format", "alloc", "--memory-limit", "lots"], "'lots' is not a size"),
+    (["inspect"], "the following arguments are required: --db"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+])
+def test_argument_errors_are_one_line(args, fragment):
+    r = run_cli(*args)
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert "error: argument --workers: " in r.stderr and fragment in r.stderr
+    assert r.stderr.count("\n") == 1 and ": error: " in r.stderr and fragment in r.stderr, r.stderr
+    assert r.stderr.rstrip().endswith("--help)")
 
 
 @pytest.mark.parametrize("content", ["", "\n\n"])

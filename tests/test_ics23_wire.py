@@ -205,3 +205,16 @@ def test_inner_op_swap_is_refused_everywhere():
     cp.exist.path[0] = InnerOp(cp.exist.path[0].hash, cp.exist.path[0].prefix + b"\x00", cp.exist.path[0].suffix)
     w, o, r = _three_verdicts(spec, root, cp.to_bytes(), key, value)
     assert (w, o, r) == (False, False, False)
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "fuzz"))
+import fuzz_ics23  # noqa: E402  (the atheris harness; its contract needs no atheris)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=600))
+def test_fuzz_harness_on_generated_bytes(data):
+    fuzz_ics23.test_one_input(data)

@@ -29,7 +29,7 @@ OP_SIMPLE = "ics23:simple"
 OP_SMT = "ics23:smt"
 
 _HEX = re.compile(r"(?:[0-9a-fA-F]{2})*\Z")
-_DECIMAL = re.compile(r"-?[0-9]{1,19}\Z")
+_DECIMAL = re.compile(r"-?(?:0|[1-9][0-9]{0,18})\Z")     # canonical: no leading zeros, "+", spaces
 _INT64_MAX = (1 << 63) - 1
 
 

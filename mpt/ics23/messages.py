@@ -285,6 +285,22 @@ def _varint(value: int) -> bytes:
     return bytes(out)
 
 
+_SMALL_VARINTS = [bytes((i,)) for i in range(128)]
+
+
+def _length_field(tag: bytes, value: bytes, out: list) -> None:
+    """Append a length-delimited field (tag, length, value) to out, a list of parts."""
+    n = len(value)
+    out.append(tag)
+    out.append(_SMALL_VARINTS[n] if n < 128 else _varint(n))
+    out.append(value)
+
+
+def _varint_field(tag: bytes, value: int, out: list) -> None:
+    out.append(tag)
+    out.append(_SMALL_VARINTS[value] if 0 <= value < 128 else _varint(value))
+
+
 def _encode(msg, out: bytearray) -> None:
     for field, (attr, kind, arg) in msg._FIELDS_IN_ORDER:
         value = getattr(msg, attr)
@@ -569,6 +585,20 @@ class LeafOp(_Message):
         self.length = _check_enum(length, LengthOp, "length")
         self.prefix = _as_bytes(prefix, "prefix")
 
+    def to_bytes(self) -> bytes:
+        out: list = []
+        if self.hash:
+            _varint_field(b"\x08", self.hash, out)
+        if self.prehash_key:
+            _varint_field(b"\x10", self.prehash_key, out)
+        if self.prehash_value:
+            _varint_field(b"\x18", self.prehash_value, out)
+        if self.length:
+            _varint_field(b"\x20", self.length, out)
+        if self.prefix:
+            _length_field(b"\x2a", self.prefix, out)
+        return b"".join(out)
+
     def apply(self, key, value) -> bytes:
         """The leaf hash of key and value (Go ``LeafOp.Apply``); ProofError on an empty key or value."""
         from mpt.ics23.ops import apply_leaf
@@ -589,6 +619,16 @@ class InnerOp(_Message):
         self.hash = _check_enum(hash, HashOp, "hash")
         self.prefix = _as_bytes(prefix, "prefix")
         self.suffix = _as_bytes(suffix, "suffix")
+
+    def to_bytes(self) -> bytes:
+        out: list = []
+        if self.hash:
+            _varint_field(b"\x08", self.hash, out)
+        if self.prefix:
+            _length_field(b"\x12", self.prefix, out)
+        if self.suffix:
+            _length_field(b"\x1a", self.suffix, out)
+        return b"".join(out)
 
     def apply(self, child) -> bytes:
         """The parent hash of child (Go ``InnerOp.Apply``); ProofError on an empty child."""
@@ -614,6 +654,18 @@ class ExistenceProof(_Message):
         self.path = _check_list(path, InnerOp, "path")
         if len(self.path) > MAX_INNER_OPS:
             raise ProofError("path has more than %d inner ops" % MAX_INNER_OPS)
+
+    def to_bytes(self) -> bytes:
+        out: list = []
+        if self.key:
+            _length_field(b"\x0a", self.key, out)
+        if self.value:
+            _length_field(b"\x12", self.value, out)
+        if self.leaf is not None:
+            _length_field(b"\x1a", self.leaf.to_bytes(), out)
+        for op in self.path:
+            _length_field(b"\x22", op.to_bytes(), out)
+        return b"".join(out)
 
     def calculate_root(self) -> bytes:
         """The root this proof leads to (Go ``ExistenceProof.Calculate``), checked against no spec."""

@@ -372,6 +372,8 @@ def verify_existence(proof: ExistenceProof, spec: ProofSpec, root: bytes, key: b
 def _key_for_comparison(spec: ProofSpec, key: bytes) -> bytes:
     if not spec.prehash_key_before_comparison:
         return key
+    if spec.leaf_spec is None:
+        raise ProofError("spec.LeafSpec must be non-nil")
     try:
         return _hash_or_noop(spec.leaf_spec.prehash_key, key)
     except ProofError:
