@@ -435,8 +435,16 @@ def test_cli_subprocess_no_traceback(tmp_path):
     bad.write_text("{not json")
     r = subprocess.run([sys.executable, "-m", "mpt", "verify-query", str(bad), "--app-hash", APP_HASH.hex()],
                        capture_output=True, text=True, timeout=60)
-    assert r.returncode == 1 and r.stdout == ""
-    assert r.stderr.startswith(ERR + "abci_query response is not valid JSON") and "Traceback" not in r.stderr
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith(ERR + str(bad) + " is not JSON") and "Traceback" not in r.stderr
+    listed = tmp_path / "list.json"
+    listed.write_text("[1, 2]")
+    r = subprocess.run([sys.executable, "-m", "mpt", "verify-query", str(listed), "--app-hash", APP_HASH.hex()],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and r.stderr == ERR + "abci_query response must be a JSON object, not list\n"
+    r = subprocess.run([sys.executable, "-m", "mpt", "verify-query", "-", "--app-hash", APP_HASH.hex()],
+                       input=(VECTORS / "present.json").read_text(), capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stdout) == (0, PRESENT_VALUE.hex() + "\n")
     r = subprocess.run([sys.executable, "-m", "mpt", "verify-query", str(VECTORS / "absent.json"), "--app-hash",
                         APP_HASH.hex()], capture_output=True, text=True, timeout=60)
     assert (r.returncode, r.stdout) == (0, "absent\n")

@@ -1,9 +1,10 @@
 """``python -m mpt verify-query RESPONSE.json --app-hash HEX``: verify a saved ``abci_query`` answer.
 
 Prints the proven value as hex, or ``absent`` for a proven absence. Exit status 0 when the proof holds, 1 when it
-does not (one ``error: ...`` line saying why, from mpt.cli.run_command), 2 for usage errors (no such file, bad
-hex).
+does not (one ``error: ...`` line saying why, from mpt.cli.run_command), 2 for usage errors (no such file, a
+file that is not JSON, bad hex).
 """
+import json
 import re
 import sys
 
@@ -59,6 +60,12 @@ def run(args):
 
     app_hash = _hex_arg(args.app_hash, "--app-hash", 32)
     key = _hex_arg(args.key, "--key") if args.key is not None else None
-    value = verify_abci_query(_read(args.response), app_hash, key=key, store=args.store)
+    text = _read(args.response)
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError) as e:
+        # Not an answer at all (a wrong file): a usage error, unlike an answer whose proof fails (exit 1).
+        raise UsageError(f"{args.response} is not JSON: {e}") from None
+    value = verify_abci_query(text, app_hash, key=key, store=args.store)
     print("absent" if value is None else value.hex())
     return 0
