@@ -74,6 +74,8 @@ def test_absent_returns_none():
     resp = response_of(load("absent.json"))
     del resp["value"]       # a missing value is an absence claim like null
     assert verify_abci_query(resp, APP_HASH) is None
+    resp["value"] = ""      # so is an empty one (ics23 proves no empty value)
+    assert verify_abci_query(resp, APP_HASH) is None
 
 
 def test_height_as_json_number():
@@ -95,7 +97,8 @@ def test_wrong_app_hash():
 
 
 def test_empty_value_proof_refused():
-    refused(load("empty_value.json"), "empty")
+    refused(load("empty_value.json"), "value is empty, which ics23 cannot prove, and the proof does not prove the "
+                                      "key absent: proof op #0 .*leaf op needs value")
     resp = response_of(load("empty_value.json"))
     resp["value"] = None      # claimed as absent: the proof is a membership proof of an empty value
     refused(resp, "op #0 .*leaf op needs value")

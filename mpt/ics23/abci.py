@@ -303,7 +303,8 @@ def verify_abci_query(response, app_hash, *, key=None, store=None):
     hash of header H + 1. ``key`` (bytes or str), if given, must be the key the answer is about; ``store``
     (the store name, e.g. ``"bank"``), if given, must be the store its second op proves.
 
-    Returns the value (bytes) or None for a proven absence. Raises :class:`mpt.errors.ProofError` naming what
+    A missing, null or empty ``value`` claims the key absent (ics23 cannot prove an empty value). Returns the
+    value (bytes) or None for a proven absence. Raises :class:`mpt.errors.ProofError` naming what
     failed for anything else, and TypeError for arguments of the wrong type."""
     expected_root = parse_hash_argument(app_hash, "app_hash")
     want_key = key_argument(key, "key") if key is not None else None
@@ -323,9 +324,11 @@ def verify_abci_query(response, app_hash, *, key=None, store=None):
     if want_key is not None and want_key != resp_key:
         raise ProofError(f"the response is about key {resp_key.hex()}, not the queried key {want_key.hex()}")
     value = _b64(resp.get("value"), "response value")
-    if value is not None and len(value) == 0:
-        # ics23 proves no empty values (LeafOp needs a value): an empty value can only be a malformed answer.
-        raise ProofError("the response value is empty: ics23 cannot prove an empty value")
+    # ics23 proves no empty value (its LeafOp needs one), so an empty "value" can only stand for "no value": it
+    # is taken as an absence claim, which the proof must prove like a null value's.
+    empty_value = value is not None and len(value) == 0
+    if empty_value:
+        value = None
     if "height" not in resp:
         raise ProofError("the response has no height")
     height = _int64(resp["height"], "response height")
@@ -360,7 +363,13 @@ def verify_abci_query(response, app_hash, *, key=None, store=None):
         return value
     store_proof = _decode_proof(store_data, f"proof op #0 ({store_type})")
     multi_proof = _decode_proof(multi_data, f"proof op #1 ({multi_type})")
-    store_root = run_commitment_op(store_spec, store_proof, store_op_key, value, f"proof op #0 ({store_type})")
+    try:
+        store_root = run_commitment_op(store_spec, store_proof, store_op_key, value, f"proof op #0 ({store_type})")
+    except ProofError as e:
+        if empty_value:
+            raise ProofError(f"the response value is empty, which ics23 cannot prove, and the proof does not prove "
+                             f"the key absent: {e}") from None
+        raise
     app_root = run_commitment_op(multi_spec, multi_proof, multi_op_key, store_root, f"proof op #1 ({multi_type})")
     if app_root != expected_root:
         raise ProofError(f"calculated root hash is invalid: expected {expected_root.hex().upper()} but got "
