@@ -306,6 +306,23 @@ def test_ibc_membership_forms():
     assert verify_ibc_merkle_proof(proof, APP_HASH, ["ibc", path[1]], value) is True
 
 
+def test_ibc_specs_argument():
+    from mpt.ics23 import IAVL_SPEC, SMT_SPEC, TENDERMINT_SPEC
+
+    proof, path, value = ibc_case("membership")
+    assert verify_ibc_merkle_proof(proof, APP_HASH, path, value, specs=[IAVL_SPEC, TENDERMINT_SPEC]) is True
+    nproof, npath, _ = ibc_case("non_membership")
+    assert verify_ibc_merkle_proof(nproof, APP_HASH, npath, specs=(IAVL_SPEC, TENDERMINT_SPEC)) is True
+    with pytest.raises(ProofError):
+        verify_ibc_merkle_proof(proof, APP_HASH, path, value, specs=[SMT_SPEC, TENDERMINT_SPEC])
+    with pytest.raises(ProofError, match="length of specs: 1"):
+        verify_ibc_merkle_proof(proof, APP_HASH, path, value, specs=[IAVL_SPEC])
+    with pytest.raises(TypeError, match=r"specs\[1\]"):
+        verify_ibc_merkle_proof(proof, APP_HASH, path, value, specs=[IAVL_SPEC, "tendermint"])
+    with pytest.raises(TypeError, match="specs"):
+        verify_ibc_merkle_proof(proof, APP_HASH, path, value, specs=IAVL_SPEC)
+
+
 def test_ibc_non_membership():
     proof, path, value = ibc_case("non_membership")
     assert value is None

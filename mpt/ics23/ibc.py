@@ -109,7 +109,7 @@ def _chained_membership(root, specs, proofs, keys, value, index):
                          f"{subroot.hex().upper()}")
 
 
-def verify_ibc_merkle_proof(proof, root, path, value=None):
+def verify_ibc_merkle_proof(proof, root, path, value=None, *, specs=None):
     """Verify an ibc-go ``MerkleProof`` against ``root`` (the 32-byte commitment root, bytes or plain hex; on a
     Cosmos SDK chain the app hash) for ``path`` (a list of keys, prefix first, each bytes or str; or a
     MerklePath message object with ``key_path``).
@@ -118,10 +118,24 @@ def verify_ibc_merkle_proof(proof, root, path, value=None):
     path's last key absent from the lowest store and that store's root present in the rest of the chain
     (``VerifyNonMembership``). ``proof`` is the MerkleProof as bytes or a protobuf message object.
 
+    ``specs``: the proof specs of the chain's client state, lowest store first; by default a Cosmos SDK chain's
+    (``[IAVL_SPEC, TENDERMINT_SPEC]``, ibc-go's ``GetSDKSpecs``).
+
     Returns True, or raises :class:`mpt.errors.ProofError` saying what failed (TypeError for arguments of the
     wrong type)."""
-    from mpt.ics23 import IAVL_SPEC, TENDERMINT_SPEC
+    from mpt.ics23 import IAVL_SPEC, TENDERMINT_SPEC, ProofSpec
     from mpt.ics23.abci import parse_hash_argument
+
+    sdk_specs = specs is None
+    if sdk_specs:
+        specs = [IAVL_SPEC, TENDERMINT_SPEC]
+    else:
+        if isinstance(specs, (str, bytes)) or not hasattr(specs, "__iter__"):
+            raise TypeError(f"specs must be a list of ProofSpec, not {type(specs).__name__}")
+        specs = list(specs)
+        for i, spec in enumerate(specs):
+            if not isinstance(spec, ProofSpec):
+                raise TypeError(f"specs[{i}] must be a ProofSpec, not {type(spec).__name__}")
 
     root_hash = parse_hash_argument(root, "root")
     keys = _path_keys(path)
@@ -130,7 +144,6 @@ def verify_ibc_merkle_proof(proof, root, path, value=None):
             raise TypeError(f"value must be bytes, not {type(value).__name__}")
         value = bytes(value)
     parts = _split_merkle_proof(proof)
-    specs = [IAVL_SPEC, TENDERMINT_SPEC]
     if not parts:
         raise ProofError("proof cannot be empty")
     if len(specs) != len(parts):
@@ -145,7 +158,7 @@ def verify_ibc_merkle_proof(proof, root, path, value=None):
 
     # The compiled verifier proves the usual chain from the bytes; anything it does not prove is checked (and
     # explained) proof by proof below, as ibc-go does.
-    if _verified_on_the_wire(parts[0], parts[1], keys[1], keys[0], value, root_hash):
+    if sdk_specs and _verified_on_the_wire(parts[0], parts[1], keys[1], keys[0], value, root_hash):
         return True
     proofs = _decode_parts(parts)
     if value is not None:
