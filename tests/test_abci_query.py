@@ -87,8 +87,12 @@ def test_height_as_json_number():
 # ---- refused -------------------------------------------------------------------------------------------------
 
 def refused(obj, match, app_hash=APP_HASH, **kw):
-    with pytest.raises(ProofError, match=match):
-        verify_abci_query(obj, app_hash, **kw)
+    """ProofError matching match, for the answer as a dict and as JSON text (both input forms)."""
+    forms = [obj, json.dumps(obj), json.dumps(obj).encode()] if isinstance(obj, dict) else [obj]
+    for form in forms:
+        with pytest.raises(ProofError, match=match) as e:
+            verify_abci_query(form, app_hash, **kw)
+        assert type(e.value) is ProofError
 
 
 def test_wrong_app_hash():
@@ -189,8 +193,7 @@ def test_bad_base64():
                 response_of(e)[where] = bad
             else:
                 ops_of(e)[int(where[2])][where[3:]] = bad
-            with pytest.raises(ProofError, match="base64"):
-                verify_abci_query(e, APP_HASH)
+            refused(e, "base64")
     assert good    # the untouched answer has a value
 
 
