@@ -19,6 +19,7 @@ import binascii
 import json
 import re
 from collections.abc import Mapping
+from typing import Any, Optional, Union
 
 from mpt.errors import ProofError
 
@@ -287,7 +288,10 @@ def _spec_for(op_type):
     raise ProofError(f"unrecognized proof type {op_type!r:.60}")
 
 
-def verify_abci_query(response, app_hash, *, key=None, store=None):
+def verify_abci_query(response: Union[Mapping[str, Any], str, bytes, bytearray, memoryview],
+                      app_hash: Union[bytes, bytearray, memoryview, str], *,
+                      key: Union[bytes, bytearray, memoryview, str, None] = None,
+                      store: Union[bytes, bytearray, memoryview, str, None] = None) -> Optional[bytes]:
     """Verify the answer of CometBFT's ``/abci_query?path="/store/<store>/key"&data=<key>&prove=true`` and
     return the proven value, or None when the key is proven absent.
 

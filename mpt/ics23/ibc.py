@@ -7,6 +7,8 @@ chain ``[b"ibc", b"clients/07-tendermint-0/clientState"]``). Checked as ibc-go's
 / ``VerifyNonMembership`` with its SDK specs (``IAVL_SPEC`` for the first proof, ``TENDERMINT_SPEC`` for the
 second).
 """
+from typing import Any, Iterable, Optional, Sequence, Union
+
 from mpt.errors import ProofError
 
 __all__ = ["decode_merkle_proof", "verify_ibc_merkle_proof"]
@@ -109,7 +111,10 @@ def _chained_membership(root, specs, proofs, keys, value, index):
                          f"{subroot.hex().upper()}")
 
 
-def verify_ibc_merkle_proof(proof, root, path, value=None, *, specs=None):
+def verify_ibc_merkle_proof(proof: Any, root: Union[bytes, bytearray, memoryview, str],
+                            path: Iterable[Union[bytes, bytearray, memoryview, str]],
+                            value: Union[bytes, bytearray, memoryview, None] = None, *,
+                            specs: Optional[Sequence[Any]] = None) -> bool:
     """Verify an ibc-go ``MerkleProof`` against ``root`` (the 32-byte commitment root, bytes or plain hex; on a
     Cosmos SDK chain the app hash) for ``path`` (a list of keys, prefix first, each bytes or str; or a
     MerklePath message object with ``key_path``).
