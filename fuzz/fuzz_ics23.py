@@ -9,7 +9,7 @@ The first byte picks the mode:
   the key, value and root the proof itself names (so that verification runs as deep as the bytes allow).
 
 Contract, both modes: decoding gives a ProofError or a message that re-encodes to bytes decoding to the same
-message; the reference decodes exactly the inputs mpt decodes; verification returns True or raises ProofError,
+message; calculate_root from the bytes equals the decoded message's; the reference decodes exactly the inputs mpt decodes; verification returns True or raises ProofError,
 and mpt's answer equals the reference's; the wire verifier proves nothing the object verifier refuses.
 """
 import hashlib
@@ -17,7 +17,7 @@ import hashlib
 from mpt.errors import ProofError
 from mpt.ics23 import (
     IAVL_SPEC, TENDERMINT_SPEC, CommitmentProof, ExistenceProof, HashOp, InnerOp, LeafOp, LengthOp,
-    NonExistenceProof, verify_membership, verify_non_membership,
+    NonExistenceProof, calculate_root, verify_membership, verify_non_membership,
 )
 from mpt.ics23 import _reference as ref
 from mpt.ics23 import ops, wire
@@ -96,6 +96,15 @@ def check_codec(data: bytes):
     assert (cp is None) == (ref.decode(data) is None), \
         "mpt %s bytes the reference %s" % ("refuses" if cp is None else "decodes", "decodes" if cp is None else
                                            "refuses")
+    try:
+        object_root = cp.calculate_root() if cp is not None else None
+    except ProofError:
+        object_root = None
+    try:
+        wire_root = calculate_root(data)
+    except ProofError:
+        wire_root = None
+    assert wire_root == object_root, "calculate_root from the wire bytes differs from the objects'"
     if cp is not None:
         again = CommitmentProof.from_bytes(cp.to_bytes())
         assert again == cp, "decode(encode(proof)) differs"

@@ -14,7 +14,7 @@ from ics23_trees import SimpleTree, iavl_store, vector_cases  # noqa: E402
 
 from mpt.errors import ProofError  # noqa: E402
 from mpt.ics23 import (  # noqa: E402
-    IAVL_SPEC, TENDERMINT_SPEC, CommitmentProof, HashOp, InnerOp, LeafOp, ProofSpec, verify_membership,
+    IAVL_SPEC, TENDERMINT_SPEC, CommitmentProof, HashOp, InnerOp, LeafOp, ProofSpec, calculate_root, verify_membership,
     verify_non_membership,
 )
 from mpt.ics23 import _reference as ref  # noqa: E402
@@ -218,3 +218,95 @@ import fuzz_ics23  # noqa: E402  (the atheris harness; its contract needs no ath
 @given(st.binary(max_size=600))
 def test_fuzz_harness_on_generated_bytes(data):
     fuzz_ics23.test_one_input(data)
+
+
+def _object_root(data):
+    try:
+        return CommitmentProof.from_bytes(data).calculate_root()
+    except ProofError:
+        return None
+
+
+def _wire_root(data):
+    try:
+        return calculate_root(data)
+    except ProofError:
+        return None
+
+
+def test_calculate_root_agrees():
+    rng = random.Random(4)
+    for spec, root, proof, key, value in CLAIMS:
+        assert calculate_root(proof) == root == _object_root(proof)
+        assert calculate_root(CommitmentProof.from_bytes(proof)) == root
+        assert calculate_root(bytearray(proof)) == root
+    for _ in range(2000):
+        spec, root, proof, key, value = rng.choice(CLAIMS)
+        data = bytearray(proof)
+        i = rng.randrange(len(data))
+        data[i] ^= rng.randrange(1, 256)
+        assert _wire_root(bytes(data)) == _object_root(bytes(data)), bytes(data).hex()
+    with pytest.raises(TypeError, match="proof"):
+        calculate_root("0a00")
+
+
+def _decode(fn, data):
+    try:
+        return fn(data)
+    except ProofError:
+        return None
+
+
+def test_compiled_reader_decodes_as_the_generic_decoder():
+    rng = random.Random(5)
+    for spec, root, proof, key, value in CLAIMS:
+        fast = wire.decode_commitment(proof)
+        assert fast is not None and fast == CommitmentProof._from_bytes_generic(proof)
+        assert fast.to_bytes() == proof and repr(fast) == repr(CommitmentProof._from_bytes_generic(proof))
+    for _ in range(3000):
+        spec, root, proof, key, value = rng.choice(CLAIMS)
+        data = bytearray(proof)
+        for _ in range(rng.randint(1, 3)):
+            i = rng.randrange(len(data))
+            data[i] ^= rng.randrange(1, 256)
+        data = bytes(data)
+        generic = _decode(CommitmentProof._from_bytes_generic, data)
+        assert _decode(CommitmentProof.from_bytes, data) == generic
+        fast = wire.decode_commitment(data)
+        assert fast is None or fast == generic
+
+
+def _random_spec(rng):
+    """A spec near IAVL's or Tendermint's: other child orders, sizes, prefix bounds, empty children, depths."""
+    base = rng.choice((IAVL_SPEC, TENDERMINT_SPEC))
+    spec = ProofSpec.from_bytes(base.to_bytes())
+    inner = spec.inner_spec
+    for _ in range(rng.randint(1, 3)):
+        how = rng.randrange(9)
+        if how == 0:
+            inner.child_order = rng.choice(([1, 0], [0, 1, 2], [2, 0, 1], [0], [0, 2], [0, 0]))
+        elif how == 1:
+            inner.child_size = rng.choice((0, 1, 31, 32, 33, 34, -1, 2 ** 31 - 1))
+        elif how == 2:
+            inner.min_prefix_length = rng.choice((0, 1, 4, 5, -1))
+        elif how == 3:
+            inner.max_prefix_length = rng.choice((1, 12, 13, 40, 2 ** 31 - 1))
+        elif how == 4:
+            inner.empty_child = rng.choice((b"", bytes(32), bytes(33)))
+        elif how == 5:
+            spec.max_depth = rng.choice((0, 1, 5, 10, 200, -1))
+        elif how == 6:
+            spec.min_depth = rng.choice((0, 1, 5, 11, 200))
+        elif how == 7:
+            spec.prehash_key_before_comparison = not spec.prehash_key_before_comparison
+        else:
+            spec.leaf_spec.prefix = rng.choice((b"", b"\x00", b"\x00\x02", b"\x01"))
+    return spec
+
+
+def test_random_specs_agree():
+    rng = random.Random(6)
+    for _ in range(1500):
+        spec = _random_spec(rng)
+        _s, root, proof, key, value = rng.choice(CLAIMS)
+        _agree(spec, root, proof, key, value)

@@ -16,13 +16,18 @@ from mpt.ics23.ops import (
 )
 
 try:
-    from mpt.ics23.wire import verify_membership, verify_non_membership
+    from mpt.ics23.wire import calculate_root, verify_membership, verify_non_membership
 except ImportError:  # a source tree without its compiled modules: the object verifier alone
     verify_membership = verify_membership_objects
     verify_non_membership = verify_non_membership_objects
 
+    def calculate_root(proof):
+        """The root a proof leads to (Go CommitmentProof.Calculate), checked against no spec."""
+        from mpt.ics23.ops import _commitment
+        return _commitment(proof).calculate_root()
+
 __all__ = [
-    "BatchEntry", "BatchProof", "CommitmentProof", "CompressedBatchEntry", "CompressedBatchProof",
+    "BatchEntry", "BatchProof", "calculate_root", "CommitmentProof", "CompressedBatchEntry", "CompressedBatchProof",
     "CompressedExistenceProof", "CompressedNonExistenceProof", "DEFAULT_MAX_DEPTH", "ExistenceProof", "HashOp",
     "IAVL_SPEC", "InnerOp", "InnerSpec", "LeafOp", "LengthOp", "MAX_ENTRIES", "MAX_INNER_OPS",
     "NonExistenceProof", "ProofSpec", "SMT_SPEC", "TENDERMINT_SPEC", "decompress", "do_hash", "is_left_most",

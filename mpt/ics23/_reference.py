@@ -420,8 +420,9 @@ def _empty_at(sp, data, start):
 
 
 def _leftmost(sp, path):
+    pad = _padding(sp, 0)          # first, as Go does: a spec without branch 0 fails even for an empty path
     for op in path:
-        if _fits(op, _padding(sp, 0)):
+        if _fits(op, pad):
             continue
         b = _branch(sp, op)
         if not b:
@@ -434,8 +435,9 @@ def _leftmost(sp, path):
 
 def _rightmost(sp, path):
     last = len(sp["child_order"]) - 1
+    pad = _padding(sp, last)
     for op in path:
-        if _fits(op, _padding(sp, last)):
+        if _fits(op, pad):
             continue
         b = _branch(sp, op)
         if b is None or b == last or len(op["suffix"]) != (last - b) * sp["child_size"]:

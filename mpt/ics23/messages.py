@@ -802,6 +802,27 @@ class CommitmentProof(_OneOf):
     def __init__(self, *, exist=None, nonexist=None, batch=None, compressed=None) -> None:
         self._init_oneof({"exist": exist, "nonexist": nonexist, "batch": batch, "compressed": compressed})
 
+    @classmethod
+    def from_bytes(cls, data):
+        """Decode the protobuf wire form (bytes, any bytes-like object, or a message with SerializeToString())."""
+        raw = message_bytes(data)
+        if cls is CommitmentProof:
+            # Go-made (canonical) existence and non-existence proofs: read by the compiled wire reader.
+            try:
+                from mpt.ics23.wire import decode_commitment
+            except ImportError:
+                pass
+            else:
+                decoded = decode_commitment(raw)
+                if decoded is not None:
+                    return decoded
+        return super().from_bytes(raw)
+
+    @classmethod
+    def _from_bytes_generic(cls, data) -> "CommitmentProof":
+        """The schema-driven decoder alone (tests compare it with the compiled reader)."""
+        return _Message.from_bytes.__func__(cls, data)
+
     def decompressed(self) -> "CommitmentProof":
         """This proof with a compressed batch expanded into a plain batch (Go ``Decompress``); else itself."""
         from mpt.ics23.ops import decompress

@@ -20,8 +20,12 @@ from mpt._sha256.sha256 cimport (
 
 from mpt.ics23 import ops as _ops
 from mpt.ics23.messages import ProofSpec as _ProofSpec
-from mpt.ics23.messages import CommitmentProof, ExistenceProof, NonExistenceProof
+from mpt.ics23.messages import CommitmentProof, ExistenceProof, HashOp, InnerOp, LeafOp, LengthOp, NonExistenceProof
+from mpt.ics23.messages import _ENUM_MEMBERS
 from mpt.ics23.messages import message_bytes as _message_bytes
+
+cdef dict _HASH_OPS = _ENUM_MEMBERS[HashOp]
+cdef dict _LENGTH_OPS = _ENUM_MEMBERS[LengthOp]
 
 # Proof objects go straight to the object verifier; anything else is read as wire bytes.
 cdef tuple _MESSAGES = (CommitmentProof, ExistenceProof, NonExistenceProof)
@@ -83,7 +87,7 @@ cdef class CompiledSpec:
                 and c.leaf_prehash_key in (OP_NO_HASH, OP_SHA256) and c.leaf_prehash_value in (OP_NO_HASH, OP_SHA256)
                 and 0 <= c.leaf_length <= LEN_REQUIRE_64_BYTES and c.leaf_length != LEN_VAR_RLP
                 and 1 <= c.nchildren <= WIRE_MAX_CHILDREN and sorted(order) == list(range(c.nchildren))
-                and c.child_size > 0 and c.max_prefix_length < c.min_prefix_length + c.child_size
+                and c.child_size > 0 and inner.max_prefix_length < inner.min_prefix_length + inner.child_size
                 and c.min_prefix_length >= 0 and c.max_depth > 0):
             return c
         for i in range(c.nchildren):
@@ -318,7 +322,7 @@ cdef bint _inner_ok(CompiledSpec s, WireInner* op, int layer) noexcept:
         return False
     if op.prefix.n < s.min_prefix_length:
         return False
-    if op.prefix.n > s.max_prefix_length + (s.nchildren - 1) * s.child_size:
+    if op.prefix.n > s.max_prefix_length + <Py_ssize_t>(s.nchildren - 1) * s.child_size:
         return False
     return op.suffix.n % s.child_size == 0
 
@@ -406,14 +410,20 @@ cdef inline void _hash_inner(WireInner* op, unsigned char* h) noexcept nogil:
     mpt_sha256_final(&ctx, h)
 
 
-cdef bint _root_matches(CompiledSpec s, WireExist* e, const uint8_t* root, Py_ssize_t root_n) noexcept:
-    """Go ExistenceProof.calculate (SHA-256 throughout), compared with root."""
+cdef bint _calculate(WireExist* e, unsigned char* h) noexcept:
+    """Go ExistenceProof.Calculate into h, for proofs hashed with SHA-256 throughout; False for anything else
+    (another hash op, VAR_RLP, no leaf, an empty key or value), which the object verifier then explains."""
     cdef mpt_sha256_ctx ctx
-    cdef unsigned char h[HASH_LEN]
     cdef int i
-    cdef const uint8_t* leaf_prefix = <const uint8_t*>PyBytes_AS_STRING(s.leaf_prefix)
-    if e.key.n == 0 or e.value.n == 0 or root_n != HASH_LEN:
+    if not e.has_leaf or e.key.n == 0 or e.value.n == 0 or e.leaf_hash != OP_SHA256:
         return False
+    if not (e.prehash_key == OP_NO_HASH or e.prehash_key == OP_SHA256):
+        return False
+    if not (e.prehash_value == OP_NO_HASH or e.prehash_value == OP_SHA256):
+        return False
+    for i in range(e.npath):
+        if e.path[i].hash != OP_SHA256:
+            return False
     # The GIL stays: a proof hashes in about a microsecond, less than dropping and re-taking it costs.
     mpt_sha256_init(&ctx)
     mpt_sha256_update(&ctx, e.leaf_prefix.p, <size_t>e.leaf_prefix.n)
@@ -424,7 +434,13 @@ cdef bint _root_matches(CompiledSpec s, WireExist* e, const uint8_t* root, Py_ss
     mpt_sha256_final(&ctx, h)
     for i in range(e.npath):
         _hash_inner(&e.path[i], h)
-    return memcmp(h, root, HASH_LEN) == 0
+    return True
+
+
+cdef inline bint _root_matches(CompiledSpec s, WireExist* e, const uint8_t* root, Py_ssize_t root_n) noexcept:
+    """Go ExistenceProof.calculate (the spec has made every op SHA-256 already), compared with root."""
+    cdef unsigned char h[HASH_LEN]
+    return root_n == HASH_LEN and _calculate(e, h) and memcmp(h, root, HASH_LEN) == 0
 
 
 cdef inline bint _exist_ok(CompiledSpec s, WireExist* e, const uint8_t* root, Py_ssize_t root_n) noexcept:
@@ -442,9 +458,9 @@ cdef inline int _position(CompiledSpec s, int branch) noexcept:
 
 
 cdef inline bint _has_padding(CompiledSpec s, WireInner* op, int branch) noexcept:
-    cdef Py_ssize_t prefix = _position(s, branch) * s.child_size
+    cdef Py_ssize_t prefix = <Py_ssize_t>_position(s, branch) * s.child_size
     return (prefix + s.min_prefix_length <= op.prefix.n <= prefix + s.max_prefix_length
-            and op.suffix.n == (s.nchildren - 1 - _position(s, branch)) * s.child_size)
+            and op.suffix.n == <Py_ssize_t>(s.nchildren - 1 - _position(s, branch)) * s.child_size)
 
 
 cdef int _order_from_padding(CompiledSpec s, WireInner* op) noexcept:
@@ -468,11 +484,11 @@ cdef bint _left_branches_are_empty(CompiledSpec s, WireInner* op) noexcept:
     cdef Py_ssize_t actual
     if idx <= 0:
         return False
-    actual = op.prefix.n - idx * s.child_size
+    actual = op.prefix.n - <Py_ssize_t>idx * s.child_size
     if actual < 0:
         return False
     for i in range(idx):
-        if not _is_empty_child(s, op.prefix, actual + _position(s, i) * s.child_size):
+        if not _is_empty_child(s, op.prefix, actual + <Py_ssize_t>_position(s, i) * s.child_size):
             return False
     return True
 
@@ -483,10 +499,10 @@ cdef bint _right_branches_are_empty(CompiledSpec s, WireInner* op) noexcept:
     if idx < 0:
         return False
     right = s.nchildren - 1 - idx
-    if right == 0 or op.suffix.n != right * s.child_size:
+    if right == 0 or op.suffix.n != <Py_ssize_t>right * s.child_size:
         return False
     for i in range(right):
-        if not _is_empty_child(s, op.suffix, _position(s, i) * s.child_size):
+        if not _is_empty_child(s, op.suffix, <Py_ssize_t>_position(s, i) * s.child_size):
             return False
     return True
 
@@ -563,45 +579,55 @@ cdef bint _membership(CompiledSpec s, bytes root, bytes proof, bytes key, bytes 
     return _exist_ok(s, &e, <const uint8_t*>PyBytes_AS_STRING(root), PyBytes_GET_SIZE(root))
 
 
-cdef bint _non_membership(CompiledSpec s, bytes root, bytes proof, bytes key):
-    # Two paths of up to WIRE_MAX_PATH ops each: about 20 KB, which the C stack takes.
-    cdef WireExist left, right
-    cdef Slice body, sub, nkey, k
-    cdef const uint8_t* d = <const uint8_t*>PyBytes_AS_STRING(proof)
-    cdef const uint8_t* r = <const uint8_t*>PyBytes_AS_STRING(root)
-    cdef Py_ssize_t rn = PyBytes_GET_SIZE(root), pos, end
-    cdef bint has_left = False, has_right = False
+cdef bint _parse_nonexist(Slice body, WireExist* left, bint* has_left, WireExist* right,
+                          bint* has_right, Slice* key) noexcept nogil:
+    """A NonExistenceProof in canonical form: key (not used by verification), left, right, each at most once."""
+    cdef Py_ssize_t pos = 0
     cdef int last = 0, field
     cdef uint8_t tag
-    if not _parse_commitment(d, PyBytes_GET_SIZE(proof), 0x12, &body):
-        return False
-    pos = 0
-    end = body.n
-    while pos < end:
+    cdef Slice sub
+    has_left[0] = False
+    has_right[0] = False
+    key.p = body.p
+    key.n = 0
+    while pos < body.n:
         tag = body.p[pos]
         pos += 1
         field = tag >> 3
         if tag >= 0x80 or field <= last:
             return False
         last = field
-        if tag == 0x0A:
-            pos = _slice(body.p, pos, end, &nkey)       # NonExistenceProof.key: not used by verification
-        elif tag == 0x12 or tag == 0x1A:
-            pos = _slice(body.p, pos, end, &sub)
-            if pos < 0:
-                return False
-            if tag == 0x12:
-                has_left = _parse_exist(sub.p, 0, sub.n, &left)
-                if not has_left:
-                    return False
-            else:
-                has_right = _parse_exist(sub.p, 0, sub.n, &right)
-                if not has_right:
-                    return False
-        else:
+        if tag != 0x0A and tag != 0x12 and tag != 0x1A:
             return False
+        pos = _slice(body.p, pos, body.n, &sub)
         if pos < 0:
             return False
+        if tag == 0x0A:
+            key[0] = sub
+        elif tag == 0x12:
+            if not _parse_exist(sub.p, 0, sub.n, left):
+                return False
+            has_left[0] = True
+        elif tag == 0x1A:
+            if not _parse_exist(sub.p, 0, sub.n, right):
+                return False
+            has_right[0] = True
+    return True
+
+
+cdef bint _non_membership(CompiledSpec s, bytes root, bytes proof, bytes key):
+    # Two paths of up to WIRE_MAX_PATH ops each: about 20 KB, which the C stack takes.
+    cdef WireExist left, right
+    cdef Slice body, k
+    cdef const uint8_t* d = <const uint8_t*>PyBytes_AS_STRING(proof)
+    cdef const uint8_t* r = <const uint8_t*>PyBytes_AS_STRING(root)
+    cdef Py_ssize_t rn = PyBytes_GET_SIZE(root)
+    cdef bint has_left, has_right
+    cdef Slice nkey
+    if not _parse_commitment(d, PyBytes_GET_SIZE(proof), 0x12, &body):
+        return False
+    if not _parse_nonexist(body, &left, &has_left, &right, &has_right, &nkey):
+        return False
     if not has_left and not has_right:
         return False
     k.p = <const uint8_t*>PyBytes_AS_STRING(key)
@@ -664,3 +690,103 @@ def wire_verdict_non_membership(spec, bytes root, bytes proof, bytes key):
     cdef CompiledSpec s = _compiled(spec)
     return s is not None and s.supported and _non_membership(s, root, proof, key)
 
+
+
+def calculate_root(proof):
+    """The root a proof leads to (Go CommitmentProof.Calculate: the first existence proof inside; of a
+    non-existence proof its left side, else its right), checked against no spec. proof: a CommitmentProof, an
+    ExistenceProof or NonExistenceProof, or protobuf bytes (read in place when canonical and SHA-256)."""
+    cdef WireExist e, right
+    cdef Slice body
+    cdef unsigned char h[HASH_LEN]
+    cdef const uint8_t* d
+    cdef Py_ssize_t n
+    cdef bint found = False, has_left, has_right
+    cdef Slice nkey
+    if type(proof) is not bytes and not isinstance(proof, _MESSAGES):
+        proof = _message_bytes(proof, "proof")
+    if type(proof) is bytes:
+        d = <const uint8_t*>PyBytes_AS_STRING(proof)
+        n = PyBytes_GET_SIZE(proof)
+        if _parse_commitment(d, n, 0x0A, &body):
+            found = _parse_exist(body.p, 0, body.n, &e)
+            if found and _calculate(&e, h):
+                return (<char*>h)[:HASH_LEN]
+        elif _parse_commitment(d, n, 0x12, &body) and _parse_nonexist(body, &e, &has_left, &right, &has_right, &nkey):
+            # Go: the left side if there is one, else the right.
+            if has_left and _calculate(&e, h):
+                return (<char*>h)[:HASH_LEN]
+            if not has_left and has_right and _calculate(&right, h):
+                return (<char*>h)[:HASH_LEN]
+    if isinstance(proof, ExistenceProof):
+        return proof.calculate_root()
+    if isinstance(proof, NonExistenceProof):
+        return proof.calculate_root()
+    if isinstance(proof, CommitmentProof):
+        return proof.calculate_root()
+    return CommitmentProof.from_bytes(proof).calculate_root()
+
+
+# ------------------------------------------------------------------------------------- fast decoding
+
+cdef inline bytes _bytes(Slice s):
+    return (<const char*>s.p)[:s.n]
+
+
+cdef object _exist_object(WireExist* e):
+    cdef int i
+    cdef WireInner* op
+    ex = ExistenceProof.__new__(ExistenceProof)
+    ex.key = _bytes(e.key)
+    ex.value = _bytes(e.value)
+    if e.has_leaf:
+        leaf = LeafOp.__new__(LeafOp)
+        leaf.hash = _HASH_OPS.get(e.leaf_hash, e.leaf_hash)
+        leaf.prehash_key = _HASH_OPS.get(e.prehash_key, e.prehash_key)
+        leaf.prehash_value = _HASH_OPS.get(e.prehash_value, e.prehash_value)
+        leaf.length = _LENGTH_OPS.get(e.length, e.length)
+        leaf.prefix = _bytes(e.leaf_prefix)
+        ex.leaf = leaf
+    else:
+        ex.leaf = None
+    path = []
+    for i in range(e.npath):
+        op = &e.path[i]
+        inner = InnerOp.__new__(InnerOp)
+        inner.hash = _HASH_OPS.get(op.hash, op.hash)
+        inner.prefix = _bytes(op.prefix)
+        inner.suffix = _bytes(op.suffix)
+        path.append(inner)
+    ex.path = path
+    return ex
+
+
+def decode_commitment(data):
+    """The CommitmentProof in data (bytes) when it is an existence or non-existence proof in the canonical form
+    Go's Marshal writes, built straight from the C reader; None for anything else (the generic decoder's job)."""
+    cdef WireExist e, right
+    cdef Slice body, nkey
+    cdef bint has_left, has_right
+    cdef const uint8_t* d
+    cdef Py_ssize_t n
+    if type(data) is not bytes:
+        return None
+    d = <const uint8_t*>PyBytes_AS_STRING(data)
+    n = PyBytes_GET_SIZE(data)
+    cp = CommitmentProof.__new__(CommitmentProof)
+    cp._clear()
+    if _parse_commitment(d, n, 0x0A, &body):
+        if not _parse_exist(body.p, 0, body.n, &e):
+            return None
+        cp.exist = _exist_object(&e)
+        return cp
+    if _parse_commitment(d, n, 0x12, &body):
+        if not _parse_nonexist(body, &e, &has_left, &right, &has_right, &nkey):
+            return None
+        ne = NonExistenceProof.__new__(NonExistenceProof)
+        ne.key = _bytes(nkey)
+        ne.left = _exist_object(&e) if has_left else None
+        ne.right = _exist_object(&right) if has_right else None
+        cp.nonexist = ne
+        return cp
+    return None
