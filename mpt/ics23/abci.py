@@ -14,7 +14,6 @@ hash), and as the light client's ``ABCIQueryWithOptions`` checks the response ar
 height > 0). ``ics23:smt`` ops (the SDK's experimental SMT store, never in its default proof runtime) are refused
 like any other op type rootmulti's ``DefaultProofRuntime`` does not register.
 """
-import base64
 import binascii
 import json
 import re
@@ -45,13 +44,14 @@ def _b64(value, what):
     if not isinstance(value, str):
         raise ProofError(f"{what} must be a base64 string, not {type(value).__name__}")
     try:
-        raw = base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError) as e:
+        raw = binascii.a2b_base64(value)
+        canonical = binascii.b2a_base64(raw, newline=False) == value.encode("ascii")
+    except (binascii.Error, ValueError) as e:       # bad padding, non-ASCII text
         raise ProofError(f"{what} is not valid standard base64 ({e}): {value!r:.60}") from None
-    # Decoding with validate=True refuses characters outside the alphabet (spaces, newlines, "-_"); encoding
-    # back refuses the rest of what is not canonical (non-zero padding bits).
-    if binascii.b2a_base64(raw, newline=False) != value.encode("ascii"):
-        raise ProofError(f"{what} is not canonical base64 (non-zero padding bits): {value!r:.60}")
+    if not canonical:
+        # The lenient decoder skips characters outside the alphabet (spaces, newlines, "-_"); encoding back
+        # gives the one canonical spelling, so any of those, and non-zero padding bits, show up here.
+        raise ProofError(f"{what} is not canonical standard base64: {value!r:.60}")
     return raw
 
 
@@ -104,7 +104,7 @@ def _json_object(obj, what, text=False):
             obj = json.loads(bytes(obj) if isinstance(obj, memoryview) else obj)
         except (ValueError, UnicodeDecodeError, RecursionError) as e:
             raise ProofError(f"{what} is not valid JSON: {e}") from None
-    if not isinstance(obj, Mapping):
+    if type(obj) is not dict and not isinstance(obj, Mapping):
         raise ProofError(f"{what} must be a JSON object, not {type(obj).__name__}")
     return obj
 
@@ -251,16 +251,25 @@ def _wire_peek_nonexist_key(data):
     return None if key is None else data[key[0]:key[1]]
 
 
+_WIRE = None    # (IAVL_SPEC, TENDERMINT_SPEC, the compiled verdicts), or False without the compiled module
+
+
 def _verified_on_the_wire(store_data, multi_data, key, store_name, value, app_hash):
     """True when the compiled verifier proves the whole chain straight from the proofs' bytes: the simple proof
     proves store_name -> X under app_hash, and the IAVL proof proves key -> value (or key absent) under X.
     That is the acceptance of running the ops one after another (each op's computed root is the next op's
     value, the last one is the app hash). False means "not decided here": the op-by-op check runs and explains."""
-    try:
-        from mpt.ics23 import IAVL_SPEC, TENDERMINT_SPEC
-        from mpt.ics23.wire import wire_verdict_membership, wire_verdict_non_membership
-    except ImportError:         # not compiled: the object path alone
+    global _WIRE
+    if _WIRE is None:
+        try:
+            from mpt.ics23 import IAVL_SPEC, TENDERMINT_SPEC
+            from mpt.ics23.wire import wire_verdict_membership, wire_verdict_non_membership
+            _WIRE = (IAVL_SPEC, TENDERMINT_SPEC, wire_verdict_membership, wire_verdict_non_membership)
+        except ImportError:         # not compiled: the object path alone
+            _WIRE = False
+    if not _WIRE:
         return False
+    IAVL_SPEC, TENDERMINT_SPEC, wire_verdict_membership, wire_verdict_non_membership = _WIRE
     peeked = _wire_peek_exist(multi_data)
     if peeked is None or peeked[0] != store_name:
         return False
