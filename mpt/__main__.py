@@ -16,6 +16,7 @@ COMMANDS = (
     "mpt.inspectcli",
     "mpt.rootcli",
     "mpt.iavl.cli",
+    "mpt.ics23.cli",
 )
 
 

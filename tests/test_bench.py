@@ -55,11 +55,15 @@ MERKLE_NAMES = (["MerkleHashAlternatives/recursive", "MerkleHashAlternatives/ite
                 + ["MerkleRoot/%s" % s for s in ("100", "1K", "10K", "100K")] + ["MerkleProof", "MerkleVerify"])
 
 
+# ICS23 verification (mpt.ics23) and a whole abci_query answer.
+ICS23_NAMES = ["ICS23Verify/iavl", "ICS23Verify/iavl_absent", "ICS23Verify/simple", "AbciQueryVerify"]
+
+
 def test_registry_names_are_geths_plus_insert():
     build_root = {"BuildRoot/%s/workers=%d" % (n, w) for n in ("100K", "1M") for w in (1, 2)} | {"BuildRootDask/1M"}
     two_tries = {"HashTwoTries/%s/%s" % (n, m) for n in ("10K", "100K") for m in ("serial", "threads")}
     assert set(cases.CASES) == (set(GETH_NAMES) | {"Insert/1K", "Insert/10K", "Insert/100K"} | set(MERKLE_NAMES)
-                                | set(IAVL_NAMES) | build_root | two_tries)
+                                | set(IAVL_NAMES) | set(ICS23_NAMES) | build_root | two_tries)
 
 
 def test_default_run_leaves_out_100k():

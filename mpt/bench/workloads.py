@@ -27,7 +27,7 @@ import json
 import random
 from functools import lru_cache
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 from mpt import EMPTY_CODE_HASH, EMPTY_ROOT, keccak256
 from mpt.rlp import encode as rlp_encode
@@ -401,3 +401,16 @@ IAVL_NODE_ENCODINGS: Dict[Tuple[str, str], str] = {
     ("small", "v1"): "0002036b65790576616c7565",
 }
 """The encodings (hex) of ``IAVL_NODE_LEAVES["small"]`` by format, as PR #673's node tests expect them."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# ICS23 (cosmos/ics23 testdata; an abci_query answer built from a Go iavl proof)
+# ---------------------------------------------------------------------------------------------------------------
+
+@lru_cache(maxsize=1)
+def ics23_vectors() -> Dict[str, Any]:
+    """``ics23_cases.json``: cosmos/ics23's testdata ``iavl/exist_left``, ``iavl/nonexist_left`` and
+    ``tendermint/exist_left`` (unmodified: root, proof, key, value in hex), and ``abci_query``: the answer of
+    tests/vectors/cosmos/abci/present.json (a Go iavl proof chained with an ``mpt.merkle.map_proof`` multistore
+    proof) with its app hash and value."""
+    return json.loads((_DATA_DIR / "ics23_cases.json").read_text())
