@@ -30,7 +30,9 @@
 # MPT_ASV_BUILD_ROOT (default asv_bench/.asv/builds; one subdirectory per interpreter), JOBS (compile jobs,
 # default nproc), MPT_ASV_ASSETS_CACHE (npm tarballs, default $XDG_CACHE_HOME/mpt-engine/asv-assets, i.e.
 # ~/.cache/mpt-engine/asv-assets), MPT_ASV_MACHINE (the dashboard's machine name, default: the CPU model and
-# core count, e.g. AMD-EPYC-2cores).
+# core count, e.g. AMD-EPYC-2cores), MPT_ASV_PREBUILT (a folder holding an in-place build of HEAD's sources, e.g.
+# the checkout after `pip install -e .`: HEAD's tree and the harness take their compiled modules from there
+# instead of compiling them again; the test suite uses it so that it never compiles the package a second time).
 # Exit status: non-zero when a step fails or HEAD's benchmarks fail; an older commit that does not build or whose
 # benchmarks fail only gets a warning (its points are missing from the graphs).
 set -euo pipefail
@@ -86,7 +88,17 @@ asv machine --yes --machine "$MACHINE" --config "$CONF" >&2
 KECCAK_FILES=(mpt/_keccak/keccak.c mpt/_keccak/keccak_lanes.c mpt/_keccak/*.h mpt/_keccak/*.inc mpt/_keccak/keccak.pxd)
 HARNESS_FILES=(mpt/bench/*.py mpt/bench/*.json mpt/bench/_alloc.pyx "${KECCAK_FILES[@]}")
 HARNESS="$BUILD_ROOT/harness-$(cat "${HARNESS_FILES[@]}" | sha256sum | cut -c1-16)"
-if [[ ! -f "$HARNESS/.built" ]]; then
+PREBUILT="${MPT_ASV_PREBUILT:-}"
+if [[ -n "$PREBUILT" ]] && ! compgen -G "$PREBUILT/mpt/bench/_alloc*.so" >/dev/null; then
+    echo "run.sh: MPT_ASV_PREBUILT=$PREBUILT holds no in-place build (no mpt/bench/_alloc*.so)" >&2
+    exit 2
+fi
+if [[ ! -f "$HARNESS/.built" && -n "$PREBUILT" ]]; then
+    say "the harness's allocator hook from $PREBUILT (not compiled)"
+    rm -rf "$HARNESS" && mkdir -p "$HARNESS/mpt/bench"
+    cp mpt/bench/*.py mpt/bench/*.json "$PREBUILT"/mpt/bench/_alloc*.so "$HARNESS/mpt/bench/"
+    touch "$HARNESS/mpt/__init__.py" "$HARNESS/.built"
+elif [[ ! -f "$HARNESS/.built" ]]; then
     say "building the harness's allocator hook ($HARNESS)"
     rm -rf "$HARNESS" && mkdir -p "$HARNESS/mpt/bench" "$HARNESS/mpt/_keccak"
     cp mpt/bench/*.py mpt/bench/*.json mpt/bench/_alloc.pyx "$HARNESS/mpt/bench/"
@@ -116,6 +128,13 @@ status=0
 for sha in "${SHAS[@]}"; do
     tree="$BUILD_ROOT/$sha"
     subject="$(git log -1 --format='%h %s' "$sha" | cut -c1-70)"
+    if [[ ! -f "$tree/.built" && -n "$PREBUILT" && "$sha" == "$HEAD_SHA" ]]; then
+        say "$subject: compiled modules from $PREBUILT (not compiled)"
+        rm -rf "$tree" && mkdir -p "$tree"
+        git archive "$sha" | tar -x -C "$tree"
+        (cd "$PREBUILT" && find mpt -name '*.so' -print0) | (cd "$PREBUILT" && xargs -0 cp --parents -t "$tree")
+        touch "$tree/.built"
+    fi
     if [[ ! -f "$tree/.built" ]]; then
         say "building $subject"
         rm -rf "$tree" && mkdir -p "$tree"
