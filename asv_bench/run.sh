@@ -17,7 +17,9 @@
 #     2. replaces that tree's mpt/bench (the measuring harness: case registry, workloads, allocator hook) with
 #        the current checkout's, whose allocator hook is compiled once on its own: every commit is timed on the
 #        same workloads by the same code, and only the engine differs;
-#     3. runs `asv run --python=same --set-commit-hash <sha>` with ASV_PYTHONPATH=<that tree> (asv drops
+#     3. runs `asv run --python=same --set-commit-hash <sha>` with ASV_PYTHONPATH=<that tree>, from a copy of the
+#        configuration whose "branches" is that commit, so that asv's log names the commit it measures ("For mpt
+#        commit <sha>", not the checked-out HEAD, which is all asv knows otherwise); asv drops
 #        PYTHONPATH from the benchmark processes' environment and puts ASV_PYTHONPATH there instead). The
 #        benchmark module refuses to run unless mpt really comes from that tree (MPT_ASV_EXPECT_DIR).
 #   4. `asv publish` writes the HTML; asv_bench/offline_assets.py then replaces the CDN <script>/<link> tags of
@@ -137,6 +139,7 @@ for sha in "${SHAS[@]}"; do
     fi
     if [[ ! -f "$tree/.built" ]]; then
         say "building $subject"
+        started=$SECONDS
         rm -rf "$tree" && mkdir -p "$tree"
         git archive "$sha" | tar -x -C "$tree"
         if ! (cd "$tree" && "$PYTHON" setup.py build_ext --inplace -j "$JOBS" >"$tree.log" 2>&1); then
@@ -148,15 +151,35 @@ for sha in "${SHAS[@]}"; do
         fi
         rm -rf "$tree/build"
         touch "$tree/.built"
+        say "$subject: built in $((SECONDS - started)) s"
     fi
     # The current checkout's measuring harness over the commit's own mpt/bench.
     rm -rf "$tree/mpt/bench"
     cp -r "$HARNESS/mpt/bench" "$tree/mpt/bench"
 
     say "asv run $subject"
+    started=$SECONDS
+    # asv's log names the commits of the configuration's "branches" (HEAD) whatever --set-commit-hash says: a copy
+    # whose branch is this commit (paths made absolute, as the copy lives elsewhere) makes it name the right one.
+    run_conf="$BUILD_ROOT/asv.conf.$sha.json"
+    "$PYTHON" - "$CONF" "$sha" "$run_conf" <<'PY'
+import json, os, sys
+from asv import util
+conf_path, sha, out = sys.argv[1:]
+conf = util.load_json(conf_path, js_comments=True)
+base = os.path.dirname(os.path.abspath(conf_path))
+defaults = {"repo": ".", "benchmark_dir": "benchmarks", "env_dir": "env", "results_dir": "results", "html_dir": "html"}
+for key, default in defaults.items():
+    conf[key] = os.path.normpath(os.path.join(base, conf.get(key, default)))
+conf["branches"] = [sha]
+with open(out, "w") as f:
+    json.dump(conf, f, indent=1)
+PY
     rc=0
     ASV_PYTHONPATH="$tree" MPT_ASV_EXPECT_DIR="$tree/mpt" \
-        asv run --python=same --machine "$MACHINE" --set-commit-hash "$sha" --config "$CONF" --show-stderr "$@" >&2 || rc=$?
+        asv run --python=same --machine "$MACHINE" --set-commit-hash "$sha" --config "$run_conf" --show-stderr \
+        "$@" >&2 || rc=$?
+    say "$subject: benchmarked in $((SECONDS - started)) s"
     if [[ $rc -ne 0 ]]; then
         if [[ "$sha" == "$HEAD_SHA" ]]; then
             warn "asv run failed for HEAD ($subject, exit $rc)"
@@ -198,6 +221,7 @@ print(os.path.join(os.path.dirname(sys.argv[1]), Config.load(sys.argv[1]).html_d
 
 say "offline dashboard"
 "$PYTHON" "$ROOT/asv_bench/offline_assets.py" "$HTML_DIR" >&2     # MPT_ASV_ASSETS_CACHE is read there
+"$PYTHON" "$ROOT/asv_bench/dashboard_defaults.py" "$HTML_DIR" >&2  # log y axis for parameterized graphs
 
 echo "dashboard: $HTML_DIR (view: $PYTHON -m http.server -d $HTML_DIR 8080 --bind 127.0.0.1)" >&2
 exit $status
