@@ -27,6 +27,7 @@ child read from the store must sit lower than its parent, so no walk can loop.
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.object cimport PyObject
 from libc.stdint cimport int64_t, uint8_t, uint32_t
 from libc.string cimport memcmp
 
@@ -636,3 +637,204 @@ cdef class MutableTree:
     def __repr__(self):
         return "MutableTree(version=%d, size=%d, format=%r)" % (
             self.version, len(self), "v1" if self.storage == FORMAT_V1 else "legacy")
+
+    # ---- ICS23 proofs: the tree's side (paths to leaves); mpt.iavl.proof builds the cosmos/ics23 messages
+
+    cdef Node _proof_root(self, object version):
+        """The root a proof is made in: the working tree (version None, like Go's MutableTree, whose proof
+        methods are its working ImmutableTree's) with every hash computed, or saved version ``version``."""
+        cdef bint found
+        cdef int64_t v
+        cdef Node root
+        if version is None:
+            if self.root is not None:
+                self._hash_new(self.root)
+            return self.root
+        if type(version) is not int:
+            raise TypeError("version must be an int or None, not %s" % type(version).__name__)
+        if version <= 0 or version >= 2**63:
+            raise VersionError("version %d does not exist" % version)
+        v = version
+        if v == self.version:
+            return self._saved_root
+        root = self._load_root(v, &found)
+        if not found:
+            raise VersionError("version %d does not exist" % v)
+        return root
+
+    def membership_proof(self, key, version=None):
+        """An ICS23 CommitmentProof that key is in the working tree (version None) or saved version ``version``,
+        byte for byte Go iavl's GetMembershipProof. ProofError if key is absent, VersionError if there is no
+        such version."""
+        return _proof_functions()[0](self, key, version)
+
+    def non_membership_proof(self, key, version=None):
+        """An ICS23 CommitmentProof that key is absent (Go iavl's GetNonMembershipProof): existence proofs of
+        its neighbours. ProofError if key is present, VersionError if there is no such version."""
+        return _proof_functions()[1](self, key, version)
+
+    def _proof_path(self, key, version=None, index=None):
+        """(nodes, rank): the nodes from the root down to a leaf.
+
+        The leaf is the one ``key`` leads to (iavl's PathToLeaf: key itself if present, else a neighbour of it)
+        and rank is key's GetWithIndex index (its own, or that of the first key after it); with ``index`` the
+        leaf is the index-th in key order (GetByIndex) and rank is index. ([], 0) for an empty tree.
+        The child off the path is loaded only when its parent does not hold its hash (a node read from the v1
+        format): a walk through a large tree is bound by cache misses, and the sibling is one more per level.
+        """
+        cdef bytes k = _as_bytes(key, "key")
+        cdef Node node = self._proof_root(version)
+        cdef InnerNode inner
+        cdef Node left
+        cdef int64_t rank = 0, i = 0
+        cdef bint by_index = index is not None
+        cdef list nodes
+        cdef Py_ssize_t depth = 0
+        if node is None:
+            return [], 0
+        # Sized once for the deepest possible path (the root's height), cut to the real one at the end.
+        nodes = [None] * (node.height + 1)
+        if by_index:
+            i = index
+            if i < 0 or i >= node.size:
+                raise IndexError("index %d out of range for a tree of %d keys" % (i, node.size))
+            rank = i
+        while node.height != 0:
+            nodes[depth] = node
+            depth += 1
+            inner = <InnerNode>node
+            # Ask for both children while the key compare waits for node.key: the next step's miss overlaps.
+            _prefetch_node(<PyObject *>inner.left_node)
+            _prefetch_node(<PyObject *>inner.right_node)
+            if by_index:
+                left = self._left(node)
+                if i < left.size:
+                    if inner._right_hash is None:
+                        self._right(node)
+                    _prefetch_node(<PyObject *>inner._right_hash)
+                    node = left
+                    continue
+                i -= left.size
+            elif _compare(k, node.key) < 0:
+                if inner._right_hash is None:
+                    self._right(node)
+                _prefetch_node(<PyObject *>inner._right_hash)
+                node = self._left(node)
+                continue
+            if inner._left_hash is None:
+                self._left(node)
+            _prefetch_node(<PyObject *>inner._left_hash)
+            node = self._right(node)
+            rank += inner.size - node.size
+        nodes[depth] = node
+        del nodes[depth + 1:]
+        if not by_index and _compare(node.key, k) < 0:
+            rank += 1
+        return nodes, rank
+
+    # ---- export / import
+    # The state-sync path (Go's export.go / import.go). The walk, the stream checks and the node keys live in
+    # mpt/iavl/export.pyx; these methods are its only window on the tree's storage.
+
+    def export(self, version=None):
+        """The nodes of saved version ``version`` (default: the last saved or loaded one) in Go's exporter
+        order, as :class:`~mpt.iavl.ExportNode` objects: depth-first post-order, left subtree first. An iterator;
+        changing or saving the tree meanwhile does not change what it yields. VersionError if the version is
+        not saved."""
+        from mpt.iavl.export import Exporter
+        cdef bint found
+        cdef int64_t v
+        cdef Node root
+        if version is None:
+            if self.version == 0:
+                raise VersionError("no saved version to export (save_version or load first)")
+            v = self.version
+        else:
+            if not 1 <= version < 2**63:
+                raise VersionError("IAVL versions run from 1 to 2**63-1, not %d" % version)
+            v = version
+        if v == self.version:
+            root = self._saved_root
+        else:
+            root = self._load_root(v, &found)
+            if not found:
+                raise VersionError("version %d does not exist" % v)
+        return Exporter(self, root, v)
+
+    def import_nodes(self, nodes, version):
+        """Rebuild this tree, which must be empty (no saved version, no keys), from ``nodes`` (ExportNodes in
+        exporter order, e.g. another tree's ``export(version)``) and save it as ``version`` in one batch, with
+        Go's node keys. Returns the root hash. A malformed stream raises ExportImportError and writes nothing."""
+        from mpt.iavl.export import import_nodes
+        return import_nodes(self, nodes, version)
+
+    def _export_children(self, Node node):
+        """(left, right) of a saved inner node, loaded from the store if needed."""
+        return self._left(node), self._right(node)
+
+    def _import_write(self, list nodes, Node root, int64_t version):
+        """Write imported nodes (node keys assigned, hashes known) and the root record of ``version`` in one
+        batch, as Go's Importer.Commit does, then open that version as Go's LoadVersion does (fast nodes
+        included); the built nodes stay in memory, as after save_version."""
+        from mpt.iavl.nodedb import LEGACY_NODE_PREFIX, NODE_PREFIX, legacy_root_key, root_key
+        cdef Node node
+        cdef bytes s = NODE_PREFIX
+        with self.db.write_batch() as batch:
+            if self.storage == FORMAT_V1:
+                put_many = getattr(batch, "put_many", None)
+                if put_many is not None:        # MemoryDB: one C-level dict update
+                    put_many([(s + node.node_key_bytes(), node._to_bytes(FORMAT_V1)) for node in nodes])
+                else:
+                    for node in nodes:
+                        batch.put(s + node.node_key_bytes(), node._to_bytes(FORMAT_V1))
+                if root is None:
+                    batch.put(root_key(version), b"")
+                elif root.version != version:
+                    # The root is older than the version: the version's root record refers to it.
+                    batch.put(root_key(version), s + root.node_key_bytes())
+            else:
+                for node in nodes:
+                    batch.put(LEGACY_NODE_PREFIX + node.c_hash(), node._to_bytes(FORMAT_LEGACY))
+                    # Legacy nodes are found by hash and carry no node key, as when read from the store.
+                    node.nonce = 0
+                    if node.height != 0:
+                        (<InnerNode>node)._left_ref = (<InnerNode>node)._left_hash
+                        (<InnerNode>node)._right_ref = (<InnerNode>node)._right_hash
+                batch.put(legacy_root_key(version), b"" if root is None else root.c_hash())
+        for node in nodes:
+            node.persisted = True
+        self.ndb.set_latest_version(version)
+        self._new_nodes = None
+        self._opened(root, version)
+
+
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define MPT_IAVL_PREFETCH(p) __builtin_prefetch((const void *)(p))
+    #else
+    #define MPT_IAVL_PREFETCH(p) ((void)(p))
+    #endif
+    """
+    void MPT_IAVL_PREFETCH(const void *p) noexcept nogil
+
+
+cdef inline void _prefetch_node(PyObject *o) noexcept:
+    # An InnerNode or a 32-byte hash spans two or three lines (pymalloc aligns to 16 bytes, not 64); None costs
+    # three useless prefetches of one line.
+    MPT_IAVL_PREFETCH(o)
+    MPT_IAVL_PREFETCH(<const char *>o + 64)
+    MPT_IAVL_PREFETCH(<const char *>o + 128)
+
+
+# mpt.iavl.proof imports mpt.ics23, which the tree does not need otherwise: looked up on first use and kept (an
+# import statement in the method would cost about 100 ns a call).
+cdef tuple _proof_fns = None
+
+
+cdef tuple _proof_functions():
+    global _proof_fns
+    if _proof_fns is None:
+        from mpt.iavl.proof import membership_proof, non_membership_proof
+        _proof_fns = (membership_proof, non_membership_proof)
+    return _proof_fns
