@@ -455,13 +455,23 @@ def test_corrupt_stores_raise_naming_the_node(corruption, error, names, walk):
         WALKS[walk](tree)
 
 
-def test_corrupt_store_is_found_by_pruning_too():
-    db = _corrupt_store(_self_root)
+@pytest.mark.parametrize("corruption", [_self_root, _ancestor, _height, _size, _missing],
+                         ids=["self-child", "ancestor-child", "height", "size", "missing"])
+def test_corrupt_store_is_found_by_pruning_too(corruption):
+    """Pruning walks the pruned version's tree: version 1's corrupt nodes raise there too."""
+    db = _corrupt_store(corruption)
     tree = MutableTree(db, fast_storage=False)
-    with pytest.raises(CorruptTreeError):
-        tree.load()
-        tree.set(b"new", b"1")
-        tree.save_version()
+    # Version 2: a tree of its own (no node shared with version 1), written beside it.
+    version2 = MutableTree()
+    version2.save_version()
+    for i in range(16):
+        version2.set(b"z%02d" % i, b"w%d" % i)
+    version2.save_version()
+    for k, v in version2.db.items():
+        if k[:1] == b"s" and k[1:9] == (2).to_bytes(8, "big"):
+            db.put(k, v)
+    assert tree.available_versions() == [1, 2]
+    with pytest.raises((CorruptTreeError, MissingNodeError)):
         tree.delete_versions_to(1)
 
 
