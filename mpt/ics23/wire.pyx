@@ -23,7 +23,7 @@ from mpt.ics23 import ops as _ops
 from mpt.ics23.messages import ProofSpec as _ProofSpec
 from mpt.ics23.messages import CommitmentProof, ExistenceProof, HashOp, InnerOp, LeafOp, LengthOp, NonExistenceProof
 from mpt.ics23.messages import _ENUM_MEMBERS
-from mpt.ics23.messages import message_bytes as _message_bytes
+from mpt.ics23.messages import commitment_bytes as _commitment_bytes
 
 cdef dict _HASH_OPS = _ENUM_MEMBERS[HashOp]
 cdef dict _LENGTH_OPS = _ENUM_MEMBERS[LengthOp]
@@ -717,7 +717,7 @@ def verify_membership(spec, root, proof, key, value):
     """
     cdef CompiledSpec s
     if type(proof) is not bytes and not isinstance(proof, _MESSAGES):
-        proof = _message_bytes(proof, "proof")
+        proof = _commitment_bytes(proof, "proof")
     if type(proof) is bytes:
         root = root if type(root) is bytes else _ops._arg_bytes(root, "root")
         key = key if type(key) is bytes else _ops._arg_bytes(key, "key")
@@ -733,7 +733,7 @@ def verify_non_membership(spec, root, proof, key):
     otherwise (same acceptance as cosmos/ics23's Go VerifyNonMembership). Arguments as verify_membership's."""
     cdef CompiledSpec s
     if type(proof) is not bytes and not isinstance(proof, _MESSAGES):
-        proof = _message_bytes(proof, "proof")
+        proof = _commitment_bytes(proof, "proof")
     if type(proof) is bytes:
         root = root if type(root) is bytes else _ops._arg_bytes(root, "root")
         key = key if type(key) is bytes else _ops._arg_bytes(key, "key")
@@ -768,7 +768,7 @@ def calculate_root(proof):
     cdef bint found = False, has_left, has_right
     cdef Slice nkey
     if type(proof) is not bytes and not isinstance(proof, _MESSAGES):
-        proof = _message_bytes(proof, "proof")
+        proof = _commitment_bytes(proof, "proof")
     if type(proof) is bytes:
         d = <const uint8_t*>PyBytes_AS_STRING(proof)
         n = PyBytes_GET_SIZE(proof)
