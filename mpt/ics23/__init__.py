@@ -33,3 +33,9 @@ __all__ = [
     "NonExistenceProof", "ProofSpec", "SMT_SPEC", "TENDERMINT_SPEC", "decompress", "do_hash", "is_left_most",
     "is_left_neighbor", "is_right_most", "verify_membership", "verify_non_membership",
 ]
+
+# The Cosmos user flows on top of the core: abci_query answers and IBC MerkleProofs.
+from mpt.ics23.abci import verify_abci_query  # noqa: E402
+from mpt.ics23.ibc import verify_ibc_merkle_proof  # noqa: E402
+
+__all__ += ["verify_abci_query", "verify_ibc_merkle_proof"]
