@@ -715,6 +715,8 @@ cdef object _wire_form(proof):
     message that cannot be encoded (its fields changed to wrong types), which the object verifier then reports."""
     if type(proof) is bytes:
         return proof
+    if isinstance(proof, CommitmentProof) and proof.exist is None and proof.nonexist is None:
+        return None         # a batch: the wire verifier reads single proofs only
     try:
         raw = proof.to_bytes()
     except (TypeError, AttributeError, ValueError):
