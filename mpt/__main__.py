@@ -15,6 +15,7 @@ PROG = "python -m mpt"
 COMMANDS = (
     "mpt.inspectcli",
     "mpt.rootcli",
+    "mpt.iavl.cli",
     "mpt.ics23.cli",
 )
 

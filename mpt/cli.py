@@ -49,11 +49,11 @@ class UsageError(CommandError):
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse's parser, with a usage error reported like every other error: one line, exit status 2 (the
-    sub-parsers of ``add_subparsers`` are of this class too)."""
+    """argparse's parser, with a usage error reported like every other error: one line without the usage text
+    (``--help`` shows it), exit status 2. The sub-parsers of ``add_subparsers`` are of this class too."""
 
     def error(self, message):
-        self.exit(EXIT_USAGE, "%s: error: %s (see %s --help)\n" % (self.prog, message, self.prog))
+        self.exit(EXIT_USAGE, "%s: error: %s\n" % (self.prog, message))
 
 
 def describe_os_error(e):

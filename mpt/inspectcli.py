@@ -25,6 +25,9 @@ def add_parser(subparsers):
                    help="root hash to inspect, 64 hex digits with or without 0x (default: the store's head)")
     p.add_argument("--json", action="store_true", help="print the counts as JSON instead of a table")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    from mpt.iavl.inspect import add_arguments as add_iavl_arguments
+
+    add_iavl_arguments(p)
     return p
 
 
@@ -72,7 +75,10 @@ def run(args):
     from mpt.db.lmdb_store import LMDBStore
     from mpt.db.tools import inspect_trie
     from mpt.errors import MissingNodeError, NodeDecodeError, StoreError
+    from mpt.iavl.inspect import run_inspect, wants_iavl
 
+    if wants_iavl(args):
+        return run_inspect(args)
     root = _parse_root(args.root) if args.root is not None else None
     if not os.path.isdir(args.db):
         raise UsageError("no LMDB store at %s (expected a directory holding data.mdb)" % args.db)

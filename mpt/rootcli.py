@@ -55,10 +55,10 @@ def _workers(text):
 
     from mpt.parallel import MAX_WORKERS
 
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("%r is not a whole number" % text) from None
+    digits = text[1:] if text.startswith("-") else text
+    if not digits.isascii() or not digits.isdigit():    # no "+", spaces, underscores or other digits, as int() takes
+        raise argparse.ArgumentTypeError("%r is not a whole number" % text)
+    n = int(text)
     if not 1 <= n <= MAX_WORKERS:
         raise argparse.ArgumentTypeError("%s is out of range (1 to %d)" % (text, MAX_WORKERS))
     return n
@@ -82,7 +82,10 @@ def _size(text):
     m = _SIZE.match(t)
     if m is None:
         raise argparse.ArgumentTypeError("%r is not a size (like 512M or 2G)" % text)
-    return int(float(m.group(1)) * units[m.group(2)])
+    try:
+        return int(float(m.group(1)) * units[m.group(2)])
+    except OverflowError:                   # 400 digits: float() gives inf
+        raise argparse.ArgumentTypeError("%r is too large a size" % text) from None
 
 
 def _hex_field(value, what, number):

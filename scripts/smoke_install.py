@@ -94,6 +94,15 @@ ROOT_CHECK = textwrap.dedent(
 )
 
 
+def root_check_command(python, root=ROOT):
+    """Steps 1-2: ROOT_CHECK in ``python``, isolated (-I) from the current folder and PYTHON* variables.
+
+    Without -I, `python -c` puts the current folder first on sys.path; a folder there named `mpt` (a clone of
+    this repository, seen from its parent) would shadow the package as an empty namespace package.
+    """
+    return [str(python), "-I", "-c", ROOT_CHECK, str(root)]
+
+
 def _run(command, **kwargs):
     shown = ["'<%d-line script>'" % len(str(c).splitlines()) if "\n" in str(c) else str(c) for c in command]
     print("smoke: $ " + " ".join(shown), flush=True)
@@ -126,7 +135,7 @@ def check_installed(python, tests, work: pathlib.Path, env) -> int:
     (project / "pytest.ini").write_text(
         "[pytest]\nmarkers =\n    slow: long-running tests (deselect with -m 'not slow')\n")
 
-    if _run([python, "-c", ROOT_CHECK, ROOT], cwd=project, env=env).returncode:
+    if _run(root_check_command(python), cwd=project, env=env).returncode:
         print("smoke: the installed copy failed its checks", file=sys.stderr)
         return 1
     return _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=project, env=env).returncode

@@ -50,12 +50,13 @@ def _check_root(root):
 class LMDBBatch:
     """Collects the puts of one ``write_batch()`` block; they are written together when it exits cleanly."""
 
-    __slots__ = ("pending", "head", "hash_keys")
+    __slots__ = ("pending", "head", "hash_keys", "deletes")
 
     def __init__(self, head=None, hash_keys=True):
-        self.pending = []
+        self.pending = []           # (key, value) in call order; value None deletes key
         self.head = head
         self.hash_keys = hash_keys
+        self.deletes = False
 
     def put(self, key, value):
         key = bytes(key)
@@ -65,6 +66,14 @@ class LMDBBatch:
         if key == HEAD_KEY:
             raise ValueError("%r is the store's head record" % HEAD_KEY)
         self.pending.append((key, bytes(value)))
+
+    def delete(self, key):
+        """Delete key in the same transaction (in call order with the puts)."""
+        key = bytes(key)
+        if key == HEAD_KEY:
+            raise ValueError("%r is the store's head record" % HEAD_KEY)
+        self.pending.append((key, None))
+        self.deletes = True
 
     def set_head(self, root):
         """Make root the store's head in the same transaction as the nodes."""
@@ -103,7 +112,7 @@ class LMDBStore:
         if map_size <= 0:
             raise ValueError("map_size must be positive")
         if os.path.exists(self.path) and not os.path.isdir(self.path):
-            # LMDB's own error would be FileExistsError (makedirs) or a bare ENOTDIR from lmdb.open.
+            # LMDB's own error would be FileExistsError (mkdir) or a bare ENOTDIR from lmdb.open.
             raise NotADirectoryError(errno.ENOTDIR, "%s is a file, not an LMDB store directory (LMDBStore takes "
                                      "the directory holding data.mdb and lock.mdb)" % self.path, self.path)
         if self.readonly:
@@ -203,6 +212,51 @@ class LMDBStore:
                 return
             last = block[-1][0]
 
+    def iterate(self, start=None, end=None, reverse=False, chunk=4096):
+        """(key, value) pairs with start <= key < end (None: unbounded) in key order, or in reverse order with
+        reverse=True; the head record is skipped. Reads in chunks of short read transactions, like items()."""
+        last = None
+        while True:
+            def read_chunk(txn):
+                out = []
+                cur = txn.cursor()
+                if not reverse:
+                    if last is not None:
+                        ok = cur.set_range(last)
+                        if ok and cur.key() == last:
+                            ok = cur.next()
+                    elif start is not None:
+                        ok = cur.set_range(start)
+                    else:
+                        ok = cur.first()
+                    while ok and len(out) < chunk:
+                        k = cur.key()
+                        if end is not None and k >= end:
+                            break
+                        out.append((k, cur.value()))
+                        ok = cur.next()
+                else:
+                    bound = last if last is not None else end
+                    if bound is None:
+                        ok = cur.last()
+                    else:
+                        # The last key below bound: set_range lands on the first key >= bound, one step back.
+                        ok = cur.prev() if cur.set_range(bound) else cur.last()
+                    while ok and len(out) < chunk:
+                        k = cur.key()
+                        if start is not None and k < start:
+                            break
+                        out.append((k, cur.value()))
+                        ok = cur.prev()
+                return out
+            block = self._read(read_chunk)
+            for k, v in block:
+                if k != HEAD_KEY:
+                    yield k, v
+            if len(block) < chunk:
+                return
+            last = block[-1][0]
+
     def keys(self):
         """Hashes of every stored node, in key order."""
         for k, _ in self.items():
@@ -264,6 +318,12 @@ class LMDBStore:
         batch.put(key, value)
         self._write(batch.pending, None)
 
+    def delete(self, key):
+        """Remove one key in its own write transaction (nothing happens if it is absent)."""
+        batch = LMDBBatch(hash_keys=self.hash_keys)
+        batch.delete(key)
+        self._write(batch.pending, None)
+
     def set_head(self, root):
         """Record root as the store's head (its own write transaction)."""
         self._write([], _check_root(root))
@@ -293,7 +353,13 @@ class LMDBStore:
             while True:
                 try:
                     with self._env.begin(write=True) as txn:
-                        if pending:
+                        if pending and any(v is None for _, v in pending):
+                            for k, v in pending:
+                                if v is None:
+                                    txn.delete(k)
+                                else:
+                                    txn.put(k, v)
+                        elif pending:
                             txn.cursor().putmulti(pending, dupdata=False, overwrite=True)
                         if head is not None:
                             txn.put(HEAD_KEY, head)

@@ -202,7 +202,11 @@ def _decode_into(msg, data: bytes, pos: int, end: int) -> None:
     name = cls.__name__
     while pos < end:
         tag_at = pos
-        tag, pos = _read_varint(data, pos, end, name + " tag")
+        tag = data[pos]
+        if tag < 0x80:
+            pos += 1
+        else:
+            tag, pos = _read_varint(data, pos, end, name + " tag")
         field = _int32(tag >> 3)
         wire = tag & 7
         if field <= 0:
@@ -474,22 +478,27 @@ class _Message:
             names[_camel(entry[0])] = entry
         cls._JSON_NAMES = names
         cls._ONEOF_FIELDS = tuple(entry[0] for entry in cls._SCHEMA.values() if entry[1] == _ONEOF)
-
-    def _clear(self) -> None:
-        for attr, kind, _arg in self._SCHEMA.values():
+        defaults = []
+        for attr, kind, arg in cls._SCHEMA.values():
             if kind == _BYTES:
-                default: Any = b""
+                defaults.append((attr, b""))
             elif kind == _ENUM:
-                default = _ENUM_MEMBERS[_arg][0]
+                defaults.append((attr, arg(0)))
             elif kind == _INT32:
-                default = 0
+                defaults.append((attr, 0))
             elif kind == _BOOL:
-                default = False
+                defaults.append((attr, False))
             elif kind in (_MSG, _ONEOF):
-                default = None
-            else:
-                default = []
+                defaults.append((attr, None))
+        cls._DEFAULTS = tuple(defaults)
+        cls._LISTS = tuple(attr for attr, kind, _arg in cls._SCHEMA.values()
+                           if kind in (_MSG_REPEATED, _INT32_REPEATED))
+    def _clear(self) -> None:
+        """Every field at its proto3 default (a fresh list for each repeated field)."""
+        for attr, default in self._DEFAULTS:
             object.__setattr__(self, attr, default)
+        for attr in self._LISTS:
+            object.__setattr__(self, attr, [])
 
     @classmethod
     def from_bytes(cls, data):

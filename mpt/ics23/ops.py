@@ -69,7 +69,11 @@ def do_hash(hash_op, data) -> bytes:
     numbers ics23 does not define."""
     fn = _HASHES.get(hash_op)
     if fn is None:
+        if isinstance(hash_op, bool) or not isinstance(hash_op, int):
+            raise TypeError("hash_op must be a HashOp or int, not %s" % type(hash_op).__name__)
         raise ProofError("unsupported hashop: %d" % int(hash_op))
+    if type(data) is not bytes:
+        data = _arg_bytes(data, "data")
     return fn(data)
 
 

@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+from collections import deque
+from functools import lru_cache
 from itertools import repeat
 from typing import List
 
@@ -211,10 +213,81 @@ def _iavl_tree_hash() -> Case:
     )
 
 
+_IAVL_EXPORT_SIZE = 100000
+
+
+@lru_cache(maxsize=None)
+def _iavl_saved_tree(n: int):
+    """A saved MemoryDB tree of n 16-byte random keys with 32-byte values (Go math/rand seeded 49872768940) and
+    its export stream. Shared by the export and import cases: exporting does not change the tree."""
+    from mpt.bench.workloads import GoRand
+    from mpt.iavl import MutableTree
+
+    r = GoRand(49872768940)
+    tree = MutableTree()
+    for _ in range(n):
+        tree.set(r.read(16), r.read(32))
+    tree.save_version()
+    return tree, tuple(tree.export())
+
+
+def _iavl_check_stream(nodes, n: int) -> None:
+    expect("exported nodes", len(nodes), 2 * n - 1)
+    leaves = [x.key for x in nodes if x.height == 0]
+    expect("leaves in key order", leaves, sorted(leaves))
+
+
+def _iavl_export() -> Case:
+    def setup():
+        return _iavl_saved_tree(_IAVL_EXPORT_SIZE)[0]
+
+    def op(tree):
+        # Consumed at C speed: the case measures the exporter, not a Python loop around it.
+        deque(tree.export(), maxlen=0)
+
+    def check(tree):
+        nodes = list(tree.export())
+        _iavl_check_stream(nodes, _IAVL_EXPORT_SIZE)
+        expect("export", tuple(nodes), _iavl_saved_tree(_IAVL_EXPORT_SIZE)[1])
+
+    return Case(
+        name="IAVLTree/Export100K", group="IAVLTree/Export100K", size=_IAVL_EXPORT_SIZE, setup=setup, op=op,
+        check=check, small=False,
+        doc="MutableTree.export() of a saved 100K-key tree (16-byte keys, 32-byte values; 199,999 ExportNodes in "
+            "Go's exporter order), MemoryDB, nodes in memory",
+    )
+
+
+def _iavl_import() -> Case:
+    def setup():
+        tree, nodes = _iavl_saved_tree(_IAVL_EXPORT_SIZE)
+        return nodes, tree.hash()
+
+    def op(state):
+        from mpt.db import MemoryDB
+        from mpt.iavl import MutableTree
+
+        return MutableTree(MemoryDB()).import_nodes(state[0], 1)
+
+    def check(state):
+        _iavl_check_stream(state[0], _IAVL_EXPORT_SIZE)
+        expect("imported root", op(state), state[1])
+
+    return Case(
+        name="IAVLTree/Import100K", group="IAVLTree/Import100K", size=_IAVL_EXPORT_SIZE, setup=setup, op=op,
+        check=check, small=False,
+        doc="MutableTree.import_nodes() of the Export100K stream into an empty MemoryDB tree: checks, node keys, "
+            "hashes, v1 encodings, one batch",
+    )
+
+
 def cases() -> List[Case]:
     """The IAVL cases: node codecs per format, then the tree."""
     out = [_iavl_max_encoded_size(fmt) for fmt in _IAVL_FORMATS]
     out += [_iavl_encode(size, fmt) for size in ("small", "large") for fmt in _IAVL_FORMATS]
     out += [_iavl_decode(size, fmt) for size in ("small", "large") for fmt in _IAVL_FORMATS]
-    out += [_iavl_set(), _iavl_save_version(), _iavl_tree_hash()]
+    out += [_iavl_set(), _iavl_save_version(), _iavl_tree_hash(), _iavl_export(), _iavl_import()]
+    from mpt.bench.cases import iavl_trees     # the tree on a node store (MemoryDB, LevelDB)
+
+    out += iavl_trees.cases(Case, expect)
     return out
