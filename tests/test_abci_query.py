@@ -233,7 +233,8 @@ def test_response_shape():
     resp["code"] = "0"
     refused(resp, "code must be a number")
     for height, match in (("0", "positive"), ("-1", "positive"), ("6.0", "decimal"), ("+6", "decimal"),
-                          (" 6", "decimal"), ("06", "decimal"), ("6_0", "decimal"), ("\uff16", "decimal"), (True, "decimal"), ("99999999999999999999", "decimal"),
+                          (" 6", "decimal"), ("06", "decimal"), ("6_0", "decimal"), ("\uff16", "decimal"),
+                          (True, "decimal"), ("99999999999999999999", "decimal"),
                           (1 << 64, "int64")):
         resp = response_of(load("present.json"))
         resp["height"] = height
