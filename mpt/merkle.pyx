@@ -43,13 +43,12 @@ from mpt._sha256.sha256 cimport (
 )
 
 import base64
-import binascii
 import contextlib
 import json
-import re
 from collections.abc import Mapping
 
 from mpt.errors import ProofError
+from mpt.jsonrpc import parse_base64, parse_data, parse_decimal
 
 # This module's copy of the C SHA-256 follows mpt._sha256.set_sha256_backend().
 share_sha256_backend()
@@ -815,11 +814,10 @@ def empty_hash():
 # CometBFT RPC JSON
 # ---------------------------------------------------------------------------------------------------------------
 
-# int64 in CometBFT's JSON: a decimal string (amino/cmtjson); plain JSON numbers are taken too. ASCII digits
-# only: int() alone would also take "+1", " 1", "1_0" and non-ASCII digits.
-_DECIMAL = re.compile(r"-?[0-9]{1,19}\Z")
-_HEX = re.compile(r"(?:[0-9a-fA-F]{2})*\Z")
-_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}\Z")
+# CometBFT's JSON fields are read by mpt.jsonrpc, as every other JSON number and byte field of mpt: int64s are
+# canonical decimal strings (amino/cmtjson; plain JSON numbers are taken too), hashes bare hex, bytes padded
+# base64. int(), bytes.fromhex() and b64decode() alone would also take "+1", " 1", "1_0", non-ASCII digits and
+# base64 with stray bits.
 
 
 cdef object _json_object(obj, str what):
@@ -834,34 +832,18 @@ cdef object _json_object(obj, str what):
 
 
 cdef object _json_int64(value, str what):
-    if isinstance(value, bool):
-        raise ProofError(f"proof {what} must be a decimal string, not a boolean")
-    if isinstance(value, int):
-        number = value
-    elif isinstance(value, str) and _DECIMAL.match(value):
-        number = int(value)
-    else:
-        raise ProofError(f"proof {what} must be a decimal string, got {value!r:.40}")
+    number = parse_decimal(value, "proof " + what, 63, signed=True, error=ProofError)
     if number < 0:
         raise ProofError(f"negative {what.capitalize()}")
-    if number > _INT64_MAX:
-        raise ProofError(f"proof {what} {number} does not fit in an int64")
     return number
 
 
 cdef bytes _json_base64(value, str what):
-    if not isinstance(value, str) or len(value) % 4 or not _BASE64.match(value):
-        raise ProofError(f"{what} must be a padded base64 string, got {value!r:.60}")
-    try:
-        return base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError) as e:
-        raise ProofError(f"{what} is not valid base64: {e}") from None
+    return parse_base64(value, what, error=ProofError)
 
 
 cdef bytes _json_hex(value, str what):
-    if not isinstance(value, str) or not _HEX.match(value):
-        raise ProofError(f"{what} must be a hex string, got {value!r:.80}")
-    return bytes.fromhex(value)
+    return parse_data(value, what, prefix=False, decoded=False, error=ProofError)
 
 
 cdef object _tx_proof_object(obj):
