@@ -18,7 +18,8 @@ from mpt.jsonrpc import parse_base64, parse_data, parse_decimal, parse_number, p
 # ------------------------------------------------------------------------------------------------ the parsers
 
 
-@pytest.mark.parametrize("text, n", [("0x0", 0), ("0x1b", 27), ("0X1B", 27), ("0x01", 1), ("0x" + "f" * 64, 2**256 - 1)])
+@pytest.mark.parametrize("text, n", [("0x0", 0), ("0x1b", 27), ("0X1B", 27), ("0x01", 1),
+                                     ("0x" + "f" * 64, 2**256 - 1)])
 def test_quantity_accepts(text, n):
     assert parse_quantity(text) == n
 
