@@ -35,6 +35,7 @@ MODULES = {
     "mpt.rlp": False,
     "mpt.encoding": False,
     "mpt.node": False,
+    "mpt.runtime": True,
     "mpt.hasher": True,
     "mpt.committer": False,
     "mpt.trie": True,
@@ -47,12 +48,16 @@ MODULES = {
     "mpt._sha256.binding": False,
     "mpt.merkle": False,
     "mpt.iavl.node": False,
+    "mpt.iavl.nodedb": False,
     "mpt.iavl.tree": False,
+    "mpt.iavl.proof": False,
+    "mpt.iavl.export": False,
     "mpt.parallel": False,
+    "mpt.ics23.wire": False,
 }
 
 # Modules that call our C SHA-256 link the static library built once from sha256.c ("mpt_sha256").
-SHA256_MODULES = {"mpt._sha256.binding", "mpt.merkle", "mpt.iavl.node", "mpt.iavl.tree"}
+SHA256_MODULES = {"mpt._sha256.binding", "mpt.merkle", "mpt.iavl.node", "mpt.iavl.tree", "mpt.ics23.wire"}
 
 # -O2 for the Cython modules; the hand-written C libraries (Keccak, SHA-256) keep -O3 (HOT_C_ARGS).
 extra_compile_args = [os.environ.get("MPT_OPT", "-O2"), "-fno-strict-aliasing"]

@@ -88,7 +88,7 @@ asv machine --yes --machine "$MACHINE" --config "$CONF" >&2
 # --- the harness: the current checkout's mpt/bench, its allocator hook compiled on its own --------------------------
 # The hand-written Keccak (not binding.c, which Cython generates next to it in an in-place build).
 KECCAK_FILES=(mpt/_keccak/keccak.c mpt/_keccak/keccak_lanes.c mpt/_keccak/*.h mpt/_keccak/*.inc mpt/_keccak/keccak.pxd)
-HARNESS_FILES=(mpt/bench/*.py mpt/bench/*.json mpt/bench/_alloc.pyx "${KECCAK_FILES[@]}")
+HARNESS_FILES=(mpt/bench/*.py mpt/bench/cases/*.py mpt/bench/*.json mpt/bench/_alloc.pyx "${KECCAK_FILES[@]}")
 HARNESS="$BUILD_ROOT/harness-$(cat "${HARNESS_FILES[@]}" | sha256sum | cut -c1-16)"
 PREBUILT="${MPT_ASV_PREBUILT:-}"
 if [[ -n "$PREBUILT" ]] && ! compgen -G "$PREBUILT/mpt/bench/_alloc*.so" >/dev/null; then
@@ -102,8 +102,9 @@ if [[ ! -f "$HARNESS/.built" && -n "$PREBUILT" ]]; then
     touch "$HARNESS/mpt/__init__.py" "$HARNESS/.built"
 elif [[ ! -f "$HARNESS/.built" ]]; then
     say "building the harness's allocator hook ($HARNESS)"
-    rm -rf "$HARNESS" && mkdir -p "$HARNESS/mpt/bench" "$HARNESS/mpt/_keccak"
+    rm -rf "$HARNESS" && mkdir -p "$HARNESS/mpt/bench/cases" "$HARNESS/mpt/_keccak"
     cp mpt/bench/*.py mpt/bench/*.json mpt/bench/_alloc.pyx "$HARNESS/mpt/bench/"
+    cp mpt/bench/cases/*.py "$HARNESS/mpt/bench/cases/"
     cp "${KECCAK_FILES[@]}" "$HARNESS/mpt/_keccak/"
     touch "$HARNESS/mpt/__init__.py" "$HARNESS/mpt/_keccak/__init__.py"
     # setup.py's flags; the Keccak C sources are linked into the module, so the .so works in any commit's tree.

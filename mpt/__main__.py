@@ -1,155 +1,47 @@
-"""Command line: ``python -m mpt inspect --db PATH [--root HEX] [--json]`` and
-``python -m mpt root INPUT --format alloc|geth-dump|pairs-jsonl|parquet [--workers N] [--scheduler ADDRESS]``.
+"""Command line: ``python -m mpt COMMAND ...``; ``python -m mpt --help`` lists the commands.
 
 (Benchmarks have their own entry point: ``python -m mpt.bench``.)
 """
-import argparse
-import json
-import os
+import importlib
 import sys
 
-EXIT_OK = 0
-EXIT_DAMAGED = 1    # the trie is missing nodes or holds corrupt ones
-EXIT_USAGE = 2      # bad arguments, no store at the path, no root to inspect
+from mpt.cli import EXIT_INTERRUPTED, ArgumentParser, run_command
 
+PROG = "python -m mpt"
 
-class _Fail(Exception):
-    def __init__(self, code, message):
-        super().__init__(message)
-        self.code = code
-
-
-def _parse_root(text):
-    s = text[2:] if text[:2] in ("0x", "0X") else text
-    try:
-        root = bytes.fromhex(s)
-    except ValueError:
-        raise _Fail(EXIT_USAGE, "--root %r is not hex" % text) from None
-    if len(root) != 32:
-        raise _Fail(EXIT_USAGE, "--root must be a 32-byte hash (64 hex digits), got %d bytes" % len(root))
-    return root
-
-
-def _human(n):
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return ("%d %s" % (n, unit)) if unit == "B" else ("%.1f %s" % (n, unit))
-        n /= 1024.0
-
-
-def _table(stats, store_desc):
-    out = []
-    out.append("trie   0x%s" % stats["root"])
-    out.append("store  %s" % store_desc)
-    out.append("")
-    out.append("%-10s %12s %12s" % ("node type", "stored", "embedded"))
-    for kind in ("branch", "extension", "leaf"):
-        out.append("%-10s %12d %12d" % (kind, stats[kind], stats["embedded_" + kind]))
-    out.append("%-10s %12d %12d" % ("total", stats["nodes"], stats["embedded"]))
-    out.append("")
-    out.append("values     %12d" % stats["values"])
-    out.append("bytes      %12d  (%s in stored node blobs)" % (stats["bytes"], _human(stats["bytes"])))
-    out.append("max depth  %12d" % stats["max_depth"])
-    if stats["depths"]:
-        out.append("")
-        out.append("%-6s %10s %10s %10s %10s" % ("depth", "branch", "extension", "leaf", "values"))
-        for depth, row in enumerate(stats["depths"]):
-            out.append("%-6d %10d %10d %10d %10d" % (depth, row["branch"], row["extension"], row["leaf"],
-                                                     row["values"]))
-    return "\n".join(out)
-
-
-def _inspect(args):
-    from mpt.db.lmdb_store import LMDBStore
-    from mpt.db.tools import inspect_trie
-    from mpt.errors import MissingNodeError, NodeDecodeError
-
-    root = _parse_root(args.root) if args.root is not None else None
-    if not os.path.isdir(args.db):
-        raise _Fail(EXIT_USAGE, "no LMDB store at %s (expected a directory holding data.mdb)" % args.db)
-    if not os.path.isfile(os.path.join(args.db, "data.mdb")):
-        raise _Fail(EXIT_USAGE, "%s is not an LMDB store (no data.mdb in it)" % args.db)
-    try:
-        store = LMDBStore(args.db, readonly=True)
-    except ImportError as e:
-        raise _Fail(EXIT_USAGE, str(e)) from None
-    except Exception as e:      # lmdb.Error: unreadable, locked, incompatible
-        raise _Fail(EXIT_USAGE, "cannot open %s: %s" % (args.db, e)) from None
-    try:
-        if root is None:
-            root = store.head()
-            if root is None:
-                raise _Fail(EXIT_USAGE, "%s records no head root; pass --root" % args.db)
-        stored = len(store)
-        bar = None
-        if not args.no_progress:
-            try:
-                from tqdm import tqdm
-            except ImportError:     # the bar is a nicety: inspect without it
-                tqdm = None
-            if tqdm is not None:
-                # Shown only on a terminal and only once the walk has taken a second: small tries stay quiet.
-                bar = tqdm(total=None, unit=" nodes", file=sys.stderr, delay=1.0, disable=None, leave=False)
-        try:
-            stats = inspect_trie(store, root, progress=bar.update if bar is not None else None)
-        except MissingNodeError as e:
-            raise _Fail(EXIT_DAMAGED, "trie 0x%s is incomplete: %s" % (root.hex(), e)) from None
-        except NodeDecodeError as e:
-            raise _Fail(EXIT_DAMAGED, "trie 0x%s is corrupt: %s" % (root.hex(), e)) from None
-        finally:
-            if bar is not None:
-                bar.close()
-    finally:
-        store.close()
-    if args.json:
-        print(json.dumps(stats, indent=2))
-    else:
-        print(_table(stats, "%s (LMDB, %d nodes stored in all)" % (args.db, stored)))
-    return EXIT_OK
-
-
-def _root(args):
-    from mpt.rootcli import run_root
-
-    return run_root(args, _Fail, EXIT_USAGE, EXIT_DAMAGED)
+# The command modules, in the order --help lists them. Each has add_parser(subparsers) -> the sub-parser and
+# run(args) -> exit status; mpt.cli.run_command gives them all the same error handling. A new command is a new
+# module and one line here.
+COMMANDS = (
+    "mpt.inspectcli",
+    "mpt.rootcli",
+    "mpt.iavl.cli",
+    "mpt.ics23.cli",
+)
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(
-        prog="python -m mpt",
-        description="Tools for Merkle Patricia Tries kept in an mpt node store.",
+    parser = ArgumentParser(
+        prog=PROG,
+        description="Tools for Merkle trees kept in an mpt node store or in input files.",
+        epilog="Exit status: 0 on success, 1 when the command fails (damaged data, a write that failed), "
+               "2 for bad arguments, 130 when interrupted.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    p = sub.add_parser(
-        "inspect",
-        help="count the nodes of a stored trie by type and depth",
-        description="Walk the trie under a root in an LMDB node store (opened read-only) and print how many "
-                    "branch, extension and leaf nodes it has, stored and embedded, the depth histogram, the "
-                    "number of values and the bytes of its stored nodes.",
-        epilog="Exit status: 0 on success, 1 if the trie is missing nodes or holds corrupt ones, "
-               "2 for bad arguments or an unreadable store.",
-    )
-    p.add_argument("--db", required=True, metavar="PATH", help="the LMDB store directory (an LMDBStore path)")
-    p.add_argument("--root", metavar="HEX",
-                   help="root hash to inspect, 64 hex digits with or without 0x (default: the store's head)")
-    p.add_argument("--json", action="store_true", help="print the counts as JSON instead of a table")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    p.set_defaults(func=_inspect)
-    from mpt.rootcli import add_root_parser
-
-    add_root_parser(sub, _root)
+    for name in COMMANDS:
+        module = importlib.import_module(name)
+        module.add_parser(sub).set_defaults(run=module.run)
     return parser
 
 
 def main(argv=None):
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
-        return args.func(args)
-    except _Fail as e:
-        print("%s %s: error: %s" % (parser.prog, args.command, e), file=sys.stderr)
-        return e.code
+        args = build_parser().parse_args(argv)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return run_command("%s %s" % (PROG, args.command), args.run, args)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from typing import Any, Dict, Iterable, Iterator, Mapping, Optional, Tuple
 
 from mpt import EMPTY_CODE_HASH, EMPTY_ROOT, build_root, keccak256, rlp
 from mpt.errors import InputFormatError
+from mpt.parallel import check_workers
 
 __all__ = [
     "account_pairs",
@@ -143,7 +144,7 @@ def _where_of(record: Mapping[str, Any], index: int) -> str:
 def account_pairs(accounts: Iterable[Mapping[str, Any]], *, workers: Optional[int] = None
                   ) -> Iterator[Tuple[bytes, bytes]]:
     """(hashed address, account RLP) of each record, storage roots built on ``workers`` threads."""
-    workers = workers or os.cpu_count() or 1
+    workers = check_workers(workers)
     pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
     try:
         batch = []
@@ -186,6 +187,7 @@ def _encode_batch(batch, pool):
 def state_root(accounts: Iterable[Mapping[str, Any]], *, workers: Optional[int] = None, executor=None,
                spill_dir: Optional[str] = None, memory_limit: Optional[int] = None, progress=False) -> bytes:
     """The state root over account records (see the module docstring); the rest as in :func:`mpt.build_root`."""
+    workers = check_workers(workers)        # here, not when the generator below first runs
     return build_root(account_pairs(accounts, workers=workers), workers=workers, executor=executor,
                       spill_dir=spill_dir, memory_limit=memory_limit, progress=progress)
 

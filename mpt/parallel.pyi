@@ -9,6 +9,10 @@ _ShardResult: TypeAlias = tuple[int, int, bytes, Optional[bytes], Optional[bytes
 
 MAX_SHARD_NIBBLES: int
 DEFAULT_MEMORY_LIMIT: int
+MAX_WORKERS: int
+
+def check_workers(workers: Optional[int], name: str = "workers") -> int:
+    """A thread count: None gives the CPU count; TypeError for a non-integer, ValueError outside 1..MAX_WORKERS."""
 
 def build_root(
     pairs: Union[Iterable[tuple[_BytesLike, _BytesLike]], Mapping[_BytesLike, _BytesLike]],

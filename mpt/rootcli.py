@@ -10,30 +10,32 @@ Formats:
   (``--key-column`` / ``--value-column``).
 
 The root is printed as 0x-hex on stdout. Exit status: 0 on success, 1 when a dump's recorded root differs from the
-computed one, 2 for bad arguments or a malformed input (the message names the line).
+computed one or the build fails (a full disk under ``--spill-dir``), 2 for bad arguments or a malformed input (the
+message names the line), 130 when interrupted. An empty input prints the empty trie's root and a note on stderr.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 
 FORMATS = ("alloc", "geth-dump", "pairs-jsonl", "parquet")
 
 
-def add_root_parser(sub, func):
-    p = sub.add_parser(
+def add_parser(subparsers):
+    p = subparsers.add_parser(
         "root",
         help="compute the trie root of a genesis alloc, a geth state dump, key/value JSON lines or Parquet",
         description="Build the Merkle Patricia Trie root of a large input with mpt.build_root: shards on every "
                     "core without the GIL, spilled to disk beyond --memory-limit when --spill-dir is given, or "
                     "on a Dask cluster with --scheduler. Prints the root as 0x-hex.",
-        epilog="Exit status: 0 on success, 1 if a geth dump records a different root, 2 for bad arguments or a "
-               "malformed input.",
+        epilog="Exit status: 0 on success, 1 if a geth dump records a different root or the build fails, 2 for "
+               "bad arguments or a malformed input, 130 when interrupted.",
     )
     p.add_argument("input", metavar="INPUT", help="the input file ('-' reads JSON from stdin)")
     p.add_argument("--format", required=True, choices=FORMATS, help="what INPUT holds")
-    p.add_argument("--workers", type=int, default=None, metavar="N", help="threads (default: the CPU count)")
+    p.add_argument("--workers", type=_workers, default=None, metavar="N", help="threads (default: the CPU count)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="build the shards on this Dask scheduler (tcp://host:8786); needs mpt-engine[dask]")
     p.add_argument("--spill-dir", metavar="DIR", help="spill partitioned input to files here (bounded memory)")
@@ -42,21 +44,48 @@ def add_root_parser(sub, func):
     p.add_argument("--key-column", default="key", help="parquet: the key column (default: key)")
     p.add_argument("--value-column", default="value", help="parquet: the value column (default: value)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    p.set_defaults(func=func)
+    # argparse takes "-5M" for an option (only plain negative numbers count as values), so "--memory-limit -5M"
+    # said "expected one argument"; with sizes counted as values, _size names the real problem.
+    p._negative_number_matcher = _NEGATIVE_SIZE
     return p
 
 
-def _size(text):
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-    t = text.strip().upper().rstrip("B").rstrip("I")
-    try:
-        if t and t[-1] in units:
-            return int(float(t[:-1]) * units[t[-1]])
-        return int(t)
-    except ValueError:
-        import argparse
+def _workers(text):
+    import argparse
 
-        raise argparse.ArgumentTypeError("%r is not a size (like 512M or 2G)" % text) from None
+    from mpt.parallel import MAX_WORKERS
+
+    digits = text[1:] if text.startswith("-") else text
+    if not digits.isascii() or not digits.isdigit():    # no "+", spaces, underscores or other digits, as int() takes
+        raise argparse.ArgumentTypeError("%r is not a whole number" % text)
+    n = int(text)
+    if not 1 <= n <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError("%s is out of range (1 to %d)" % (text, MAX_WORKERS))
+    return n
+
+
+_NEGATIVE_SIZE = re.compile(r"^-(\d+\.?\d*|\.\d+)([KMGT]i?B?|B)?$", re.IGNORECASE)
+_SIZE = re.compile(r"^(\d+\.?\d*|\.\d+)([KMGT])?$")
+
+
+def _size(text):
+    """A byte count like 512M, 2G, 1.5GiB or 1048576 (K, M, G, T are powers of 1024); refuses signs, spaces
+    and underscores, as the other number fields do."""
+    import argparse
+
+    units = {None: 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    t = text.upper()
+    t = t[:-1] if t.endswith("B") else t
+    t = t[:-1] if t.endswith("I") and len(t) > 1 and t[-2] in "KMGT" else t
+    if text.startswith("-") and _SIZE.match(t[1:]):
+        raise argparse.ArgumentTypeError("%r is negative: give a size like 512M or 2G" % text)
+    m = _SIZE.match(t)
+    if m is None:
+        raise argparse.ArgumentTypeError("%r is not a size (like 512M or 2G)" % text)
+    try:
+        return int(float(m.group(1)) * units[m.group(2)])
+    except OverflowError:                   # 400 digits: float() gives inf
+        raise argparse.ArgumentTypeError("%r is too large a size" % text) from None
 
 
 def _hex_field(value, what, number):
@@ -135,30 +164,31 @@ def _parquet_cell(cell, column, row):
                            % (row, column, type(cell).__name__), line=row)
 
 
-def run_root(args, Fail, exit_usage, exit_mismatch):
-    from mpt import build_root
-    from mpt.errors import InputFormatError
+def run(args):
+    from mpt import EMPTY_ROOT, build_root
+    from mpt.cli import EXIT_FAILURE, UsageError
+    from mpt.errors import InputFormatError, MptError
     from mpt.ethstate import read_genesis_alloc, read_geth_dump, state_root
 
-    if args.workers is not None and args.workers < 1:
-        raise Fail(exit_usage, "--workers must be at least 1")
     if args.input != "-" and not os.path.exists(args.input):
-        raise Fail(exit_usage, "no such file: %s" % args.input)
+        raise UsageError("no such file: %s" % args.input)
+    if args.input != "-" and args.format != "parquet" and os.path.isdir(args.input):
+        raise UsageError("%s is a directory; --format %s reads a file" % (args.input, args.format))
     if args.input == "-" and args.format == "parquet":
-        raise Fail(exit_usage, "parquet input must be a file or directory, not stdin")
+        raise UsageError("parquet input must be a file or directory, not stdin")
     if args.spill_dir is not None and not os.path.isdir(args.spill_dir):
-        raise Fail(exit_usage, "--spill-dir %s is not a directory" % args.spill_dir)
+        raise UsageError("--spill-dir %s is not a directory" % args.spill_dir)
     progress = not args.no_progress and sys.stderr.isatty()
     client = None
     if args.scheduler:
         try:
             from distributed import Client
         except ImportError:
-            raise Fail(exit_usage, "--scheduler needs dask.distributed (pip install 'mpt-engine[dask]')") from None
+            raise UsageError("--scheduler needs dask.distributed (pip install 'mpt-engine[dask]')") from None
         try:
             client = Client(args.scheduler, timeout="10s")
         except Exception as e:      # OSError, TimeoutError: no scheduler there
-            raise Fail(exit_usage, "cannot reach the Dask scheduler at %s: %s" % (args.scheduler, e)) from None
+            raise UsageError("cannot reach the Dask scheduler at %s: %s" % (args.scheduler, e)) from None
     options = dict(workers=args.workers, executor=client, spill_dir=args.spill_dir, memory_limit=args.memory_limit,
                    progress=progress)
     stream = sys.stdin if args.input == "-" else None
@@ -179,14 +209,23 @@ def run_root(args, Fail, exit_usage, exit_mismatch):
         else:
             root = build_root(read_parquet_pairs(args.input, args.key_column, args.value_column), **options)
     except InputFormatError as e:
-        raise Fail(exit_usage, "%s: %s" % (args.input, e)) from None
-    except (TypeError, ValueError, UnicodeDecodeError) as e:
-        raise Fail(exit_usage, "%s: %s" % (args.input, e)) from None
+        raise UsageError("%s: %s" % (args.input, e)) from None
+    except UnicodeDecodeError as e:
+        raise UsageError("%s: not UTF-8 text (%s)" % (args.input, e.reason)) from None
+    except (TypeError, ValueError) as e:
+        if isinstance(e, MptError) and not isinstance(e, InputFormatError):
+            raise                   # a failure of the build itself, not of the input: exit 1
+        raise UsageError("%s: %s" % (args.input, e)) from None
     finally:
         if client is not None:
             client.close()
     print("0x" + root.hex())
+    if root == EMPTY_ROOT:
+        # Most likely the wrong file or an empty pipe: say so rather than let the empty trie's root pass as a result.
+        print("note: %s holds no %s; that is the empty trie's root"
+              % ("stdin" if args.input == "-" else args.input,
+                 "accounts" if args.format in ("alloc", "geth-dump") else "key/value pairs"), file=sys.stderr)
     if expected is not None and expected != root:
         print("root differs from the dump's recorded root 0x%s" % expected.hex(), file=sys.stderr)
-        return exit_mismatch
+        return EXIT_FAILURE
     return 0

@@ -11,7 +11,9 @@ class SecureTrie(Trie):
     def update_account(
         self, address: Buffer, nonce: int, balance: int, storage_root: Buffer = ..., code_hash: Buffer = ...
     ) -> None:
-        """Store the account RLP [nonce, balance, storage_root, code_hash] under keccak256(address)."""
+        """Store the account RLP [nonce, balance, storage_root, code_hash] under keccak256(address).
+
+        address is the 20-byte account address (ValueError for another length)."""
     def get_account(self, address: Buffer) -> tuple[int, int, bytes, bytes] | None:
         """(nonce, balance, storage_root, code_hash) for address, or None if absent."""
     def delete_account(self, address: Buffer) -> None:

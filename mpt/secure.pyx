@@ -34,6 +34,13 @@ cdef bytes _slot_key(object slot):
     return check_bytes(slot, "slot")
 
 
+cdef bytes _address(object address):
+    address = check_bytes(address, "address")
+    if PyBytes_GET_SIZE(address) != 20:
+        raise ValueError("an account address is 20 bytes, got %d" % PyBytes_GET_SIZE(address))
+    return address
+
+
 cdef class SecureTrie(Trie):
     """A Trie whose keys are keccak256 of the caller's keys (the state and storage tries)."""
 
@@ -43,7 +50,10 @@ cdef class SecureTrie(Trie):
     # -------------------------------------------------------------------------------------- accounts
 
     def update_account(self, address, nonce, balance, storage_root=EMPTY_ROOT, code_hash=EMPTY_CODE_HASH):
-        """Store the account RLP [nonce, balance, storage_root, code_hash] under keccak256(address)."""
+        """Store the account RLP [nonce, balance, storage_root, code_hash] under keccak256(address).
+
+        address is the 20-byte account address (ValueError for another length)."""
+        address = _address(address)
         storage_root = check_bytes(storage_root, "storage_root")
         code_hash = check_bytes(code_hash, "code_hash")
         if len(storage_root) != 32 or len(code_hash) != 32:
@@ -54,6 +64,7 @@ cdef class SecureTrie(Trie):
 
     def get_account(self, address):
         """(nonce, balance, storage_root, code_hash) for address, or None if absent."""
+        address = _address(address)
         blob = self.get(address)
         if blob is None:
             return None
@@ -67,7 +78,7 @@ cdef class SecureTrie(Trie):
 
     def delete_account(self, address):
         """Remove the account at address (no error if absent)."""
-        self.delete(address)
+        self.delete(_address(address))
 
     # -------------------------------------------------------------------------------------- storage
 

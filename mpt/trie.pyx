@@ -17,7 +17,7 @@ from mpt.committer cimport NodeSet, commit_trie
 from mpt.hasher cimport Hasher, HasherPool, default_pool
 from mpt.node cimport FullNode, HashNode, Node, ShortNode, ValueNode, decode_node_c
 
-from mpt.db.memory import MemoryDB, write_nodes
+from mpt.db.memory import MemoryDB, check_database, write_nodes
 from mpt.errors import MissingNodeError, NodeDecodeError
 
 cdef enum:
@@ -107,7 +107,7 @@ cdef class Trie:
         if root is not None and db is None and root != _EMPTY_ROOT:
             raise ValueError("opening a trie from a root needs a node database (db=...)")
         # A trie always has a database, so copies share it and a commit of one is visible to the others.
-        self.db = MemoryDB() if db is None else db
+        self.db = MemoryDB() if db is None else check_database(db)
         if root is not None:
             root = check_bytes(root, "root")
             if len(root) != HASH_LENGTH:

@@ -134,7 +134,7 @@ def test_large_roots_match_reference(backend, n):
 
 @pytest.fixture(params=[1, 2, 3])
 def hash_threads(request):
-    from mpt.hasher import set_hash_threads
+    from mpt.runtime import set_hash_threads
 
     old = set_hash_threads(request.param)
     yield request.param
@@ -155,7 +155,7 @@ def test_chunked_and_threaded_roots_match_reference(backend, hash_threads, n):
 
 
 def test_hashing_threads_context_manager():
-    from mpt.hasher import get_hash_threads
+    from mpt.runtime import get_hash_threads
 
     before = get_hash_threads()
     leaves = [i.to_bytes(100, "big") for i in range(5000)]
@@ -171,7 +171,7 @@ def test_hashing_threads_context_manager():
 
 def test_threaded_roots_from_many_python_threads():
     """Python threads calling root() at once, each running its own OpenMP team without the GIL."""
-    from mpt.hasher import set_hash_threads
+    from mpt.runtime import set_hash_threads
 
     rng = random.Random(99)
     trees = [random_leaves(rng, 3000 + 517 * i, max_len=80) for i in range(4)]
@@ -416,6 +416,9 @@ def test_proof_json_round_trip_is_cometbft_form():
     assert Proof.from_json(json.dumps(j)) == proofs[1]
     assert Proof.from_json(json.dumps(j).encode()) == proofs[1]
     assert Proof.from_json(dict(j, total=3, index=1)) == proofs[1]       # plain JSON numbers too
+    # What CometBFT's decoder (Go's encoding/json inside the quotes) also takes: JSON whitespace, "-0".
+    assert Proof.from_json(dict(j, total=" 3\n", index="\t1")) == proofs[1]
+    assert Proof.from_json(dict(j, index="-0")).index == 0
     single = merkle.proofs([b"only"])[1][0]
     assert Proof.from_json(dict(single.to_json(), aunts=None)) == single  # Go's nil slice
 
@@ -427,8 +430,12 @@ def test_proof_json_round_trip_is_cometbft_form():
     lambda j: j.update(index="-2"),
     lambda j: j.update(total="9223372036854775808"),
     lambda j: j.update(total="1e3"),
-    lambda j: j.update(total=" 3"),
     lambda j: j.update(total="+3"),
+    lambda j: j.update(total="03"),
+    lambda j: j.update(index="01"),
+    lambda j: j.update(total="3.0"),
+    lambda j: j.update(total="0x3"),
+    lambda j: j.update(total=""),
     lambda j: j.update(total="٣"),
     lambda j: j.update(total=True),
     lambda j: j.update(total=3.0),
@@ -532,7 +539,7 @@ def test_tx_proof_failures_say_what_failed():
 
 
 def test_hashing_threads_refuses_counts_below_one():
-    from mpt.hasher import get_hash_threads
+    from mpt.runtime import get_hash_threads
 
     before = get_hash_threads()
     for n in (0, -1):
@@ -543,3 +550,36 @@ def test_hashing_threads_refuses_counts_below_one():
         with merkle.hashing_threads(257):
             pass
     assert get_hash_threads() == before
+
+
+@pytest.mark.parametrize("total, message", [
+    ("03", r"^proof total must be a decimal string \(digits, no leading zero or plus sign\), got '03'$"),
+    ("+3", r"^proof total must be a decimal string \(digits, no leading zero or plus sign\), got '\+3'$"),
+    ("1" + "0" * 30, r"^proof total 1000000000000000000000000000000 is out of range for an int64$"),
+    ("9" * 5000, r"^proof total 9{40}\.\.\. is out of range for an int64$"),
+    ("9223372036854775808", r"^proof total 9223372036854775808 is out of range for an int64$"),
+    ("-" + "1" * 25, r"^proof total -1{25} is out of range for an int64$"),
+])
+def test_proof_json_numbers_say_what_is_wrong(total, message):
+    j = merkle.proofs([b"tx1", b"tx2", b"tx3"])[1][1].to_json()
+    with pytest.raises(ProofError, match=message):
+        Proof.from_json(dict(j, total=total))
+
+
+def test_proof_json_number_rules_are_documented():
+    import pathlib
+
+    text = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "merkle.rst").read_text()
+    assert '``"03"``' in text and '``"+3"``' in text and "encoding/json" in text
+
+
+@pytest.mark.parametrize("bad", [b"\0" * 3, bytes(31), bytes(33), "00" * 3, b""])
+def test_verify_tx_proof_data_hash_of_the_wrong_length(bad):
+    txs = _txs(3)
+    answer = merkle.tx_proof(txs, 1)
+    n = len(bad) // 2 if isinstance(bad, str) else len(bad)
+    with pytest.raises(ProofError, match=r"^data_hash must be a 32-byte SHA-256 hash, got %d bytes$" % n):
+        merkle.verify_tx_proof(answer, data_hash=bad)
+    assert merkle.verify_tx_proof(answer, data_hash=merkle.data_hash(txs)) is True
+    with pytest.raises(ProofError, match="^proof matches different data hash$"):
+        merkle.verify_tx_proof(answer, data_hash=bytes(32))

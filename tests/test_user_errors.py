@@ -182,3 +182,101 @@ def test_closed_lmdb_store_raises_store_closed(tmp_path):
 def test_docs_say_bytes_like():
     quickstart = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "quickstart.rst").read_text()
     assert "bytes-like" in quickstart
+
+
+# -------------------------------------------------------------------------------------------- workers
+
+@pytest.mark.parametrize("bad", ["2", 1.5, 2.0, True])
+def test_workers_must_be_an_integer(bad):
+    from mpt.ethstate import state_root
+
+    with pytest.raises(TypeError, match=r"^workers must be an integer, not %s$" % type(bad).__name__):
+        mpt.build_root(PAIRS, workers=bad)
+    with pytest.raises(TypeError, match=r"^workers must be an integer, not %s$" % type(bad).__name__):
+        state_root([], workers=bad)
+
+
+@pytest.mark.parametrize("bad", [2 ** 70, 10 ** 23, 100000, 0, -1])
+def test_workers_out_of_range_is_a_value_error(bad):
+    from mpt.parallel import MAX_WORKERS
+
+    with pytest.raises(ValueError, match=r"workers.*%d" % bad) as info:
+        mpt.build_root(PAIRS, workers=bad)
+    assert not isinstance(info.value, OverflowError)
+    assert mpt.build_root(PAIRS, workers=MAX_WORKERS) == mpt.build_root(PAIRS, workers=1) == _reference_trie().hash()
+
+
+# -------------------------------------------------------------------------------------------- refused at construction
+
+@pytest.mark.parametrize("cls", [Trie, SecureTrie])
+@pytest.mark.parametrize("path", ["state.lmdb", b"state.lmdb", pathlib.Path("state.lmdb")])
+def test_a_path_where_a_database_belongs_points_to_lmdb_store(cls, path):
+    with pytest.raises(TypeError, match=r"^db must be a node database, not the path 'state\.lmdb': "
+                                        r"pass LMDBStore\('state\.lmdb'\) \(from mpt\.db import LMDBStore\)$"):
+        cls(path)
+
+
+@pytest.mark.parametrize("bad", [42, 1.5, [b"x"], object()])
+def test_a_non_database_is_refused_at_construction(bad):
+    with pytest.raises(TypeError, match=r"^db must be a node database \(MemoryDB, LMDBStore\(path\) or a dict\), "
+                                        r"not %s$" % type(bad).__name__):
+        Trie(bad)
+
+
+def test_mappings_and_stores_are_still_databases(tmp_path):
+    plain = {}
+    t = Trie(plain)
+    t[b"dog"] = b"puppy"
+    root = t.commit()
+    assert Trie(plain, root)[b"dog"] == b"puppy"
+    with LMDBStore(tmp_path / "state.lmdb") as db:
+        Trie(db)[b"dog"] = b"puppy"
+
+
+@pytest.mark.parametrize("length", [0, 5, 19, 21, 32])
+def test_account_address_is_20_bytes(length):
+    s = SecureTrie()
+    for call in (lambda: s.update_account(b"\x00" * length, 1, 1), lambda: s.get_account(b"\x00" * length),
+                 lambda: s.delete_account(b"\x00" * length)):
+        with pytest.raises(ValueError, match=r"^an account address is 20 bytes, got %d$" % length):
+            call()
+    assert s.hash() == mpt.EMPTY_ROOT
+    with pytest.raises(TypeError, match=r"^address must be a bytes-like object, not str$"):
+        s.update_account("0x" + "00" * 20, 1, 1)
+
+
+@pytest.mark.parametrize("version, nonce, name", [(1.5, 1, "version"), (1, 1.0, "nonce"), ("1", 1, "version"),
+                                                   (True, 1, "version")])
+def test_iavl_node_key_takes_integers_only(version, nonce, name):
+    from mpt.iavl.node import node_key
+
+    bad = version if name == "version" else nonce
+    with pytest.raises(TypeError, match=r"^%s must be an integer, not %s$" % (name, type(bad).__name__)):
+        node_key(version, nonce)
+
+
+def test_iavl_nodes_refuse_what_decode_node_refuses():
+    from mpt.errors import NodeDecodeError
+    from mpt.iavl.node import InnerNode, LeafNode, decode_node
+
+    good = InnerNode(b"k", 1, 2, 7, left_hash=bytes(32), right_hash=b"\x01" * 32)
+    assert decode_node(good.to_bytes("legacy"), "legacy").to_bytes("legacy") == good.to_bytes("legacy")
+    short = bytearray(good.to_bytes("legacy"))
+    for left, right in [(bytes(31), bytes(32)), (bytes(32), bytes(33)), (b"", b"")]:
+        with pytest.raises(ValueError, match=r"^left_hash and right_hash must be 32 bytes, got %d and %d$"
+                                             % (len(left), len(right))):
+            InnerNode(b"k", 1, 2, 7, left_hash=left, right_hash=right)
+    del short[-1]
+    short[-32] = 31                                 # the right hash's length prefix: what the decoder refuses
+    with pytest.raises(NodeDecodeError, match="right child hash is 31 bytes, not 32"):
+        decode_node(bytes(short), "legacy")
+    with pytest.raises(ValueError, match=r"^hash must be 32 bytes, got 3$"):
+        InnerNode(b"k", 1, 2, 7, left_node_key=bytes(12), right_node_key=bytes(12), hash=b"abc")
+    with pytest.raises(TypeError, match=r"^height must be an integer, not float$"):
+        InnerNode(b"k", 1.0, 2, 7, left_hash=bytes(32), right_hash=bytes(32))
+    with pytest.raises(TypeError, match=r"^version must be an integer, not float$"):
+        LeafNode(b"k", b"v", 1.5)
+    with pytest.raises(ValueError, match=r"^an inner node's size must be in 2\.\.2\*\*63-1, got %d$" % 2 ** 63):
+        InnerNode(b"k", 1, 2 ** 63, 7, left_hash=bytes(32), right_hash=bytes(32))
+    with pytest.raises(ValueError, match=r"^version must be in 0\.\.2\*\*63-1, got %d$" % 2 ** 63):
+        LeafNode(b"k", b"v", 2 ** 63)

@@ -1,11 +1,30 @@
-"""Node databases: where committed trie nodes live, keyed by their keccak256 hash.
+"""Node databases: where the trees of every family keep their committed nodes.
 
-A node database is anything with ``get(hash) -> bytes | None``, ``put(hash, blob)``, a ``write_batch()``
-context manager whose ``put`` calls become visible together when the block exits without an exception, and
-``close()``. Built in: ``MemoryDB`` (a dict) and ``LMDBStore`` (persistent, one memory-mapped file). A plain
-``MutableMapping[bytes, bytes]`` works too: it is written key by key.
+A node database maps byte-string keys to byte-string values. What the keys are is the tree family's business:
+the Ethereum trie (``Trie``, ``StackTrie``) keys a node by the hash of its encoding, an IAVL tree
+(``mpt.iavl.MutableTree``) uses Go iavl's layout (``s`` + version + nonce for nodes, ``f`` + key for fast nodes,
+``m`` + name for metadata; see :mod:`mpt.iavl.nodedb`). The protocol, and which family needs which part:
+
+* ``get(key) -> bytes | None``: read one value. Every family.
+* ``put(key, value)``: write one value. Every family.
+* ``write_batch()``: a context manager whose ``put`` (and ``delete``) calls land together when the block exits
+  cleanly, and not at all if it raises. Every family (the Ethereum trie only puts; IAVL puts and deletes).
+* ``delete(key)``: remove one key (nothing happens if it is absent). IAVL only.
+* ``iterate(start=None, end=None, reverse=False)``: ``(key, value)`` pairs with start <= key < end (None:
+  unbounded), in key order or in reverse; ``prefix_range(prefix)`` gives the bounds of a prefix scan. IAVL only.
+* ``close()``: release the files. Every family.
+
+IAVL needs the ordered scan where Go iavl does: the latest version is the version of the last ``s`` key (a
+reverse scan), legacy versions are a scan of the ``r`` keys, and pruning and fast-storage upgrades delete.
+``NodeDatabase`` and ``OrderedNodeDatabase`` are the two protocols as typing classes.
+
+Built in: ``MemoryDB`` (a dict), ``LMDBStore`` (persistent, one memory-mapped file) and ``LevelDBStore``
+(a LevelDB directory, such as a Cosmos node's ``application.db``; needs ``plyvel``). A plain
+``MutableMapping[bytes, bytes]`` works for a Trie too: it is written key by key.
 """
-from mpt.db.memory import MemoryDB, NodeDatabase, write_nodes
+from mpt.db.memory import MemoryDB, NodeDatabase, OrderedNodeDatabase, check_database, prefix_range, write_nodes
 from mpt.db.lmdb_store import LMDBStore     # imports the lmdb package only when a store is opened
+from mpt.db.leveldb_store import LevelDBStore   # imports plyvel only when a store is opened
 
-__all__ = ["LMDBStore", "MemoryDB", "NodeDatabase", "write_nodes"]
+__all__ = ["LMDBStore", "LevelDBStore", "MemoryDB", "NodeDatabase", "OrderedNodeDatabase", "check_database",
+           "prefix_range", "write_nodes"]

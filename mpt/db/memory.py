@@ -1,11 +1,13 @@
 """The node-database protocol and the in-memory implementation."""
+import os
+from bisect import bisect_left
 from contextlib import contextmanager
-from typing import Iterator, Optional, Protocol, runtime_checkable
+from typing import Iterator, Optional, Protocol, Tuple, runtime_checkable
 
 
 @runtime_checkable
 class NodeDatabase(Protocol):
-    """What a trie needs from its storage."""
+    """What every tree family needs from its storage (see the package docstring of :mod:`mpt.db`)."""
 
     def get(self, key: bytes) -> Optional[bytes]: ...
 
@@ -16,16 +18,59 @@ class NodeDatabase(Protocol):
     def close(self) -> None: ...
 
 
-class _DictBatch:
-    """Collects writes; MemoryDB applies them all at once when the batch ends cleanly."""
+def check_database(db, what="db"):
+    """db itself if it can serve as a node database (it has ``get``: a read-only mapping is enough for reading);
+    else a TypeError at once, naming what to pass instead, rather than a confusing failure at the first commit."""
+    if callable(getattr(db, "get", None)):
+        return db
+    if isinstance(db, (str, bytes, os.PathLike)):
+        path = os.fsdecode(db)
+        raise TypeError("%s must be a node database, not the path %r: pass LMDBStore(%r) "
+                        "(from mpt.db import LMDBStore)" % (what, path, path))
+    raise TypeError("%s must be a node database (MemoryDB, LMDBStore(path) or a dict), not %s"
+                    % (what, type(db).__name__))
 
-    __slots__ = ("pending",)
+
+@runtime_checkable
+class OrderedNodeDatabase(NodeDatabase, Protocol):
+    """A node database that can also delete and scan keys in order: what a versioned IAVL tree needs
+    (its latest version is found by a reverse scan, pruning deletes nodes, fast nodes are removed)."""
+
+    def delete(self, key: bytes) -> None: ...
+
+    def iterate(self, start: Optional[bytes] = None, end: Optional[bytes] = None,
+                reverse: bool = False) -> Iterator[Tuple[bytes, bytes]]: ...
+
+
+def prefix_range(prefix: bytes) -> Tuple[bytes, Optional[bytes]]:
+    """(start, end) for ``iterate`` so that it yields exactly the keys that start with prefix (end None when
+    the prefix is all 0xff bytes: nothing sorts after it but its own extensions)."""
+    prefix = bytes(prefix)
+    stripped = prefix.rstrip(b"\xff")
+    if not stripped:
+        return prefix, None
+    return prefix, stripped[:-1] + bytes([stripped[-1] + 1])
+
+
+_DELETED = object()     # a batch's mark for "delete this key" (values are bytes, so it cannot collide)
+
+
+class _DictBatch:
+    """Collects writes and deletes; MemoryDB applies them all at once when the batch ends cleanly."""
+
+    __slots__ = ("pending", "deletes")
 
     def __init__(self):
         self.pending = {}
+        self.deletes = False
 
     def put(self, key, value):
         self.pending[key] = value
+
+    def delete(self, key):
+        """Delete key when the batch is applied (a later put of the same key in the batch wins, and the reverse)."""
+        self.pending[key] = _DELETED
+        self.deletes = True
 
     def put_many(self, pairs):
         """Put every (key, value) pair of an iterable (one C-level dict update instead of a Python loop)."""
@@ -40,12 +85,40 @@ class MemoryDB:
     def __init__(self, data=None):
         self._data = {} if data is None else data
         self._head = None
+        self._sorted = None         # sorted keys for iterate(), dropped by every write
 
     def get(self, key, default=None):
         return self._data.get(key, default)
 
     def put(self, key, value):
         self._data[key] = value
+        self._sorted = None
+
+    def delete(self, key):
+        """Remove key (nothing happens if it is absent)."""
+        if self._data.pop(key, None) is not None:
+            self._sorted = None
+
+    def iterate(self, start=None, end=None, reverse=False):
+        """(key, value) pairs with start <= key < end (None: unbounded) in key order, or in reverse order.
+
+        The sorted key list is kept until the next write that changes the key set, so repeated scans of an unchanged database cost a
+        binary search each; the first scan after a write sorts the keys again. Writes made while iterating
+        are not seen (the scan runs over the key list of its start)."""
+        keys = self._sorted
+        # Writers that fill the dict directly (the trie committer) add keys without dropping the list: a new key
+        # changes the length, and overwrites leave the key set as it was.
+        if keys is None or len(keys) != len(self._data):
+            keys = self._sorted = sorted(self._data)
+        lo = 0 if start is None else bisect_left(keys, start)
+        hi = len(keys) if end is None else bisect_left(keys, end)
+        data = self._data
+        order = range(hi - 1, lo - 1, -1) if reverse else range(lo, hi)
+        for i in order:
+            k = keys[i]
+            v = data.get(k)
+            if v is not None:
+                yield k, v
 
     @contextmanager
     def write_batch(self, head=None) -> Iterator[_DictBatch]:
@@ -55,9 +128,22 @@ class MemoryDB:
         """
         batch = _DictBatch()
         yield batch
-        self._data.update(batch.pending)
+        self._apply(batch)
         if head is not None:
             self._head = head
+
+    def _apply(self, batch):
+        if batch.pending:
+            self._sorted = None
+        if not batch.deletes:
+            self._data.update(batch.pending)
+            return
+        data = self._data
+        for k, v in batch.pending.items():
+            if v is _DELETED:
+                data.pop(k, None)
+            else:
+                data[k] = v
 
     def head(self):
         """The root recorded by the last commit with set_head=True (None before one)."""
@@ -105,6 +191,7 @@ def write_nodes(db, nodes, head=None) -> int:
         if not hasattr(nodes, "__len__"):
             nodes = list(nodes)
         db._data.update(nodes)
+        db._sorted = None
         if head is not None:
             db._head = head
         return len(nodes)

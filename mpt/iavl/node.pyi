@@ -73,4 +73,4 @@ def decode_node(data: bytes | bytearray | memoryview, format: Format = "v1", nod
     """Strict decoder; NodeDecodeError (with .offset) on bad input. v1 needs the 12-byte node_key."""
 
 def node_key(version: int, nonce: int) -> bytes:
-    """The v1 NodeKey bytes: version u64 big-endian || nonce u32 big-endian."""
+    """The v1 NodeKey bytes: version u64 big-endian || nonce u32 big-endian (TypeError for a non-integer)."""

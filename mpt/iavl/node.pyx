@@ -153,6 +153,14 @@ cdef bytes _as_bytes(object b, str what):
     raise TypeError("%s must be bytes, not %s" % (what, type(b).__name__))
 
 
+cdef object _as_int(object value, str what):
+    # int(1.5) would be 1 and int("2") 2: only integers (int, numpy integers) are accepted, as the encoders
+    # store them exactly.
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
+        raise TypeError("%s must be an integer, not %s" % (what, type(value).__name__))
+    return value.__index__()
+
+
 cdef inline int64_t _be64(const uint8_t *p) noexcept:
     cdef uint64_t v = 0
     cdef int i
@@ -573,8 +581,10 @@ cdef class LeafNode(Node):
     """A leaf: ``LeafNode(key, value, version, nonce=0)``; height 0, size 1."""
 
     def __init__(self, key, value, version, nonce=0):
-        if version < 0:
-            raise ValueError("version must not be negative")
+        version = _as_int(version, "version")
+        nonce = _as_int(nonce, "nonce")
+        if not 0 <= version < (1 << 63):
+            raise ValueError("version must be in 0..2**63-1, got %d" % version)
         if not 0 <= nonce <= UINT32_MAX_:
             raise ValueError("nonce must fit a uint32")
         self.key = _as_bytes(key, "key")
@@ -631,31 +641,44 @@ cdef class InnerNode(Node):
 
     def __init__(self, key, height, size, version, left_hash=None, right_hash=None, *, left_node_key=None,
                  right_node_key=None, hash=None, nonce=0):
+        height = _as_int(height, "height")
+        size = _as_int(size, "size")
+        version = _as_int(version, "version")
+        nonce = _as_int(nonce, "nonce")
         if not 1 <= height <= MAX_HEIGHT:
             raise ValueError("an inner node's height must be in 1..127")
-        if size < 2:
-            raise ValueError("an inner node's size must be at least 2")
-        if version < 0:
-            raise ValueError("version must not be negative")
+        if not 2 <= size < (1 << 63):
+            raise ValueError("an inner node's size must be in 2..2**63-1, got %d" % size)
+        if not 0 <= version < (1 << 63):
+            raise ValueError("version must be in 0..2**63-1, got %d" % version)
         if not 0 <= nonce <= UINT32_MAX_:
             raise ValueError("nonce must fit a uint32")
         if (left_hash is None) != (right_hash is None):
             raise ValueError("give both child hashes or neither")
-        if hash is not None and len(hash) != HASH_SIZE:
-            raise ValueError("hash must be 32 bytes")
+        if hash is not None:
+            hash = _as_bytes(hash, "hash")
+            if len(hash) != HASH_SIZE:
+                raise ValueError("hash must be 32 bytes, got %d" % len(hash))
+        # What decode_node refuses, the constructor refuses: a child hash is a SHA-256 digest.
+        if left_hash is not None:
+            left_hash = _as_bytes(left_hash, "left_hash")
+            right_hash = _as_bytes(right_hash, "right_hash")
+            if len(left_hash) != HASH_SIZE or len(right_hash) != HASH_SIZE:
+                raise ValueError("left_hash and right_hash must be 32 bytes, got %d and %d"
+                                 % (len(left_hash), len(right_hash)))
         self.key = _as_bytes(key, "key")
         self.height = height
         self.size = size
         self.version = version
         self.nonce = nonce
-        self._left_hash = None if left_hash is None else _as_bytes(left_hash, "left_hash")
-        self._right_hash = None if right_hash is None else _as_bytes(right_hash, "right_hash")
+        self._left_hash = left_hash
+        self._right_hash = right_hash
         self._left_ref = None if left_node_key is None else _as_bytes(left_node_key, "left_node_key")
         self._right_ref = None if right_node_key is None else _as_bytes(right_node_key, "right_node_key")
         for ref in (self._left_ref, self._right_ref):
             if ref is not None and len(ref) not in (NODE_KEY_SIZE, HASH_SIZE):
                 raise ValueError("a child node key is a 12-byte NodeKey or a 32-byte legacy hash")
-        self._hash = None if hash is None else _as_bytes(hash, "hash")
+        self._hash = hash
 
     @staticmethod
     cdef InnerNode new(bytes key, int height, int64_t size, int64_t version):
@@ -931,6 +954,8 @@ def decode_node(data, format="v1", node_key=None):
 
 def node_key(version, nonce):
     """The v1 NodeKey bytes: version u64 big-endian || nonce u32 big-endian."""
+    version = _as_int(version, "version")
+    nonce = _as_int(nonce, "nonce")
     if not 0 <= version < (1 << 63):
         raise ValueError("version must be in 0..2**63-1")
     if not 0 <= nonce <= UINT32_MAX_:

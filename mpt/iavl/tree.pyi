@@ -1,14 +1,26 @@
 """MutableTree: cosmos/iavl's versioned AVL+ tree over an mpt node database."""
-from collections.abc import Iterator
-from typing import Any, Literal, final
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Literal, final
+
+if TYPE_CHECKING:
+    from mpt.ics23 import CommitmentProof
+
+from mpt.iavl.export import Exporter, ExportNode
+from mpt.iavl.nodedb import NodeDB
 
 EMPTY_HASH: bytes
 
 @final
 class MutableTree:
-    def __init__(self, db: Any = None, *, format: Literal["v1", "legacy"] = "v1") -> None: ...
+    def __init__(
+        self, db: Any = None, *, format: Literal["v1", "legacy"] = "v1", fast_storage: bool = True
+    ) -> None: ...
     @property
     def db(self) -> Any: ...
+    @property
+    def ndb(self) -> NodeDB: ...
+    @property
+    def fast_storage(self) -> bool: ...
     @property
     def version(self) -> int:
         """The last saved or loaded version (0 before any)."""
@@ -40,6 +52,8 @@ class MutableTree:
     def load(self) -> int: ...
     def version_exists(self, version: int) -> bool: ...
     def available_versions(self) -> list[int]: ...
+    def delete_versions_to(self, to_version: int) -> int:
+        """Prune versions up to to_version (Go's DeleteVersionsTo); the number of keys deleted."""
     def rollback(self) -> None:
         """Discard unsaved changes (back to the last saved or loaded version)."""
     def items(
@@ -56,3 +70,13 @@ class MutableTree:
     def __reversed__(self) -> Iterator[bytes]: ...
     def __len__(self) -> int: ...
     def __contains__(self, key: bytes) -> bool: ...
+    def membership_proof(self, key: bytes, version: int | None = None) -> CommitmentProof:
+        """ICS23 proof that key is in the working tree (None) or saved version ``version`` (Go iavl's
+        GetMembershipProof, byte for byte). ProofError if key is absent, VersionError if no such version."""
+    def non_membership_proof(self, key: bytes, version: int | None = None) -> CommitmentProof:
+        """ICS23 proof that key is absent (Go iavl's GetNonMembershipProof): existence proofs of the keys just
+        before and after it. ProofError if key is present, VersionError if no such version."""
+    def export(self, version: int | None = None) -> Exporter:
+        """The nodes of a saved version in Go's exporter order (post-order, left first)."""
+    def import_nodes(self, nodes: Iterable[ExportNode], version: int) -> bytes:
+        """Rebuild this empty tree from an export stream as saved version ``version``; returns the root hash."""

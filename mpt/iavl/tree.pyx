@@ -13,19 +13,21 @@ Shape and hashes follow iavl exactly:
 * ``save_version`` numbers the new nodes of version v with nonces 1, 2, ... in pre-order (the root is always
   (v, 1), iavl's ``GetRootKey``), hashes them bottom-up and writes them in one batch.
 
-Storage (the key layout of iavl's nodedb, so the records read like iavl's):
+Storage is Go iavl's, record for record: the key layout, root records, fast nodes, metadata and pruning live in
+the node database module (mpt.iavl.nodedb, Go's nodedb.go). v1 nodes (default) or legacy nodes
+(``format="legacy"``, iavl v0.x) are written; both are read, and v1 nodes may reference legacy children by hash
+(iavl's mode bits), so a store upgraded from v0.x keeps working.
 
-* v1 (default): ``b"s" + NodeKey`` -> v1 node bytes; the root of version v sits at NodeKey (v, 1). A version
-  whose root did not change stores ``b"s" + NodeKey(v, 1)`` -> ``b"s" + <NodeKey of the old root>``; an empty
-  version stores an empty value there.
-* legacy (``format="legacy"``, and what the tree reads from an iavl v0.x store): ``b"n" + hash`` -> legacy node
-  bytes, ``b"r" + version (8 bytes BE)`` -> root hash (empty for an empty tree).
-* ``b"m" + b"mpt/latest_version"``: the latest saved version (8 bytes BE), for ``load()``.
+With fast storage on (the default, as in a Cosmos node), every ``set`` and ``remove`` is remembered until
+``save_version`` writes or deletes the key's fast node, and ``get`` reads the fast node first, as Go does.
 
-v1 nodes may reference legacy children by hash (iavl's mode bits), so a store upgraded from v0.x keeps working.
+A store that does not hold a tree (a child that names itself or an ancestor, heights that do not fall, sizes
+that do not add up, a missing node) raises CorruptTreeError or MissingNodeError naming the node key; every
+child read from the store must sit lower than its parent, so no walk can loop.
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.object cimport PyObject
 from libc.stdint cimport int64_t, uint8_t, uint32_t
 from libc.string cimport memcmp
 
@@ -33,24 +35,17 @@ from mpt.iavl.node cimport (
     FORMAT_LEGACY,
     FORMAT_V1,
     HASH_SIZE,
-    NODE_KEY_SIZE,
     InnerNode,
     LeafNode,
     Node,
     NodeFormat,
-    c_decode_node,
-    make_node_key,
     parse_format,
     sha256_into,
 )
+from mpt.iavl.nodedb cimport NodeDB, check_child, check_children
 
-from mpt.db.memory import MemoryDB
-from mpt.errors import MissingNodeError, VersionError
-
-cdef bytes V1_PREFIX = b"s"
-cdef bytes LEGACY_NODE_PREFIX = b"n"
-cdef bytes LEGACY_ROOT_PREFIX = b"r"
-cdef bytes LATEST_KEY = b"m" + b"mpt/latest_version"
+from mpt.db.memory import MemoryDB, check_database
+from mpt.errors import VersionError
 
 
 cdef bytes _empty_hash():
@@ -85,20 +80,20 @@ cdef inline int _height(Node n) noexcept:
     return n.height
 
 
-cdef bytes _be64(int64_t v):
-    return (<object>v).to_bytes(8, "big")
-
-
 @cython.final
 cdef class MutableTree:
     """A versioned IAVL tree over a node database (MemoryDB by default, or mpt.db.LMDBStore).
 
-    ``MutableTree(db=None, *, format="v1")``: ``format`` is how new nodes are stored, ``"v1"`` (iavl >= 1.0)
-    or ``"legacy"`` (iavl v0.x); both are read. Call ``load()`` or ``load_version(n)`` to open saved versions.
+    ``MutableTree(db=None, *, format="v1", fast_storage=True)``: ``format`` is how new nodes are stored, ``"v1"``
+    (iavl >= 1.0) or ``"legacy"`` (iavl v0.x); both are read. ``fast_storage=False`` is Go's
+    ``skipFastStorageUpgrade``: no fast nodes are written or read. Call ``load()`` or ``load_version(n)`` to open
+    saved versions. ``db`` is any mpt node store; saving, pruning and ``load()`` need one with ``delete`` and
+    ``iterate`` (MemoryDB, LMDBStore, LevelDBStore).
     """
 
     cdef:
         readonly object db
+        readonly NodeDB ndb
         Node root
         readonly int64_t version            # the last saved or loaded version (0: none)
         NodeFormat storage
@@ -108,73 +103,64 @@ cdef class MutableTree:
         bytes _rm_newkey
         bint _rm_found
         Node _saved_root                    # root of `version` as saved/loaded (rollback goes back to it)
+        readonly bint fast_storage
+        bint _fast_reads                    # the store's fast index is on and current: get may read it
+        dict _fast_additions                # key -> value set since the last save (Go: unsavedFastNodeAdditions)
+        set _fast_removals                  # keys removed since the last save (unsavedFastNodeRemovals)
 
-    def __init__(self, db=None, *, format="v1"):
-        self.db = MemoryDB() if db is None else db
+    def __init__(self, db=None, *, format="v1", fast_storage=True):
+        self.db = MemoryDB() if db is None else check_database(db)
+        self.ndb = NodeDB(self.db)
         self.storage = <NodeFormat>parse_format(format)
         if self.storage != FORMAT_V1 and self.storage != FORMAT_LEGACY:
             raise ValueError("a tree stores nodes as 'v1' or 'legacy'")
         self.root = None
         self.version = 0
+        self.fast_storage = bool(fast_storage)
+        self._fast_additions = {}
+        self._fast_removals = set()
+        self._fast_reads = False
 
     # ------------------------------------------------------------------------------------------ loading
-
-    cdef Node _fetch(self, bytes ref):
-        """Load the node a child reference names: a 12-byte NodeKey (v1) or a 32-byte hash (legacy)."""
-        cdef bytes data
-        cdef Node node
-        cdef const uint8_t *k
-        if PyBytes_GET_SIZE(ref) == NODE_KEY_SIZE:
-            data = self.db.get(V1_PREFIX + ref)
-            if data is None:
-                raise MissingNodeError(ref, message="missing IAVL node %s (v1 NodeKey)" % ref.hex())
-            k = <const uint8_t *>PyBytes_AS_STRING(ref)
-            node = c_decode_node(<const uint8_t *>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), FORMAT_V1,
-                                 _read_be64(k), _read_be32(k + 8), True)
-        else:
-            data = self.db.get(LEGACY_NODE_PREFIX + ref)
-            if data is None:
-                raise MissingNodeError(ref, message="missing IAVL node %s (legacy hash)" % ref.hex())
-            node = c_decode_node(<const uint8_t *>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), FORMAT_LEGACY,
-                                 0, 0, False)
-        node.persisted = True
-        return node
 
     cdef inline Node _left(self, Node node):
         # node is an inner node (height > 0): every caller checks, so the cast is unchecked.
         cdef InnerNode inner = <InnerNode>node
+        cdef Node child
         if inner.left_node is None:
-            inner.left_node = self._fetch(inner._left_ref if inner._left_ref is not None else inner._left_hash)
+            child = self.ndb.get_node(inner._left_ref if inner._left_ref is not None else inner._left_hash)
+            check_child(node, child, False)
+            if inner.right_node is not None:
+                check_children(node, child, inner.right_node)
+            inner.left_node = child
         return inner.left_node
 
     cdef inline Node _right(self, Node node):
         cdef InnerNode inner = <InnerNode>node
+        cdef Node child
         if inner.right_node is None:
-            inner.right_node = self._fetch(inner._right_ref if inner._right_ref is not None else inner._right_hash)
+            child = self.ndb.get_node(inner._right_ref if inner._right_ref is not None else inner._right_hash)
+            check_child(node, child, True)
+            if inner.left_node is not None:
+                check_children(node, inner.left_node, child)
+            inner.right_node = child
         return inner.right_node
 
     cdef Node _load_root(self, int64_t version, bint *found):
-        """The root of a saved version (None for an empty one); found[0] is False if there is no such version."""
-        cdef bytes data = self.db.get(V1_PREFIX + make_node_key(version, 1))
-        cdef Node node
-        found[0] = True
-        if data is not None:
-            if PyBytes_GET_SIZE(data) == 0:
-                return None
-            if PyBytes_GET_SIZE(data) == 1 + NODE_KEY_SIZE and data[0] == V1_PREFIX[0]:
-                # An unchanged root: a reference to the node key of the version that wrote it.
-                return self._fetch(data[1:])
-            node = c_decode_node(<const uint8_t *>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), FORMAT_V1,
-                                 version, 1, True)
-            node.persisted = True
-            return node
-        data = self.db.get(LEGACY_ROOT_PREFIX + _be64(version))
-        if data is not None:
-            if PyBytes_GET_SIZE(data) == 0:
-                return None
-            return self._fetch(data)
-        found[0] = False
-        return None
+        return self.ndb.load_root(version, found)
+
+    cdef int _opened(self, Node root, int64_t version) except -1:
+        """Make root (of saved version `version`) the working tree; upgrade the fast index as Go's LoadVersion
+        does (enableFastStorageAndCommitIfNotEnabled), unless the store is read-only."""
+        self.root = root
+        self._saved_root = root
+        self.version = version
+        self._fast_additions = {}
+        self._fast_removals = set()
+        if self.fast_storage and not getattr(self.db, "readonly", False):
+            self.ndb.upgrade_fast_storage(self.items(), version)
+        self._fast_reads = self.fast_storage and self.ndb.fast_storage_enabled()
+        return 0
 
     def load_version(self, version):
         """Make saved version ``version`` the working tree; changes build version + 1. Returns the version."""
@@ -185,20 +171,16 @@ cdef class MutableTree:
         root = self._load_root(v, &found)
         if not found:
             raise VersionError("version %d does not exist" % v)
-        self.root = root
-        self._saved_root = root
-        self.version = v
+        self._opened(root, v)
         return v
 
     def load(self):
         """Load the latest saved version (0 and an empty tree when nothing was saved). Returns the version."""
-        data = self.db.get(LATEST_KEY)
-        if data is None:
-            self.root = None
-            self._saved_root = None
-            self.version = 0
+        latest = self.ndb.c_latest_version()
+        if latest == 0:
+            self._opened(None, 0)
             return 0
-        return self.load_version(int.from_bytes(data, "big"))
+        return self.load_version(latest)
 
     def version_exists(self, version):
         cdef bint found
@@ -209,27 +191,26 @@ cdef class MutableTree:
 
     def available_versions(self):
         """The saved versions in the database, ascending (iavl's AvailableVersions)."""
-        cdef bint found
-        cdef int64_t v
-        cdef list out = []
-        # The node database has no prefix scan in its protocol; versions run 1..latest, one lookup each.
-        for v in range(1, self.latest_version + 1):
-            self._load_root(v, &found)
-            if found:
-                out.append(v)
-        return out
+        return self.ndb.available_versions()
+
+    def delete_versions_to(self, to_version):
+        """Delete the saved versions up to and including ``to_version`` (iavl's DeleteVersionsTo): their root
+        records and the nodes no later version references; nodes still in use stay under their original node
+        key. Deleting the latest version is refused (VersionError). Returns the number of keys deleted."""
+        return self.ndb.delete_versions_to(to_version)
 
     def rollback(self):
         """Discard the unsaved changes: the working tree goes back to the last saved or loaded version
         (iavl's Rollback; an empty tree before any)."""
         self.root = self._saved_root
         self._new_nodes = None
+        self._fast_additions = {}
+        self._fast_removals = set()
 
     @property
     def latest_version(self):
         """The latest saved version in the database (0 if none)."""
-        data = self.db.get(LATEST_KEY)
-        return 0 if data is None else int.from_bytes(data, "big")
+        return self.ndb.c_latest_version()
 
     # ------------------------------------------------------------------------------------------ reading
 
@@ -245,9 +226,28 @@ cdef class MutableTree:
         return node
 
     def get(self, key, default=None):
-        """The value at key in the working tree, or default."""
+        """The value at key in the working tree, or default (through the fast index first, as Go's Get)."""
         cdef bytes k = _as_bytes(key, "key")
-        cdef Node node = self._leaf_for(self.root, k)
+        cdef Node node
+        cdef tuple fast
+        if self.root is None:
+            return default
+        if self.fast_storage:
+            if self._fast_additions:
+                value = self._fast_additions.get(k)
+                if value is not None:
+                    return value
+            if self._fast_removals and k in self._fast_removals:
+                return default
+            if self._fast_reads:
+                fast = self.ndb.get_fast_node(k)
+                if fast is None:
+                    # The fast index is the latest version's state: absent there, absent in the tree.
+                    if self.version == self.ndb._latest:
+                        return default
+                elif <int64_t>fast[1] <= self.version:
+                    return fast[0]
+        node = self._leaf_for(self.root, k)
         if node is not None and _compare(k, node.key) == 0:
             return node._value
         return default
@@ -259,10 +259,21 @@ cdef class MutableTree:
         cdef bint found
         cdef Node node
         cdef int64_t v
+        cdef tuple fast
         if version <= 0 or version >= 2**63:       # not a version iavl can store: nothing there
             return default
         v = version
-        node = self._leaf_for(self._load_root(v, &found), k)
+        root = self._load_root(v, &found)
+        if not found:
+            return default
+        if self._fast_reads:
+            fast = self.ndb.get_fast_node(k)
+            if fast is None:
+                if v == self.ndb.c_latest_version():
+                    return default
+            elif <int64_t>fast[1] <= v:
+                return fast[0]
+        node = self._leaf_for(root, k)
         if node is not None and _compare(k, node.key) == 0:
             return node._value
         return default
@@ -394,7 +405,7 @@ cdef class MutableTree:
             return node
         copy = InnerNode.new(node.key, node.height, node.size, self.version + 1)
         copy.left_node = self._left(node)
-        copy.right_node = self._right(node)
+        copy.right_node = self._right(node)     # both children in hand: _right checked their heights and sizes
         return copy
 
     cdef inline void _update(self, Node node) noexcept:
@@ -475,6 +486,10 @@ cdef class MutableTree:
             raise TypeError("IAVL values must not be None")
         cdef bytes k = _as_bytes(key, "key")
         cdef bytes v = _as_bytes(value, "value")
+        if self.fast_storage:
+            self._fast_additions[k] = v
+            if self._fast_removals:
+                self._fast_removals.discard(k)
         if self.root is None:
             self.root = LeafNode.new(k, v, self.version + 1)
             return False
@@ -533,6 +548,9 @@ cdef class MutableTree:
         if not self._rm_found:
             return None
         self.root = new_root
+        if self.fast_storage:
+            self._fast_additions.pop(k, None)
+            self._fast_removals.add(k)
         value = self._rm_value
         self._rm_value = None
         return value
@@ -601,29 +619,13 @@ cdef class MutableTree:
             return root_hash, v
         self._nonce = 0
         self._new_nodes = []
-        with self.db.write_batch() as batch:
-            if self.root is None:
-                if self.storage == FORMAT_V1:
-                    batch.put(V1_PREFIX + make_node_key(v, 1), b"")
-                else:
-                    batch.put(LEGACY_ROOT_PREFIX + _be64(v), b"")
-            elif self.root.persisted:
-                if self.storage == FORMAT_V1 and self.root.nonce != 0:
-                    batch.put(V1_PREFIX + make_node_key(v, 1), V1_PREFIX + self.root.node_key_bytes())
-                else:
-                    batch.put(LEGACY_ROOT_PREFIX + _be64(v), self.root.c_hash())
-            else:
-                self._assign(self.root, v)
-                for node in self._new_nodes:
-                    if self.storage == FORMAT_V1:
-                        batch.put(V1_PREFIX + node.node_key_bytes(), node._to_bytes(FORMAT_V1))
-                    else:
-                        batch.put(LEGACY_NODE_PREFIX + node._hash, node._to_bytes(FORMAT_LEGACY))
-                if self.storage == FORMAT_LEGACY:
-                    batch.put(LEGACY_ROOT_PREFIX + _be64(v), self.root._hash)
-            latest = self.db.get(LATEST_KEY)
-            if latest is None or int.from_bytes(latest, "big") < v:
-                batch.put(LATEST_KEY, _be64(v))
+        if self.root is not None and not self.root.persisted:
+            self._assign(self.root, v)
+        self.ndb.write_version(v, self.root, self._new_nodes, self.storage == FORMAT_LEGACY, self._fast_additions,
+                               self._fast_removals, self.fast_storage)
+        self._fast_additions = {}
+        self._fast_removals = set()
+        self._fast_reads = self.fast_storage and self.ndb.fast_storage_enabled()
         for node in self._new_nodes:
             node.persisted = True
         self._new_nodes = None
@@ -635,14 +637,203 @@ cdef class MutableTree:
         return "MutableTree(version=%d, size=%d, format=%r)" % (
             self.version, len(self), "v1" if self.storage == FORMAT_V1 else "legacy")
 
+    # ---- ICS23 proofs: the tree's side (paths to leaves); mpt.iavl.proof builds the cosmos/ics23 messages
 
-cdef inline int64_t _read_be64(const uint8_t *p) noexcept:
-    cdef unsigned long long v = 0
-    cdef int i
-    for i in range(8):
-        v = (v << 8) | p[i]
-    return <int64_t>v
+    cdef Node _proof_root(self, object version):
+        """The root a proof is made in: the working tree (version None, like Go's MutableTree, whose proof
+        methods are its working ImmutableTree's) with every hash computed, or saved version ``version``."""
+        cdef bint found
+        cdef int64_t v
+        cdef Node root
+        if version is None:
+            if self.root is not None:
+                self._hash_new(self.root)
+            return self.root
+        if type(version) is not int:
+            raise TypeError("version must be an int or None, not %s" % type(version).__name__)
+        if version <= 0 or version >= 2**63:
+            raise VersionError("version %d does not exist" % version)
+        v = version
+        if v == self.version:
+            return self._saved_root
+        root = self._load_root(v, &found)
+        if not found:
+            raise VersionError("version %d does not exist" % v)
+        return root
+
+    def membership_proof(self, key, version=None):
+        """An ICS23 CommitmentProof that key is in the working tree (version None) or saved version ``version``,
+        byte for byte Go iavl's GetMembershipProof. ProofError if key is absent, VersionError if there is no
+        such version."""
+        return _proof_functions()[0](self, key, version)
+
+    def non_membership_proof(self, key, version=None):
+        """An ICS23 CommitmentProof that key is absent (Go iavl's GetNonMembershipProof): existence proofs of
+        its neighbours. ProofError if key is present, VersionError if there is no such version."""
+        return _proof_functions()[1](self, key, version)
+
+    def _proof_path(self, key, version=None, index=None):
+        """(nodes, rank): the nodes from the root down to a leaf.
+
+        The leaf is the one ``key`` leads to (iavl's PathToLeaf: key itself if present, else a neighbour of it)
+        and rank is key's GetWithIndex index (its own, or that of the first key after it); with ``index`` the
+        leaf is the index-th in key order (GetByIndex) and rank is index. ([], 0) for an empty tree.
+        The child off the path is loaded only when its parent does not hold its hash (a node read from the v1
+        format): a walk through a large tree is bound by cache misses, and the sibling is one more per level.
+        """
+        cdef bytes k = _as_bytes(key, "key")
+        cdef Node node = self._proof_root(version)
+        cdef InnerNode inner
+        cdef Node left
+        cdef int64_t rank = 0, i = 0
+        cdef bint by_index = index is not None
+        cdef list nodes
+        cdef Py_ssize_t depth = 0
+        if node is None:
+            return [], 0
+        # Sized once for the deepest possible path (the root's height), cut to the real one at the end.
+        nodes = [None] * (node.height + 1)
+        if by_index:
+            i = index
+            if i < 0 or i >= node.size:
+                raise IndexError("index %d out of range for a tree of %d keys" % (i, node.size))
+            rank = i
+        while node.height != 0:
+            nodes[depth] = node
+            depth += 1
+            inner = <InnerNode>node
+            # Ask for both children while the key compare waits for node.key: the next step's miss overlaps.
+            _prefetch_node(<PyObject *>inner.left_node)
+            _prefetch_node(<PyObject *>inner.right_node)
+            if by_index:
+                left = self._left(node)
+                if i < left.size:
+                    if inner._right_hash is None:
+                        self._right(node)
+                    _prefetch_node(<PyObject *>inner._right_hash)
+                    node = left
+                    continue
+                i -= left.size
+            elif _compare(k, node.key) < 0:
+                if inner._right_hash is None:
+                    self._right(node)
+                _prefetch_node(<PyObject *>inner._right_hash)
+                node = self._left(node)
+                continue
+            if inner._left_hash is None:
+                self._left(node)
+            _prefetch_node(<PyObject *>inner._left_hash)
+            node = self._right(node)
+            rank += inner.size - node.size
+        nodes[depth] = node
+        del nodes[depth + 1:]
+        if not by_index and _compare(node.key, k) < 0:
+            rank += 1
+        return nodes, rank
+
+    # ---- export / import
+    # The state-sync path (Go's export.go / import.go). The walk, the stream checks and the node keys live in
+    # mpt/iavl/export.pyx; these methods are its only window on the tree's storage.
+
+    def export(self, version=None):
+        """The nodes of saved version ``version`` (default: the last saved or loaded one) in Go's exporter
+        order, as :class:`~mpt.iavl.ExportNode` objects: depth-first post-order, left subtree first. An iterator;
+        changing or saving the tree meanwhile does not change what it yields. VersionError if the version is
+        not saved."""
+        from mpt.iavl.export import Exporter
+        cdef bint found
+        cdef int64_t v
+        cdef Node root
+        if version is None:
+            if self.version == 0:
+                raise VersionError("no saved version to export (save_version or load first)")
+            v = self.version
+        else:
+            if not 1 <= version < 2**63:
+                raise VersionError("IAVL versions run from 1 to 2**63-1, not %d" % version)
+            v = version
+        if v == self.version:
+            root = self._saved_root
+        else:
+            root = self._load_root(v, &found)
+            if not found:
+                raise VersionError("version %d does not exist" % v)
+        return Exporter(self, root, v)
+
+    def import_nodes(self, nodes, version):
+        """Rebuild this tree, which must be empty (no saved version, no keys), from ``nodes`` (ExportNodes in
+        exporter order, e.g. another tree's ``export(version)``) and save it as ``version`` in one batch, with
+        Go's node keys. Returns the root hash. A malformed stream raises ExportImportError and writes nothing."""
+        from mpt.iavl.export import import_nodes
+        return import_nodes(self, nodes, version)
+
+    def _export_children(self, Node node):
+        """(left, right) of a saved inner node, loaded from the store if needed."""
+        return self._left(node), self._right(node)
+
+    def _import_write(self, list nodes, Node root, int64_t version):
+        """Write imported nodes (node keys assigned, hashes known) and the root record of ``version`` in one
+        batch, as Go's Importer.Commit does, then open that version as Go's LoadVersion does (fast nodes
+        included); the built nodes stay in memory, as after save_version."""
+        from mpt.iavl.nodedb import LEGACY_NODE_PREFIX, NODE_PREFIX, legacy_root_key, root_key
+        cdef Node node
+        cdef bytes s = NODE_PREFIX
+        with self.db.write_batch() as batch:
+            if self.storage == FORMAT_V1:
+                put_many = getattr(batch, "put_many", None)
+                if put_many is not None:        # MemoryDB: one C-level dict update
+                    put_many([(s + node.node_key_bytes(), node._to_bytes(FORMAT_V1)) for node in nodes])
+                else:
+                    for node in nodes:
+                        batch.put(s + node.node_key_bytes(), node._to_bytes(FORMAT_V1))
+                if root is None:
+                    batch.put(root_key(version), b"")
+                elif root.version != version:
+                    # The root is older than the version: the version's root record refers to it.
+                    batch.put(root_key(version), s + root.node_key_bytes())
+            else:
+                for node in nodes:
+                    batch.put(LEGACY_NODE_PREFIX + node.c_hash(), node._to_bytes(FORMAT_LEGACY))
+                    # Legacy nodes are found by hash and carry no node key, as when read from the store.
+                    node.nonce = 0
+                    if node.height != 0:
+                        (<InnerNode>node)._left_ref = (<InnerNode>node)._left_hash
+                        (<InnerNode>node)._right_ref = (<InnerNode>node)._right_hash
+                batch.put(legacy_root_key(version), b"" if root is None else root.c_hash())
+        for node in nodes:
+            node.persisted = True
+        self.ndb.set_latest_version(version)
+        self._new_nodes = None
+        self._opened(root, version)
 
 
-cdef inline uint32_t _read_be32(const uint8_t *p) noexcept:
-    return (<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | <uint32_t>p[3]
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define MPT_IAVL_PREFETCH(p) __builtin_prefetch((const void *)(p))
+    #else
+    #define MPT_IAVL_PREFETCH(p) ((void)(p))
+    #endif
+    """
+    void MPT_IAVL_PREFETCH(const void *p) noexcept nogil
+
+
+cdef inline void _prefetch_node(PyObject *o) noexcept:
+    # An InnerNode or a 32-byte hash spans two or three lines (pymalloc aligns to 16 bytes, not 64); None costs
+    # three useless prefetches of one line.
+    MPT_IAVL_PREFETCH(o)
+    MPT_IAVL_PREFETCH(<const char *>o + 64)
+    MPT_IAVL_PREFETCH(<const char *>o + 128)
+
+
+# mpt.iavl.proof imports mpt.ics23, which the tree does not need otherwise: looked up on first use and kept (an
+# import statement in the method would cost about 100 ns a call).
+cdef tuple _proof_fns = None
+
+
+cdef tuple _proof_functions():
+    global _proof_fns
+    if _proof_fns is None:
+        from mpt.iavl.proof import membership_proof, non_membership_proof
+        _proof_fns = (membership_proof, non_membership_proof)
+    return _proof_fns

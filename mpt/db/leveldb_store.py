@@ -1,0 +1,205 @@
+"""LevelDBStore: a node database in a LevelDB directory (the ``plyvel`` package), such as a Cosmos node's.
+
+A Cosmos SDK node keeps its application state in ``data/application.db``, a goleveldb directory by default. Each
+module's IAVL tree lives in that one database under the key prefix ``s/k:<store name>/`` (the multistore's
+prefix store), and the multistore's own records (``s/latest``, ``s/<version>`` commit infos) sit beside them.
+``LevelDBStore(path, prefix=b"s/k:bank/")`` opens such a database and shows one module store: every key is
+prefixed on the way in, and iteration yields keys with the prefix stripped, so ``MutableTree`` sees exactly the
+keys Go iavl wrote for that module (``s`` nodes, ``f`` fast nodes, ``m`` metadata).
+
+goleveldb and the C++ LevelDB that plyvel wraps share the on-disk format (log, sorted tables with snappy blocks,
+MANIFEST), so either can read what the other wrote.
+
+Note: opening a LevelDB **changes the directory even if you only read**: LevelDB replays the write-ahead log into
+a new table, writes a new MANIFEST and rotates its text ``LOG``. The data stay the same, but do not open a
+directory you must keep byte-for-byte (a fixture, a backup) in place: open a copy. ``readonly=True`` refuses
+writes through this object; it cannot stop LevelDB's own rewrite on open. LevelDB allows one process at a time
+(it holds the ``LOCK`` file): a directory held by a running node cannot be opened, and the error says so.
+"""
+import os
+from contextlib import contextmanager
+
+from mpt.errors import StoreClosedError, StoreError
+
+_plyvel = None
+
+
+def _import_plyvel():
+    global _plyvel
+    if _plyvel is None:
+        try:
+            import plyvel
+        except ImportError as e:        # pragma: no cover - depends on the environment
+            raise ImportError(
+                "LevelDBStore needs the 'plyvel' package (pip install 'mpt-engine[leveldb]' or pip install plyvel)"
+            ) from e
+        _plyvel = plyvel
+    return _plyvel
+
+
+def _text(error):
+    # plyvel's messages are bytes: b'IO error: lock .../LOCK: already held by process'.
+    arg = error.args[0] if error.args else error
+    return arg.decode("utf-8", "replace") if isinstance(arg, bytes) else str(arg)
+
+
+class LevelDBBatch:
+    """The puts and deletes of one ``write_batch()`` block, applied atomically when it exits cleanly."""
+
+    __slots__ = ("_batch", "_count")
+
+    def __init__(self, batch):
+        self._batch = batch
+        self._count = 0
+
+    def put(self, key, value):
+        self._batch.put(bytes(key), bytes(value))
+        self._count += 1
+
+    def delete(self, key):
+        self._batch.delete(bytes(key))
+        self._count += 1
+
+    def __len__(self):
+        return self._count
+
+
+class LevelDBStore:
+    """A node database in the LevelDB directory at ``path``.
+
+    ``create=True`` makes the directory and an empty database if there is none (parents included); without it
+    a missing directory is an error. ``readonly=True`` refuses every write (``put``, ``delete``,
+    ``write_batch``) with :class:`~mpt.errors.StoreError`. ``prefix`` selects one keyspace of a shared
+    database (a Cosmos module store: ``b"s/k:" + name + b"/"``): keys are prefixed on the way in and stripped
+    from what ``iterate`` yields.
+
+    Errors are :class:`~mpt.errors.StoreError` naming the path: no such directory, a directory that is not a
+    LevelDB, one locked by another process (a running node), a corrupt database. Use it as a context manager
+    or call ``close()``: LevelDB holds its lock until then.
+    """
+
+    def __init__(self, path, *, create=False, readonly=False, prefix=b""):
+        plyvel = _import_plyvel()
+        self.path = os.fspath(path)
+        self.readonly = bool(readonly)
+        if not isinstance(prefix, (bytes, bytearray, memoryview)):
+            raise TypeError("prefix must be bytes, not %s" % type(prefix).__name__)
+        self.prefix = bytes(prefix)
+        self.closed = False
+        if os.path.exists(self.path) and not os.path.isdir(self.path):
+            raise StoreError("%s is a file, not a LevelDB directory" % self.path)
+        if not os.path.isdir(self.path):
+            if not create:
+                raise StoreError("no LevelDB at %s (no such directory; create=True makes one)" % self.path)
+            if self.readonly:
+                raise StoreError("cannot create a read-only LevelDB at %s" % self.path)
+            os.makedirs(self.path, exist_ok=True)
+        elif not create and not os.path.exists(os.path.join(self.path, "CURRENT")):
+            raise StoreError("%s is not a LevelDB directory (it has no CURRENT file)" % self.path)
+        try:
+            self._root = plyvel.DB(self.path, create_if_missing=bool(create))
+        except plyvel.IOError as e:
+            text = _text(e)
+            if "lock" in text.lower():
+                raise StoreError("the LevelDB at %s is locked by another process (a running node holds its "
+                                 "LOCK file): stop it or open a copy (%s)" % (self.path, text)) from None
+            raise StoreError("cannot open the LevelDB at %s: %s" % (self.path, text)) from None
+        except plyvel.Error as e:
+            raise StoreError("%s is not a readable LevelDB: %s" % (self.path, _text(e))) from None
+        self._db = self._root.prefixed_db(self.prefix) if self.prefix else self._root
+        # The hot path: a get is plyvel's own method, no Python frame of ours in between.
+        self.get = self._db.get
+
+    # -------------------------------------------------------------------------------------- reading
+
+    def get(self, key, default=None):       # replaced per instance by plyvel's get (see __init__)
+        """The value stored under key (bytes), or default."""
+        self._check_open()
+        return self._db.get(key, default)
+
+    def __contains__(self, key):
+        return self.get(key) is not None
+
+    def __getitem__(self, key):
+        value = self.get(key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def iterate(self, start=None, end=None, reverse=False):
+        """(key, value) pairs with start <= key < end (None: unbounded) in key order, or in reverse order with
+        reverse=True; keys relative to the store's prefix. A snapshot: writes made meanwhile are not seen."""
+        self._check_open()
+        it = self._db.iterator(start=start, stop=end, reverse=bool(reverse))
+        try:
+            yield from it
+        finally:
+            it.close()
+
+    def items(self):
+        return self.iterate()
+
+    def keys(self):
+        for k, _ in self.iterate():
+            yield k
+
+    def __iter__(self):
+        return self.keys()
+
+    def __len__(self):
+        """Number of keys (a full scan)."""
+        self._check_open()
+        n = 0
+        with self._db.iterator(include_value=False) as it:
+            for _ in it:
+                n += 1
+        return n
+
+    # -------------------------------------------------------------------------------------- writing
+
+    def _check_writable(self):
+        self._check_open()
+        if self.readonly:
+            raise StoreError("the LevelDB at %s is open read-only" % self.path)
+
+    def put(self, key, value):
+        self._check_writable()
+        self._db.put(bytes(key), bytes(value))
+
+    def delete(self, key):
+        """Remove key (nothing happens if it is absent)."""
+        self._check_writable()
+        self._db.delete(bytes(key))
+
+    @contextmanager
+    def write_batch(self):
+        """A batch whose puts and deletes are applied in one atomic LevelDB write when the block exits without
+        an exception (in call order: the last operation on a key wins); an exception writes nothing."""
+        self._check_writable()
+        with self._db.write_batch(transaction=True) as batch:
+            yield LevelDBBatch(batch)
+
+    # -------------------------------------------------------------------------------------- lifetime
+
+    def _check_open(self):
+        if self.closed:
+            raise StoreClosedError("the LevelDB store at %s is closed" % self.path)
+
+    def close(self):
+        """Close the database and release its lock; using the store afterwards raises
+        :class:`~mpt.errors.StoreClosedError`. Repeat calls do nothing."""
+        if not self.closed:
+            self.closed = True
+            self.get = type(self).get.__get__(self)     # back to the checking method
+            self._db = None
+            self._root.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        extra = (" prefix=%r" % self.prefix if self.prefix else "") + (" read-only" if self.readonly else "")
+        return "<LevelDBStore %s%s%s>" % (self.path, extra, " (closed)" if self.closed else "")

@@ -1,0 +1,268 @@
+# cython: language_level=3
+"""IAVL export and import, the state-sync path (cosmos/iavl export.go and import.go, v1).
+
+Export: ``MutableTree.export(version)`` walks a saved version depth-first in post-order, left subtree first
+(Go's ``traversePost``), one :class:`ExportNode` per node: ``key``, ``value`` (None for inner nodes),
+``version`` (the version in the node's node key) and ``height``. Leaves therefore come in ascending key order and
+every inner node right after its right subtree; its key is the smallest key of that subtree.
+
+Import: ``MutableTree.import_nodes(nodes, version)`` rebuilds the tree from such a stream into an empty tree with
+Go's stack machine (an inner node joins the last two subtrees on the stack) and Go's node keys: the n-th node of
+version v in stream order gets NodeKey (v, n + 1), and the root is renumbered to (root version, 1), so nonce 1
+stays the root's. When the root is older than the import version, the import version's root key refers to it,
+as ``Importer.Commit`` writes it. Everything is written in one batch at the end, so a malformed stream leaves the
+tree and its store untouched.
+
+Go's importer checks little (a node's version against the import version, children lower than their parent,
+one subtree left at the end); a stream it accepts may still build a tree whose lookups fail. This one refuses
+everything no real tree exports, with an ExportImportError naming the node's position in the stream: leaf keys
+that do not strictly ascend (duplicates included), an inner node whose key is not the smallest key of its right
+subtree, heights that break the AVL shape (a height-h node joins subtrees of heights h-1 and h-1 or h-2), an
+inner node older than one of its children or placed before them, subtrees left over at the end, versions
+below 1 or above the import version, inner nodes with a value and leaves without one.
+"""
+cimport cython
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from libc.stdint cimport int64_t, uint8_t
+from libc.string cimport memcmp
+
+from mpt.iavl.node cimport MAX_HEIGHT, InnerNode, LeafNode, Node
+from mpt.iavl.nodedb cimport describe
+
+from operator import index as _index
+
+from mpt.errors import CorruptTreeError, ExportImportError, VersionError
+
+cdef int64_t MAX_VERSION = 0x7FFFFFFFFFFFFFFF
+
+
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define MPT_PREFETCH(p) __builtin_prefetch((const void *)(p))
+    #else
+    #define MPT_PREFETCH(p) ((void)(p))
+    #endif
+    """
+    void MPT_PREFETCH(const void *p) noexcept nogil
+
+
+cdef inline bytes _as_bytes(object b, str what):
+    if type(b) is bytes:
+        return <bytes>b
+    if isinstance(b, (bytearray, memoryview)):
+        return bytes(b)
+    raise TypeError("ExportNode %s must be bytes, not %s" % (what, type(b).__name__))
+
+
+cdef inline int _compare(bytes a, bytes b) noexcept:
+    cdef Py_ssize_t na = PyBytes_GET_SIZE(a), nb = PyBytes_GET_SIZE(b)
+    cdef int r = memcmp(PyBytes_AS_STRING(a), PyBytes_AS_STRING(b), <size_t>(na if na < nb else nb))
+    if r != 0:
+        return -1 if r < 0 else 1
+    return (na > nb) - (na < nb)
+
+
+@cython.final
+@cython.no_gc              # only bytes fields: no cycles to find, and the cyclic GC need not track 200K of them
+@cython.freelist(64)
+cdef class ExportNode:
+    """One node of an export stream (Go's ``ExportNode``): ``ExportNode(key, value, version, height)``.
+
+    ``value`` is None for an inner node (height > 0) and bytes (maybe empty) for a leaf; ``version`` is the
+    version that wrote the node (the one in its node key); ``height`` is 0 for leaves, at most 127. Immutable,
+    compared and hashed by its four fields.
+    """
+
+    def __init__(self, key, value, version, height):
+        cdef object v = _index(version)
+        cdef object h = _index(height)
+        self.key = _as_bytes(key, "key")
+        self.value = None if value is None else _as_bytes(value, "value")
+        if not 0 <= v <= MAX_VERSION:
+            raise ExportImportError("an ExportNode version is an int64 of at least 0, not %d" % v)
+        if not 0 <= h <= MAX_HEIGHT:
+            raise ExportImportError("an ExportNode height is 0..%d (an int8 of at least 0), not %d" % (MAX_HEIGHT, h))
+        self.version = v
+        self.height = h
+
+    @staticmethod
+    cdef ExportNode new(bytes key, bytes value, int64_t version, int height):
+        cdef ExportNode n = ExportNode.__new__(ExportNode)
+        n.key = key
+        n.value = value
+        n.version = version
+        n.height = height
+        return n
+
+    def __repr__(self):
+        return "ExportNode(key=%r, value=%r, version=%d, height=%d)" % (self.key, self.value, self.version,
+                                                                          self.height)
+
+    def __eq__(self, other):
+        if type(other) is not ExportNode:
+            return NotImplemented
+        cdef ExportNode o = <ExportNode>other
+        return (self.key == o.key and self.value == o.value and self.version == o.version
+                and self.height == o.height)
+
+    def __hash__(self):
+        return hash((self.key, self.value, self.version, self.height))
+
+    def __reduce__(self):
+        return ExportNode, (self.key, self.value, self.version, self.height)
+
+
+@cython.final
+cdef class Exporter:
+    """The nodes of one saved version in Go's exporter order (an iterator; made by ``MutableTree.export``).
+
+    It holds that version's root, whose nodes a saved tree never changes: changing or saving the tree while
+    exporting does not change what is exported.
+    """
+
+    def __init__(self, tree, Node root, version):
+        self._tree = tree
+        self.version = version
+        self._path = []
+        if root is not None:
+            self._path.append(root)
+            self._state[0] = 0
+
+    def __iter__(self):
+        return self
+
+    cdef Node _child(self, InnerNode node, bint right):
+        cdef Node child = node.right_node if right else node.left_node
+        if child is None:
+            # Not in memory yet: the tree loads it (and keeps it on the saved node, which is still unchanged).
+            child = self._tree._export_children(node)[1 if right else 0]
+        if child.height >= node.height:
+            # The tree checks what it loads; a child it holds in memory gets the same check here, so no store
+            # (a node naming itself or an ancestor as a child) can send the walk in circles.
+            raise CorruptTreeError("%s has a child of height %d: heights must fall towards the leaves" % (
+                describe(node), child.height))
+        return child
+
+    def __next__(self):
+        cdef Py_ssize_t top
+        cdef Node node
+        cdef uint8_t state
+        while True:
+            top = len(self._path) - 1
+            if top < 0:
+                raise StopIteration
+            node = <Node>self._path[top]
+            state = self._state[top]
+            if node.height == 0 or state == 2:
+                self._path.pop()
+                return ExportNode.new(node.key, node._value, node.version, node.height)
+            if state == 0:
+                # A walk of a large tree waits on memory: ask for both children and this node's key (read when
+                # the node is emitted, after its subtrees) now, so the misses overlap.
+                MPT_PREFETCH(<void *>(<InnerNode>node).left_node)
+                MPT_PREFETCH(<void *>(<InnerNode>node).right_node)
+                MPT_PREFETCH(<void *>node.key)
+            self._state[top] = state + 1
+            self._path.append(self._child(<InnerNode>node, state == 1))
+            self._state[top + 1] = 0
+
+
+cdef inline Py_ssize_t _position_error(Py_ssize_t position, ExportNode en, str problem) except -1:
+    raise ExportImportError("export stream node %d (key %s, height %d, version %d): %s" % (
+        position, en.key.hex(), en.height, en.version, problem))
+
+
+def import_nodes(tree, nodes, version):
+    """Rebuild ``tree`` (empty) from ``nodes`` (ExportNodes in exporter order) as saved version ``version``.
+
+    Called by ``MutableTree.import_nodes``. Returns the root hash; the tree is then at ``version``.
+    """
+    cdef object v_obj = _index(version)
+    cdef int64_t v
+    cdef list stack = []            # the subtrees built so far, waiting for their parent
+    cdef list lows = []             # the smallest key of each of them
+    cdef list built = []            # every node, in stream order, for the one write at the end
+    cdef dict nonces = {}           # per version: nodes of that version seen so far
+    cdef bytes last_leaf = None
+    cdef bytes low
+    cdef Py_ssize_t position = -1, n
+    cdef ExportNode en
+    cdef Node node, left, right
+    cdef InnerNode inner
+    cdef int lh, rh, h
+    if not 1 <= v_obj <= MAX_VERSION:
+        raise VersionError("IAVL versions run from 1 to 2**63-1, not %d" % v_obj)
+    v = v_obj
+    if tree.latest_version > 0 or tree.version != 0 or len(tree) != 0:
+        raise ExportImportError("import needs an empty tree (as Go's Import): this one has version %d saved%s" % (
+            tree.latest_version, "" if len(tree) == 0 else " and %d keys in its working tree" % len(tree)))
+    for item in nodes:
+        position += 1
+        if type(item) is not ExportNode:
+            raise TypeError("import_nodes takes ExportNode objects; node %d is a %s" % (position,
+                                                                                       type(item).__name__))
+        en = <ExportNode>item
+        if en.version < 1:
+            _position_error(position, en, "versions start at 1")
+        if en.version > v:
+            _position_error(position, en, "a node version above the import version %d" % v)
+        h = en.height
+        if h == 0:
+            if en.value is None:
+                _position_error(position, en, "a leaf (height 0) without a value")
+            if last_leaf is not None and _compare(en.key, last_leaf) <= 0:
+                _position_error(position, en, ("a duplicate key" if en.key == last_leaf else
+                                               "leaf keys must ascend, and %s came before it" % last_leaf.hex()))
+            node = LeafNode.new(en.key, en.value, en.version)
+            last_leaf = low = en.key
+        else:
+            if en.value is not None:
+                _position_error(position, en, "an inner node (height > 0) with a value")
+            n = len(stack)
+            if n < 2:
+                _position_error(position, en, "an inner node before its two children (%d subtree%s to join)" % (
+                    n, "" if n == 1 else "s"))
+            left = <Node>stack[n - 2]
+            right = <Node>stack[n - 1]
+            lh = left.height
+            rh = right.height
+            if (lh if lh > rh else rh) != h - 1 or lh - rh > 1 or rh - lh > 1:
+                _position_error(position, en, "heights that do not fit: an inner node of height %d joins subtrees "
+                                "of heights h-1 and h-1 or h-2, not %d and %d" % (h, lh, rh))
+            if en.version < left.version or en.version < right.version:
+                # A parent is written whenever anything below it changes: never before its children. (Pruning
+                # relies on it: a version's walk stops at the first node no newer than the version before.)
+                _position_error(position, en, "an inner node older than its child (version %d)" % (
+                    left.version if left.version > right.version else right.version))
+            if en.key != <bytes>lows[n - 1]:
+                _position_error(position, en, "an inner node's key must be the smallest key of its right "
+                                "subtree, %s" % (<bytes>lows[n - 1]).hex())
+            inner = InnerNode.new(en.key, h, left.size + right.size, en.version)
+            inner.left_node = left
+            inner.right_node = right
+            inner._left_ref = left.node_key_bytes()
+            inner._right_ref = right.node_key_bytes()
+            inner._left_hash = left.c_hash()
+            inner._right_hash = right.c_hash()
+            node = inner
+            low = <bytes>lows[n - 2]
+            del stack[n - 2:]
+            del lows[n - 2:]
+        # Go: nonces[version]++, nonce = nonces[version] + 1 (nonce 1 is kept for the root).
+        n = nonces.get(en.version, 0) + 1
+        if n >= 0xFFFFFFFF:
+            _position_error(position, en, "more nodes of one version than a uint32 nonce can number")
+        nonces[en.version] = n
+        node.nonce = <unsigned int>(n + 1)
+        stack.append(node)
+        lows.append(low)
+        built.append(node)
+    if len(stack) > 1:
+        raise ExportImportError("export stream ends with %d subtrees that no inner node joins (leftover nodes; "
+                                "a stream holds exactly one tree)" % len(stack))
+    node = <Node>stack[0] if stack else None
+    if node is not None:
+        node.nonce = 1
+    tree._import_write(built, node, v)
+    return tree.hash()

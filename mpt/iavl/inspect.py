@@ -1,0 +1,144 @@
+"""``python -m mpt inspect`` for IAVL stores: versions, sizes, root hashes and node counts by version.
+
+Works on any store Go iavl or mpt wrote: a LevelDB directory (a Cosmos node's ``application.db``; ``--prefix``
+selects a module store, ``s/k:<name>/``) or an LMDB store given ``--iavl``. Nothing is written; note that LevelDB
+itself rewrites its log and MANIFEST on open, so point it at a copy of a directory you must keep byte for byte.
+"""
+import json
+import os
+from collections import Counter
+
+from mpt.db.memory import prefix_range
+
+_NODE_KEY_LENGTH = 13       # b"s" + version (8) + nonce (4)
+
+
+def inspect_iavl(store):
+    """A dict describing the IAVL tree in store: storage version, versions with root hash, size and height,
+    stored node and root-record counts by the version in their key, fast and legacy node counts. The latest
+    version is walked in full (MissingNodeError / CorruptTreeError if it is damaged)."""
+    from mpt.iavl.nodedb import NodeDB, STORAGE_VERSION_KEY
+    from mpt.iavl.tree import MutableTree
+
+    ndb = NodeDB(store)
+    nodes = Counter()
+    references = Counter()
+    empty_roots = Counter()
+    node_bytes = 0
+    for key, value in store.iterate(*prefix_range(b"s")):
+        if len(key) != _NODE_KEY_LENGTH:
+            continue
+        version = int.from_bytes(key[1:9], "big")
+        if key[9:] == b"\x00\x00\x00\x01" and (not value or value[:1] == b"s"):
+            (references if value else empty_roots)[version] += 1
+            continue
+        nodes[version] += 1
+        node_bytes += len(key) + len(value)
+    fast = sum(1 for _ in store.iterate(*prefix_range(b"f")))
+    legacy = sum(1 for _ in store.iterate(*prefix_range(b"n")))
+    tree = MutableTree(store, fast_storage=False)       # reads only: no fast-storage upgrade on load
+    versions = []
+    for v in ndb.available_versions():
+        tree.load_version(v)
+        versions.append({
+            "version": v,
+            "root": tree.hash().hex(),
+            "size": len(tree),
+            "height": tree.height,
+            "root_record": "empty" if empty_roots[v] else ("reference" if references[v] else "node"),
+            "nodes_created": nodes.get(v, 0),
+        })
+    if versions:
+        # The latest version is walked in full: every stored node of it is read and checked (heights, sizes,
+        # references), so a damaged store fails here rather than in a node that reads it.
+        tree = MutableTree(store, fast_storage=False)
+        tree.load_version(versions[-1]["version"])
+        walked = sum(1 for _ in tree.items())
+        if walked != versions[-1]["size"]:
+            from mpt.errors import CorruptTreeError
+            raise CorruptTreeError("version %d holds %d keys, but its root says %d"
+                                   % (versions[-1]["version"], walked, versions[-1]["size"]))
+    raw = store.get(STORAGE_VERSION_KEY)
+    return {
+        "storage_version": None if raw is None else raw.decode("latin-1"),
+        "latest_version": ndb.latest_version(),
+        "available_versions": [row["version"] for row in versions],
+        "versions": versions,
+        "nodes": sum(nodes.values()),
+        "nodes_by_version": {str(v): n for v, n in sorted(nodes.items())},
+        "node_bytes": node_bytes,
+        "fast_nodes": fast,
+        "legacy_nodes": legacy,
+    }
+
+
+def format_table(stats, store_desc):
+    out = ["iavl   %s" % store_desc,
+           "storage version  %s" % (stats["storage_version"] or "(none: fast storage off)"),
+           "latest version   %d" % stats["latest_version"],
+           "",
+           "%-8s %-64s %10s %6s %-9s %10s" % ("version", "root hash", "size", "height", "root", "new nodes")]
+    for row in stats["versions"]:
+        out.append("%-8d %-64s %10d %6d %-9s %10d" % (row["version"], row["root"], row["size"], row["height"],
+                                                    row["root_record"], row["nodes_created"]))
+    pruned = {v: n for v, n in stats["nodes_by_version"].items() if int(v) not in stats["available_versions"]}
+    if pruned:
+        out.append("")
+        out.append("nodes kept from pruned versions: %s" % ", ".join("v%s: %d" % kv for kv in pruned.items()))
+    out.append("")
+    out.append("nodes %d (%d bytes with keys), fast nodes %d, legacy nodes %d" % (
+        stats["nodes"], stats["node_bytes"], stats["fast_nodes"], stats["legacy_nodes"]))
+    return "\n".join(out)
+
+
+def add_arguments(parser):
+    """The IAVL options of ``python -m mpt inspect``."""
+    parser.add_argument("--iavl", action="store_true",
+                        help="the store holds an IAVL tree (implied for a LevelDB directory)")
+    parser.add_argument("--prefix", metavar="TEXT", default="",
+                        help="key prefix of one module store in a Cosmos multistore LevelDB, e.g. 's/k:bank/'")
+
+
+def wants_iavl(args):
+    """Whether ``inspect`` is about an IAVL store: --iavl, --prefix, or a LevelDB directory (it has CURRENT)."""
+    return bool(args.iavl or args.prefix) or (
+        os.path.isfile(os.path.join(args.db, "CURRENT")) and not os.path.isfile(os.path.join(args.db, "data.mdb")))
+
+
+def run_inspect(args):
+    """The IAVL half of ``python -m mpt inspect``; raises mpt.cli's UsageError / CommandError on errors."""
+    from mpt.cli import EXIT_FAILURE, CommandError, UsageError
+    from mpt.errors import MissingNodeError, NodeDecodeError, StoreError
+
+    leveldb = not os.path.isfile(os.path.join(args.db, "data.mdb"))
+    try:
+        if leveldb:
+            from mpt.db.leveldb_store import LevelDBStore
+
+            store = LevelDBStore(args.db, readonly=True, prefix=args.prefix.encode("latin-1"))
+            kind = "LevelDB"
+        else:
+            from mpt.db.lmdb_store import LMDBStore
+
+            if args.prefix:
+                raise UsageError("--prefix selects a module store of a LevelDB; %s is an LMDB store" % args.db)
+            store = LMDBStore(args.db, readonly=True, hash_keys=False)
+            kind = "LMDB"
+    except (ImportError, StoreError) as e:
+        raise UsageError(str(e)) from None
+    try:
+        stats = inspect_iavl(store)
+    except MissingNodeError as e:
+        raise CommandError("the IAVL store is incomplete: %s" % e, EXIT_FAILURE) from None
+    except NodeDecodeError as e:
+        raise CommandError("the IAVL store is corrupt: %s" % e, EXIT_FAILURE) from None
+    finally:
+        store.close()
+    if not stats["versions"] and not stats["nodes"]:
+        raise UsageError("no IAVL tree in %s%s" % (args.db, " under prefix %r" % args.prefix if args.prefix else ""))
+    if args.json:
+        print(json.dumps(stats, indent=2))
+    else:
+        desc = "%s (%s%s)" % (args.db, kind, ", prefix %r" % args.prefix if args.prefix else "")
+        print(format_table(stats, desc))
+    return 0

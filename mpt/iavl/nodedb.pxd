@@ -1,0 +1,26 @@
+# cython: language_level=3
+"""The IAVL node database (nodedb.pyx): Go iavl's key layout over an mpt node store."""
+from libc.stdint cimport int64_t, uint32_t
+
+from mpt.iavl.node cimport Node
+
+
+cdef class NodeDB:
+    cdef:
+        readonly object db
+        object _get                     # db.get, bound once
+        int64_t _latest                 # cached latest version (-1: not looked up yet)
+        int64_t _legacy_latest          # cached latest legacy version (0: not looked up, -1: none)
+        readonly str storage_version    # the `m storage_version` record ("1.0.0" when absent)
+
+    cdef Node get_node(self, bytes ref)
+    cdef Node load_root(self, int64_t version, bint *found)
+    cdef int64_t c_latest_version(self) except -2
+    cdef tuple get_fast_node(self, bytes key)
+    cdef int write_version(self, int64_t version, Node root, list new_nodes, bint legacy, dict fast_additions,
+                           set fast_removals, bint fast_storage) except -1
+
+
+cdef int check_child(Node parent, Node child, bint right) except -1
+cdef int check_children(Node parent, Node left, Node right) except -1
+cdef str describe(Node node)

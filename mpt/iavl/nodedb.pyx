@@ -1,0 +1,545 @@
+# cython: language_level=3
+"""NodeDB: cosmos/iavl's nodedb.go, the IAVL key layout over an mpt node store.
+
+The records, exactly as Go iavl (v1) writes them, so that either side opens what the other wrote:
+
+* ``b"s" + version (8 bytes BE) + nonce (4 bytes BE)``: a node in the v1 format. The nodes of version v are
+  numbered 1, 2, ... in pre-order, so the root of version v is ``(v, 1)`` (Go's ``GetRootKey``).
+* The root record ``b"s" + (v, 1)`` holds the root node itself; for a version that changed nothing, the 13-byte
+  ``b"s" + <node key of the reused root>`` (``SaveRoot``); for an empty tree, an empty value (``SaveEmptyRoot``).
+  Pruning a version whose root the next version reuses moves that root to ``(v, 0)``, and readers look there
+  when ``(v, 1)`` is gone.
+* ``b"f" + key``: a fast node, the latest value of a key: zigzag varint ``versionLastUpdatedAt`` + length-prefixed
+  value (``fastnode.Node``), written and removed at each ``save_version``.
+* ``b"m" + b"storage_version"``: ``1.1.0-<latest version>`` once fast storage is on (``1.0.0`` or absent before).
+* Legacy, read (iavl v0.x, and written by ``format="legacy"``): ``b"n" + hash`` nodes, ``b"r" + version`` root
+  hashes (empty for an empty tree), ``b"o" + ...`` orphans.
+
+The latest version is found as Go finds it: the version of the last ``s`` key (a reverse scan), else of the last
+``r`` key. Nothing else is stored: no private records.
+"""
+cimport cython
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.string cimport memcpy
+
+from mpt.iavl.node cimport (
+    FORMAT_LEGACY,
+    FORMAT_V1,
+    HASH_SIZE,
+    NODE_KEY_SIZE,
+    InnerNode,
+    Node,
+    c_decode_node,
+    make_node_key,
+)
+from mpt.varint cimport MAX_VARINT_LEN64, put_uvarint, put_varint, read_uvarint, unzigzag
+
+from mpt.db.memory import prefix_range
+from mpt.errors import CorruptTreeError, MissingNodeError, NodeDecodeError, VersionError
+
+NODE_PREFIX = b"s"
+FAST_PREFIX = b"f"
+METADATA_PREFIX = b"m"
+LEGACY_NODE_PREFIX = b"n"
+LEGACY_ORPHAN_PREFIX = b"o"
+LEGACY_ROOT_PREFIX = b"r"
+STORAGE_VERSION_KEY = b"m" + b"storage_version"
+DEFAULT_STORAGE_VERSION = "1.0.0"
+FAST_STORAGE_VERSION = "1.1.0"
+
+cdef bytes S = b"s"
+cdef bytes F = b"f"
+cdef bytes N = b"n"
+cdef bytes R = b"r"
+cdef int64_t MAX_VERSION = 0x7FFFFFFFFFFFFFFF
+
+
+cdef inline int64_t _read_be64(const uint8_t *p) noexcept:
+    cdef uint64_t v = 0
+    cdef int i
+    for i in range(8):
+        v = (v << 8) | p[i]
+    return <int64_t>v
+
+
+cdef inline uint32_t _read_be32(const uint8_t *p) noexcept:
+    return (<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | <uint32_t>p[3]
+
+
+def root_key(int64_t version):
+    """The database key of version's root record: ``b"s" + NodeKey(version, 1)``."""
+    return S + make_node_key(version, 1)
+
+
+def legacy_root_key(int64_t version):
+    return R + (<object>version).to_bytes(8, "big")
+
+
+cdef bytes _fast_node_bytes(int64_t version, bytes value):
+    cdef uint8_t head[2 * MAX_VARINT_LEN64]
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(value)
+    cdef Py_ssize_t h = put_varint(head, version)
+    cdef bytes out
+    cdef char *o
+    h += put_uvarint(head + h, <uint64_t>n)
+    out = PyBytes_FromStringAndSize(NULL, h + n)
+    o = PyBytes_AS_STRING(out)
+    memcpy(o, head, h)
+    memcpy(o + h, PyBytes_AS_STRING(value), n)
+    return out
+
+
+def encode_fast_node(int64_t version, bytes value):
+    """A fast node's bytes: zigzag varint versionLastUpdatedAt, then the length-prefixed value."""
+    return _fast_node_bytes(version, value)
+
+
+cdef tuple _decode_fast_node(bytes key, bytes data):
+    cdef const uint8_t *p = <const uint8_t *>PyBytes_AS_STRING(data)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(data), pos
+    cdef uint64_t u, length
+    pos = read_uvarint(p, 0, n, &u)
+    if pos >= 0:
+        pos = read_uvarint(p, pos, n, &length)
+    if pos < 0 or length > <uint64_t>(n - pos):
+        raise CorruptTreeError("malformed IAVL fast node f%s: %s" % (key.hex(), data.hex()))
+    # Go's DeserializeNode ignores bytes after the value; so do we.
+    return PyBytes_FromStringAndSize(<const char *>p + pos, <Py_ssize_t>length), unzigzag(u)
+
+
+def decode_fast_node(bytes data, bytes key=b""):
+    """(value, versionLastUpdatedAt) of a fast node's bytes."""
+    return _decode_fast_node(key, data)
+
+
+cdef str describe(Node node):
+    """How errors name a stored node: its v1 node key (version, nonce), or the hash of a legacy node."""
+    if node.nonce != 0 or node._hash is None:
+        return "s%s (version %d, nonce %d)" % (make_node_key(node.version, node.nonce).hex(), node.version,
+                                                node.nonce)
+    return "n%s (legacy, version %d)" % (node._hash.hex(), node.version)
+
+
+cdef int check_child(Node parent, Node child, bint right) except -1:
+    """A child loaded from the store must sit lower than its parent (heights fall by one or two in an AVL tree)
+    and hold fewer leaves: what keeps every walk finite on a corrupt store (a node that names itself or an
+    ancestor as a child cannot pass, whatever the keys say)."""
+    if child.height < parent.height and child.height >= parent.height - 2 and child.size < parent.size:
+        return 0
+    raise CorruptTreeError(
+        "corrupt IAVL store: node %s (height %d, size %d) names %s (height %d, size %d) as its %s child"
+        % (describe(parent), parent.height, parent.size, describe(child), child.height, child.size,
+           "right" if right else "left"))
+
+
+cdef int check_children(Node parent, Node left, Node right) except -1:
+    """Both children in hand: the parent's height is one more than the higher child's, its size their sum."""
+    cdef int h = (left.height if left.height > right.height else right.height) + 1
+    if parent.height == h and parent.size == left.size + right.size:
+        return 0
+    raise CorruptTreeError(
+        "corrupt IAVL store: node %s has height %d and size %d, but its children %s and %s give height %d and "
+        "size %d" % (describe(parent), parent.height, parent.size, describe(left), describe(right), h,
+                     left.size + right.size))
+
+
+cdef bint _same_node(Node a, Node b) except -1:
+    """Go compares the two walks' nodes by hash. The hash covers the version, height and size (and a leaf's key),
+    so nodes that differ there differ, and only the rest need their (leaf) hashes computed."""
+    if a.version != b.version or a.height != b.height or a.size != b.size:
+        return False
+    if a.height == 0 and a.key != b.key:
+        return False
+    return a.c_hash() == b.c_hash()
+
+
+cdef int _push_children(NodeDB ndb, list stack, Node node) except -1:
+    """Push a stored inner node's children (right, then left: popped in pre-order), checked."""
+    cdef InnerNode inner
+    cdef Node left, right
+    cdef bytes lref, rref
+    if node.height == 0:
+        return 0
+    inner = <InnerNode>node
+    lref = inner._left_ref if inner._left_ref is not None else inner._left_hash
+    rref = inner._right_ref if inner._right_ref is not None else inner._right_hash
+    left = ndb.get_node(lref)
+    check_child(node, left, False)
+    right = ndb.get_node(rref)
+    check_child(node, right, True)
+    check_children(node, left, right)
+    stack.append((right, rref))
+    stack.append((left, lref))
+    return 0
+
+
+@cython.final
+cdef class NodeDB:
+    """Go iavl's node database over ``db`` (an mpt node store: MemoryDB, LMDBStore, LevelDBStore).
+
+    Reading needs ``get``; saving ``write_batch`` (put); the latest version, the legacy versions, pruning and
+    the fast-storage upgrade need ``iterate`` and ``delete`` too (:class:`mpt.db.OrderedNodeDatabase`).
+    """
+
+    def __init__(self, db):
+        self.db = db
+        self._get = db.get
+        self._latest = -1
+        self._legacy_latest = 0
+        raw = self._get(STORAGE_VERSION_KEY)
+        self.storage_version = DEFAULT_STORAGE_VERSION if raw is None else (<bytes>raw).decode("latin-1")
+
+    # ------------------------------------------------------------------------------------------ nodes
+
+    cdef Node get_node(self, bytes ref):
+        """The node a reference names: a 12-byte NodeKey (v1) or a 32-byte hash (legacy)."""
+        cdef bytes data
+        cdef Node node
+        cdef const uint8_t *k
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(ref)
+        if n == NODE_KEY_SIZE:
+            k = <const uint8_t *>PyBytes_AS_STRING(ref)
+            data = self._get(S + ref)
+            if data is None and _read_be32(k + 8) == 1:
+                # A root moved to (version, 0) by pruning (nodedb.go GetNode).
+                ref = make_node_key(_read_be64(k), 0)
+                k = <const uint8_t *>PyBytes_AS_STRING(ref)
+                data = self._get(S + ref)
+            if data is None:
+                raise MissingNodeError(ref, message="missing IAVL node s%s (version %d, nonce %d)"
+                                       % (ref.hex(), _read_be64(k), _read_be32(k + 8)))
+            try:
+                node = c_decode_node(<const uint8_t *>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), FORMAT_V1,
+                                     _read_be64(k), _read_be32(k + 8), True)
+            except NodeDecodeError as e:
+                raise CorruptTreeError("corrupt IAVL node s%s (version %d, nonce %d): %s"
+                                       % (ref.hex(), _read_be64(k), _read_be32(k + 8), e)) from None
+        elif n == HASH_SIZE:
+            data = self._get(N + ref)
+            if data is None:
+                raise MissingNodeError(ref, message="missing IAVL node n%s (legacy hash)" % ref.hex())
+            try:
+                node = c_decode_node(<const uint8_t *>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), FORMAT_LEGACY,
+                                     0, 0, False)
+            except NodeDecodeError as e:
+                raise CorruptTreeError("corrupt IAVL node n%s (legacy): %s" % (ref.hex(), e)) from None
+            node._hash = ref        # the key it is stored under (Go: node.hash = nk)
+        else:
+            raise CorruptTreeError("corrupt IAVL store: a child reference of %d bytes (%s), neither a NodeKey nor "
+                                   "a hash" % (n, ref.hex()))
+        node.persisted = True
+        return node
+
+    cdef Node load_root(self, int64_t version, bint *found):
+        """The root of a saved version (None for an empty one); found[0] is False if there is no such version."""
+        cdef bytes key = S + make_node_key(version, 1)
+        cdef bytes data = self._get(key)
+        cdef Node node
+        cdef Py_ssize_t n
+        found[0] = True
+        if data is not None:
+            n = PyBytes_GET_SIZE(data)
+            if n == 0:
+                return None
+            if (<const uint8_t *>PyBytes_AS_STRING(data))[0] == b"s"[0]:
+                # An unchanged root: the key of the node the version reuses (nodedb.go GetRoot). 9 bytes is the
+                # pre-lazy-pruning form (prefix + version), meaning that version's root.
+                if n == 1 + NODE_KEY_SIZE:
+                    return self.get_node(data[1:])
+                if n == 9:
+                    return self.get_node(data[1:] + b"\x00\x00\x00\x01")
+                raise CorruptTreeError("corrupt IAVL root record %s of version %d: %s is no node reference"
+                                       % (key.hex(), version, data.hex()))
+            try:
+                node = c_decode_node(<const uint8_t *>PyBytes_AS_STRING(data), n, FORMAT_V1, version, 1, True)
+            except NodeDecodeError as e:
+                raise CorruptTreeError("corrupt IAVL root node %s (version %d, nonce 1): %s"
+                                       % (key.hex(), version, e)) from None
+            node.persisted = True
+            return node
+        data = self._get(R + (<object>version).to_bytes(8, "big"))
+        if data is not None:
+            if PyBytes_GET_SIZE(data) == 0:
+                return None
+            return self.get_node(data)
+        found[0] = False
+        return None
+
+    def root_ref(self, int64_t version):
+        """Go's GetRoot: the reference of version's root (a NodeKey or legacy hash), b"" for an empty tree;
+        VersionError if the version does not exist."""
+        cdef bytes key = make_node_key(version, 1)
+        data = self._get(S + key)
+        if data is None:
+            data = self._get(R + (<object>version).to_bytes(8, "big"))
+            if data is None:
+                raise VersionError("version %d does not exist" % version)
+            return data
+        if len(data) == 0:
+            return b""
+        if data[:1] == S:
+            if len(data) == 1 + NODE_KEY_SIZE:
+                if self._get(data) is None:
+                    moved = data[1:9] + b"\x00\x00\x00\x00"
+                    if self._get(S + moved) is None:
+                        raise VersionError("version %d does not exist" % version)
+                    return moved
+                return data[1:]
+            if len(data) == 9:
+                return data[1:] + b"\x00\x00\x00\x01"
+            raise CorruptTreeError("corrupt IAVL root record s%s of version %d: %s is no node reference"
+                                   % (key.hex(), version, data.hex()))
+        return key
+
+    def node(self, ref):
+        """The node a reference (12-byte NodeKey or 32-byte legacy hash) names, as stored."""
+        return self.get_node(bytes(ref))
+
+    # ------------------------------------------------------------------------------------------ versions
+
+    cdef int64_t c_latest_version(self) except -2:
+        cdef bytes k
+        if self._latest >= 0:
+            return self._latest
+        self._latest = 0
+        for k, _ in self.db.iterate(S + make_node_key(1, 0)[:8], S + make_node_key(MAX_VERSION, 0)[:8], True):
+            if PyBytes_GET_SIZE(k) >= 9:
+                self._latest = _read_be64(<const uint8_t *>PyBytes_AS_STRING(k) + 1)
+            break
+        if self._latest == 0:
+            self._latest = max(self.legacy_latest_version(), 0)
+        return self._latest
+
+    def latest_version(self):
+        """The latest saved version (0 if none): the version of the last ``s`` key, else of the last ``r`` key."""
+        return self.c_latest_version()
+
+    def set_latest_version(self, int64_t version):
+        self._latest = version
+
+    def legacy_latest_version(self):
+        """The latest legacy (``r``) version, -1 if there is none."""
+        if self._legacy_latest == 0:
+            self._legacy_latest = -1
+            for k, _ in self.db.iterate(*prefix_range(R), reverse=True):
+                if len(k) == 9:
+                    self._legacy_latest = int.from_bytes(k[1:], "big")
+                    break
+        return self._legacy_latest
+
+    def legacy_versions(self):
+        return [int.from_bytes(k[1:], "big") for k, _ in self.db.iterate(*prefix_range(R)) if len(k) == 9]
+
+    def has_version(self, int64_t version):
+        return self._get(S + make_node_key(version, 1)) is not None
+
+    def first_version(self):
+        """The first v1 version still stored (Go's getFirstVersion: a binary search over the root records,
+        which are contiguous from the first to the latest version); 0 if none."""
+        cdef int64_t lo = max(self.legacy_latest_version(), 0) + 1
+        cdef int64_t hi = self.c_latest_version()
+        cdef int64_t mid
+        if hi < lo:
+            return 0
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if self.has_version(mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo if self.has_version(lo) else 0
+
+    def available_versions(self):
+        """The saved versions, ascending: the legacy ``r`` versions, then the first v1 version to the latest."""
+        cdef list out = self.legacy_versions()
+        first = self.first_version()
+        if first:
+            out.extend(range(first, self.c_latest_version() + 1))
+        return out
+
+    # ------------------------------------------------------------------------------------------ fast nodes
+
+    def fast_storage_enabled(self):
+        """Whether the fast index (``f`` keys) is on and matches the latest version (Go: upgraded to fast storage
+        and no forced re-upgrade pending)."""
+        parts = self.storage_version.split("-")
+        if self.storage_version < FAST_STORAGE_VERSION:
+            return False
+        return len(parts) != 2 or parts[1] == str(self.c_latest_version())
+
+    cdef tuple get_fast_node(self, bytes key):
+        """(value, versionLastUpdatedAt) of key's fast node, or None."""
+        data = self._get(F + key)
+        if data is None:
+            return None
+        return _decode_fast_node(key, data)
+
+    def fast_node(self, key):
+        return self.get_fast_node(bytes(key))
+
+    def next_storage_version(self, int64_t latest):
+        """Go's SetFastStorageVersionToBatch: ``<1.1.0 or the stored base>-<latest>``."""
+        if self.storage_version >= FAST_STORAGE_VERSION:
+            parts = self.storage_version.split("-")
+            if len(parts) > 2:
+                raise CorruptTreeError("fast storage version must be in the format <storage version>-<latest fast "
+                                       "cache version>, not %r" % self.storage_version)
+            base = parts[0]
+        else:
+            base = FAST_STORAGE_VERSION
+        return "%s-%d" % (base, latest)
+
+    def write_storage_version(self, batch, int64_t latest):
+        value = self.next_storage_version(latest)
+        batch.put(STORAGE_VERSION_KEY, value.encode())
+        self.storage_version = value
+
+    def upgrade_fast_storage(self, items, int64_t version):
+        """Go's enableFastStorageAndCommitIfNotEnabled: drop every fast node, write one per (key, value) of items
+        at ``version``, record the storage version; one batch. Returns whether it wrote anything."""
+        parts = self.storage_version.split("-")
+        latest = self.c_latest_version()
+        if self.storage_version >= FAST_STORAGE_VERSION and not (len(parts) == 2 and parts[1] != str(latest)):
+            return False
+        stale = [k for k, _ in self.db.iterate(*prefix_range(F))]
+        with self.db.write_batch() as batch:
+            for k in stale:
+                batch.delete(k)
+            for k, v in items:
+                batch.put(F + k, encode_fast_node(version, v))
+            self.write_storage_version(batch, latest)
+        return True
+
+    # ------------------------------------------------------------------------------------------ saving
+
+    cdef int write_version(self, int64_t version, Node root, list new_nodes, bint legacy, dict fast_additions,
+                           set fast_removals, bint fast_storage) except -1:
+        """Go's SaveVersion, the writing half, in one batch: the fast nodes the version set and removed, the
+        storage version, the version's new nodes (numbered and hashed by the tree) and its root record."""
+        cdef Node node
+        cdef bytes rkey = S + make_node_key(version, 1)
+        cdef bytes k, v
+        cdef list pairs
+        with self.db.write_batch() as batch:
+            put_many = getattr(batch, "put_many", None)
+            if fast_storage:
+                pairs = [(F + k, _fast_node_bytes(version, v)) for k, v in fast_additions.items()]
+                if put_many is not None:
+                    put_many(pairs)         # MemoryDB's batch: one dict update
+                else:
+                    put = batch.put
+                    for k, v in pairs:
+                        put(k, v)
+                for k in fast_removals:
+                    batch.delete(F + k)
+                self.write_storage_version(batch, version)
+            if root is None:
+                batch.put(R + (<object>version).to_bytes(8, "big") if legacy else rkey, b"")
+            elif not new_nodes:
+                # Nothing changed: a reference to the root the version reuses (SaveRoot).
+                if not legacy and root.nonce != 0:
+                    batch.put(rkey, S + root.node_key_bytes())
+                else:
+                    batch.put(R + (<object>version).to_bytes(8, "big"), root.c_hash())
+            elif legacy:
+                for node in new_nodes:
+                    batch.put(N + node._hash, node._to_bytes(FORMAT_LEGACY))
+                batch.put(R + (<object>version).to_bytes(8, "big"), root._hash)
+            else:
+                pairs = [(S + node.node_key_bytes(), node._to_bytes(FORMAT_V1)) for node in new_nodes]
+                if put_many is not None:
+                    put_many(pairs)
+                else:
+                    put = batch.put
+                    for k, v in pairs:
+                        put(k, v)
+        self._latest = version
+        return 0
+
+    # ------------------------------------------------------------------------------------------ pruning
+
+    def _orphans(self, int64_t prev_version, int64_t cur_version, prev_ref, cur_ref):
+        """Go's traverseOrphans: the nodes of prev_version's tree that cur_version's tree no longer holds, as
+        (node, reference). Both trees are walked in pre-order; the current walk stops at each node of
+        prev_version or older (shared with the previous tree) and the previous walk skips that subtree."""
+        cdef list cur = [] if not cur_ref else [(self.get_node(cur_ref), cur_ref)]
+        cdef list prev = [] if not prev_ref else [(self.get_node(prev_ref), prev_ref)]
+        cdef Node node, org = None
+        cdef list out = []
+        while prev:
+            while org is None and cur:
+                node, ref = cur.pop()
+                if node.version <= prev_version:
+                    org = node
+                else:
+                    _push_children(self, cur, node)
+            node, ref = prev.pop()
+            if org is not None and _same_node(node, org):
+                org = None
+            else:
+                out.append((node, ref))
+                _push_children(self, prev, node)
+        return out
+
+    def _ref_or_none(self, int64_t version):
+        try:
+            return self.root_ref(version)
+        except VersionError:
+            return None
+
+    def delete_versions_to(self, int64_t to_version):
+        """Go's DeleteVersionsTo (synchronous pruning): delete versions first..to_version, in one batch.
+
+        Per version v (deleteVersion): the nodes of v that v + 1 no longer references are deleted; nodes that later
+        versions still reference stay under their original node key; v's root record goes; a root that v + 1
+        reuses moves to (v, 0). The latest version cannot be deleted. Returns the number of deleted keys.
+        """
+        cdef int64_t latest = self.c_latest_version()
+        cdef int64_t legacy = self.legacy_latest_version()
+        cdef int64_t first, v
+        cdef Node orphan, root
+        if legacy > to_version:
+            return 0            # Go: the legacy versions are deleted at once, later
+        if legacy > 0:
+            raise VersionError("pruning a store that still holds legacy (pre-v1) versions is not supported")
+        if latest <= to_version:
+            raise VersionError("latest version %d is less than or equal to toVersion %d" % (latest, to_version))
+        first = self.first_version()
+        if first == 0:
+            return 0
+        deleted = 0
+        refs = {}
+
+        def ref_of(int64_t version):
+            if version not in refs:
+                refs[version] = self._ref_or_none(version)
+            return refs[version]
+
+        with self.db.write_batch() as batch:
+            for v in range(first, to_version + 1):
+                root_ref = ref_of(v)
+                if root_ref:
+                    next_ref = ref_of(v + 1)
+                    if next_ref is not None:
+                        for orphan, ref in self._orphans(v, v + 1, root_ref, next_ref):
+                            if len(ref) == HASH_SIZE:
+                                batch.delete(N + ref)
+                            else:
+                                nonce = orphan.nonce
+                                if nonce == 1 and orphan.version < v:
+                                    nonce = 0       # a root moved to (version, 0) by an earlier step
+                                batch.delete(S + make_node_key(orphan.version, nonce))
+                            deleted += 1
+                literal = make_node_key(v, 1)
+                if root_ref is None or root_ref != literal:
+                    batch.delete(S + literal)
+                    deleted += 1
+                if ref_of(v + 1) == literal:
+                    # v + 1 reuses v's root: the root record goes, the node moves to (v, 0).
+                    root = self.get_node(literal)
+                    batch.delete(S + literal)
+                    root.nonce = 0
+                    batch.put(S + make_node_key(v, 0), root._to_bytes(FORMAT_V1))
+                    deleted += 1
+        return deleted
