@@ -774,15 +774,14 @@ _IAVL_EXPORT_SIZE = 100000
 
 @lru_cache(maxsize=None)
 def _iavl_saved_tree(n: int):
-    """A saved MemoryDB tree of n 16-byte random keys with 32-byte values (Go math/rand seeded 49872768940) and
-    its export stream. Shared by the export and import cases: exporting does not change the tree."""
-    from mpt.bench.workloads import GoRand
+    """A saved MemoryDB tree of the Set100K+Save workload (n 16-byte keys with 32-byte values, seeded) and its
+    export stream. Shared by the export and import cases: exporting does not change the tree."""
+    from mpt.bench.iavl_trees import tree_entries
     from mpt.iavl import MutableTree
 
-    r = GoRand(49872768940)
     tree = MutableTree()
-    for _ in range(n):
-        tree.set(r.read(16), r.read(32))
+    for k, v in tree_entries(n):
+        tree.set(k, v)
     tree.save_version()
     return tree, tuple(tree.export())
 
