@@ -35,6 +35,9 @@ IAVL_NAMES = (
     + ["IAVLNode/Encode/%s_integer/%s" % (s, f) for s in ("small", "large") for f in ("vbyte", "legacy", "v1")]
     + ["IAVLNode/Decode/%s_number/%s" % (s, f) for s in ("small", "large") for f in ("vbyte", "legacy", "v1")]
     + ["IAVLTree/Set10K", "IAVLTree/SaveVersion10K", "IAVLTree/TestTreeHash"]
+    # Go iavl's tree workloads on a store (mpt.bench.iavl_trees; the LevelDB ones need plyvel, a test extra).
+    + ["IAVLTree/%s/%s" % (w, s) for w in ("Set10K+Save", "Set100K+Save", "Get100K", "Prune")
+       for s in ("MemoryDB", "LevelDB")]
 )
 
 

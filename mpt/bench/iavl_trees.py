@@ -116,7 +116,7 @@ def _set_save(case_type, expect, label: str, n: int, kind: str):
         _check_saved(op(state), state[0], expect)
 
     return case_type(
-        name="IAVLTree/Set%s+Save/%s" % (label, kind), group="IAVLTree/Set%s+Save" % label, size=n, setup=setup,
+        name="IAVLTree/Set%s+Save/%s" % (label, kind), group="IAVLTree/Set+Save", size=n, setup=setup,
         op=op, check=check, stateful=True, small=(n <= 10000 and kind == "MemoryDB"),
         doc="%s sets of fresh 16-byte keys (32-byte values) on an empty tree, then save_version, on %s" % (label, kind),
     )

@@ -144,6 +144,16 @@ cdef int check_children(Node parent, Node left, Node right) except -1:
                      left.size + right.size))
 
 
+cdef bint _same_node(Node a, Node b) except -1:
+    """Go compares the two walks' nodes by hash. The hash covers the version, height and size (and a leaf's key),
+    so nodes that differ there differ, and only the rest need their (leaf) hashes computed."""
+    if a.version != b.version or a.height != b.height or a.size != b.size:
+        return False
+    if a.height == 0 and a.key != b.key:
+        return False
+    return a.c_hash() == b.c_hash()
+
+
 cdef int _push_children(NodeDB ndb, list stack, Node node) except -1:
     """Push a stored inner node's children (right, then left: popped in pre-order), checked."""
     cdef InnerNode inner
@@ -456,18 +466,16 @@ cdef class NodeDB:
         cdef list cur = [] if not cur_ref else [(self.get_node(cur_ref), cur_ref)]
         cdef list prev = [] if not prev_ref else [(self.get_node(prev_ref), prev_ref)]
         cdef Node node, org = None
-        cdef bytes org_hash = None
         cdef list out = []
         while prev:
             while org is None and cur:
                 node, ref = cur.pop()
                 if node.version <= prev_version:
                     org = node
-                    org_hash = node.c_hash()
                 else:
                     _push_children(self, cur, node)
             node, ref = prev.pop()
-            if org is not None and node.c_hash() == org_hash:
+            if org is not None and _same_node(node, org):
                 org = None
             else:
                 out.append((node, ref))

@@ -43,7 +43,7 @@ from mpt.iavl.node cimport (
 )
 from mpt.iavl.nodedb cimport NodeDB, check_child, check_children
 
-from mpt.db.memory import MemoryDB
+from mpt.db.memory import MemoryDB, check_database
 from mpt.errors import VersionError
 
 
@@ -108,7 +108,7 @@ cdef class MutableTree:
         set _fast_removals                  # keys removed since the last save (unsavedFastNodeRemovals)
 
     def __init__(self, db=None, *, format="v1", fast_storage=True):
-        self.db = MemoryDB() if db is None else db
+        self.db = MemoryDB() if db is None else check_database(db)
         self.ndb = NodeDB(self.db)
         self.storage = <NodeFormat>parse_format(format)
         if self.storage != FORMAT_V1 and self.storage != FORMAT_LEGACY:
