@@ -38,6 +38,8 @@ IAVL_NAMES = (
     # Go iavl's tree workloads on a store (mpt.bench.iavl_trees; the LevelDB ones need plyvel, a test extra).
     + ["IAVLTree/%s/%s" % (w, s) for w in ("Set10K+Save", "Set100K+Save", "Get100K", "Prune")
        for s in ("MemoryDB", "LevelDB")]
+    # Export / import (the state-sync path), on the same stores.
+    + ["IAVLTree/%s100K/%s" % (w, s) for w in ("Export", "Import") for s in ("MemoryDB", "LevelDB")]
 )
 
 
