@@ -3,12 +3,21 @@
 `MPT_DEBUG=1` turns on line tracing (for coverage) and keeps assertions and bounds checks on.
 `MPT_SANITIZE=address,undefined` (any `-fsanitize=` list) compiles and links every extension and the Keccak
 library with those sanitizers (scripts/asan.sh, `make asan`; docs/memory_safety.rst).
+
+Build speed (README.md "Set-up times"): Cython runs only when something is compiled (never for an sdist), on
+every core; the C compiles run on every core; the objects of the C libraries and the compiled modules of an
+in-place or editable build are reused while their sources and flags are unchanged, so a second
+`pip install -e .` compiles nothing.
 """
+import glob
+import hashlib
 import os
+import shutil
+import sys
 import sysconfig
 
-from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_clib import build_clib
 from setuptools.command.build_ext import build_ext
 from setuptools.command.egg_info import egg_info, manifest_maker
 
@@ -26,6 +35,7 @@ MODULES = {
     "mpt.rlp": False,
     "mpt.encoding": False,
     "mpt.node": False,
+    "mpt.runtime": True,
     "mpt.hasher": True,
     "mpt.committer": False,
     "mpt.trie": True,
@@ -40,18 +50,26 @@ MODULES = {
     "mpt.iavl.node": False,
     "mpt.iavl.nodedb": False,
     "mpt.iavl.tree": False,
+    "mpt.iavl.proof": False,
     "mpt.iavl.export": False,
     "mpt.parallel": False,
+    "mpt.ics23.wire": False,
 }
 
 # Modules that call our C SHA-256 link the static library built once from sha256.c ("mpt_sha256").
-SHA256_MODULES = {"mpt._sha256.binding", "mpt.merkle", "mpt.iavl.node", "mpt.iavl.tree"}
+SHA256_MODULES = {"mpt._sha256.binding", "mpt.merkle", "mpt.iavl.node", "mpt.iavl.tree", "mpt.ics23.wire"}
 
-extra_compile_args = ["-O3", "-fno-strict-aliasing"]
+# -O2 for the Cython modules; the hand-written C libraries (Keccak, SHA-256) keep -O3 (HOT_C_ARGS).
+extra_compile_args = [os.environ.get("MPT_OPT", "-O2"), "-fno-strict-aliasing"]
+HOT_C_ARGS = [os.environ.get("MPT_HOT_OPT", "-O3"), "-fno-strict-aliasing"]
 define_macros = []
 if DEBUG:
-    extra_compile_args = ["-O0", "-g"]
+    extra_compile_args = HOT_C_ARGS = ["-O0", "-g"]
     define_macros = [("CYTHON_TRACE", "1"), ("CYTHON_TRACE_NOGIL", "1")]
+
+# Hand-written C headers and templates the generated C of the modules includes: a change rebuilds every module.
+C_HEADERS = sorted(glob.glob("mpt/_keccak/*.h") + glob.glob("mpt/_keccak/*.inc") + glob.glob("mpt/_sha256/*.h")
+                   + glob.glob("mpt/_sha256/*.inc"))
 
 # The hasher spreads a level's keccaks over threads with OpenMP, mpt.merkle a root's chunks of leaves.
 OPENMP_MODULES = {"mpt.hasher", "mpt.merkle"}
@@ -65,19 +83,75 @@ extensions = [
         extra_compile_args=extra_compile_args + (["-fopenmp"] if name in OPENMP_MODULES else []),
         extra_link_args=["-fopenmp"] if name in OPENMP_MODULES else [],
         define_macros=define_macros,
+        depends=C_HEADERS,
     )
     for name, needs_keccak in MODULES.items()
 ]
 
 # keccak.c is compiled once (build_clib) instead of once per extension.
+# obj_deps: setuptools' build_clib recompiles an object only when its source or one of these is newer.
 keccak_library = ("mpt_keccak", {"sources": KECCAK_SOURCES, "include_dirs": KECCAK_INCLUDE,
-                                 "cflags": extra_compile_args + ["-fPIC"]})
+                                 "obj_deps": {"": C_HEADERS}, "cflags": HOT_C_ARGS + ["-fPIC"]})
 sha256_library = ("mpt_sha256", {"sources": SHA256_SOURCES, "include_dirs": SHA256_INCLUDE,
-                                 "cflags": extra_compile_args + ["-fPIC"]})
+                                 "obj_deps": {"": C_HEADERS}, "cflags": HOT_C_ARGS + ["-fPIC"]})
+
+
+def _build_fingerprint(*parts):
+    """What besides the sources decides a compiled file: flags, compiler, interpreter (a changed one rebuilds)."""
+    text = repr((parts, os.environ.get("CC"), os.environ.get("CFLAGS"), os.environ.get("LDFLAGS"), SANITIZE,
+                 sys.version, sysconfig.get_platform()))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# Where reusable build products live between builds (git-ignored): setuptools gives editable installs a new
+# temporary build folder every time, which would recompile everything.
+PERSISTENT_BUILD = os.path.join("build", "reuse-" + sys.implementation.cache_tag)
+
+
+class PersistentBuildClib(build_clib):
+    """The C libraries' objects in a persistent folder named by their flags: compiled again only when a source,
+    a header or a flag changes (an editable install's own build folder is a new temporary one each time)."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        folder = os.path.join(PERSISTENT_BUILD, "clib-" + _build_fingerprint(self.distribution.libraries))
+        self.build_temp = self.build_clib = folder
+
+
+def _digest(paths, *extra):
+    """A digest of the files' contents (not their times: pip's isolated build installs Cython afresh each time,
+    so every .pxd of Cython's own looks new) and of extra."""
+    h = hashlib.sha256(repr(extra).encode())
+    for path in paths:
+        h.update(path.encode() + b"\0")
+        with open(path, "rb") as f:
+            h.update(hashlib.sha256(f.read()).digest())
+    return h.hexdigest()
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
 
 
 class ParallelBuildExt(build_ext):
-    """Compile the extensions on every core: a fresh install compiles a dozen large generated C files."""
+    """Cython and the C compiler on every core, and nothing done again that is up to date.
+
+    Cython runs here rather than when setup.py is imported, so an sdist (which ships the .pyx) or egg_info never
+    runs it. A module's Cython run is skipped while its .pyx, every .pxd/.pxi and C header of the package, the
+    Cython version and the directives are unchanged (a content digest in PERSISTENT_BUILD); in an in-place or
+    editable build, its compile is skipped while its generated C, the headers, the C libraries and the flags are
+    unchanged and the in-place module is there: the in-place module is reused.
+    """
 
     def finalize_options(self):
         super().finalize_options()
@@ -85,9 +159,36 @@ class ParallelBuildExt(build_ext):
             self.parallel = os.cpu_count() or 1
 
     def run(self):
+        self._cythonize()
         # `build_ext --inplace` and editable installs skip the `build` command that would run build_clib.
         self.run_command("build_clib")
+        self._libraries = [os.path.join(self.get_finalized_command("build_clib").build_clib, "lib%s.a" % name)
+                           for name, _ in self.distribution.libraries]
+        self._reuse = self.inplace or getattr(self, "editable_mode", False)
         super().run()
+
+    def _cythonize(self):
+        import Cython
+        from Cython.Build import cythonize
+
+        interfaces = sorted(glob.glob("mpt/**/*.pxd", recursive=True) + glob.glob("mpt/**/*.pxi", recursive=True))
+        stale, stamps = [], {}
+        for ext in self.extensions:
+            pyx = [s for s in ext.sources if s.endswith(".pyx")]
+            if not pyx:
+                continue
+            stamps[ext.name] = _digest(pyx + interfaces + C_HEADERS, Cython.__version__, directives)
+            c_file = pyx[0][:-len(".pyx")] + ".c"
+            if self.force or not os.path.exists(c_file) or _read(self._stamp("cython", ext)) != stamps[ext.name]:
+                stale.append(ext)
+            ext.sources = [c_file if s == pyx[0] else s for s in ext.sources]
+        if stale:
+            # cythonize also skips a module whose .c is newer than everything it cimports or includes. The
+            # extensions keep their identity (setuptools has annotated them): only their sources change.
+            cythonize([Extension(e.name, [e.name.replace(".", "/") + ".pyx"]) for e in stale],
+                      compiler_directives=directives, nthreads=self.parallel, force=self.force)
+        for ext in stale:
+            _write(self._stamp("cython", ext), stamps[ext.name])
 
     def build_extensions(self):
         # An interpreter built with a shared libpython (pyenv's) links with `-Wl,-rpath,<its lib dir>`; extension
@@ -98,12 +199,43 @@ class ParallelBuildExt(build_ext):
             self.compiler.linker_so = [arg for arg in self.compiler.linker_so if arg != "-Wl,-rpath," + libdir]
         super().build_extensions()
 
+    # --- reuse of an in-place build ---
+
+    def _inplace_file(self, ext):
+        package = ext.name.split(".")[:-1]
+        return os.path.join(*package, os.path.basename(self.get_ext_filename(ext.name)))
+
+    def _stamp(self, kind, ext):
+        return os.path.join(PERSISTENT_BUILD, kind, ext.name)
+
+    def _module_digest(self, ext):
+        flags = _build_fingerprint(ext.extra_compile_args, ext.extra_link_args, ext.define_macros, ext.libraries,
+                                   self.compiler.compiler_so, self.compiler.linker_so)
+        return _digest(list(ext.sources) + list(ext.depends) + self._libraries, flags)
+
+    def build_extension(self, ext):
+        inplace = self._inplace_file(ext)
+        if (self._reuse and not self.force and os.path.exists(inplace)
+                and _read(self._stamp("modules", ext)) == self._module_digest(ext)):
+            target = self.get_ext_fullpath(ext.name)
+            if os.path.abspath(target) != os.path.abspath(inplace):
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                shutil.copy2(inplace, target)
+            sys.stdout.write("reusing %s (its C, headers, libraries and flags are unchanged)\n" % inplace)
+            return
+        super().build_extension(ext)
+
+    def copy_extensions_to_source(self):
+        super().copy_extensions_to_source()
+        for ext in self.extensions:
+            _write(self._stamp("modules", ext), self._module_digest(ext))
+
 
 class SourcesOnlyEggInfo(egg_info):
     """egg_info's file list (SOURCES.txt, which the sdist and the wheel's package data follow) without Cython's
     output.
 
-    cythonize() above has replaced each extension's .pyx by the .c it generates, setuptools lists an extension's
+    A build_ext run replaces each extension's .pyx by the .c Cython generates, setuptools lists an extension's
     sources, and it keeps listing every file an earlier SOURCES.txt named: drop each .c that has a .pyx beside it,
     so that an sdist ships the .pyx (MANIFEST.in) and builds with the Cython of the machine it lands on.
     Hand-written C never sits beside a .pyx of its name, which Cython would overwrite (mpt/_keccak/binding.pyx).
@@ -150,6 +282,6 @@ if SANITIZE:
 
 setup(
     libraries=[keccak_library, sha256_library],
-    ext_modules=cythonize(extensions, compiler_directives=directives, annotate=False),
-    cmdclass={"build_ext": ParallelBuildExt, "egg_info": SourcesOnlyEggInfo},
+    ext_modules=extensions,
+    cmdclass={"build_ext": ParallelBuildExt, "build_clib": PersistentBuildClib, "egg_info": SourcesOnlyEggInfo},
 )

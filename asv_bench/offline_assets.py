@@ -27,7 +27,8 @@ What it replaces (asv 0.6's index.html; any other remote <script>/<link> is an e
                                                                               loads from ../fonts/)
 
 Usage: ``python asv_bench/offline_assets.py HTML_DIR [--cache-dir DIR]``; ``--list`` prints the table above
-from the data below. Python standard library only; needs ``npm`` unless the cache already holds the tarballs
+from the data below; ``--fetch`` only fills the cache (CI does this before the dashboard test, which never
+fetches anything itself and skips while the cache is incomplete). Python standard library only; needs ``npm`` unless the cache already holds the tarballs
 (copy them there by hand on a machine without npm).
 """
 
@@ -131,6 +132,14 @@ def _sri(path: str) -> str:
         for chunk in iter(lambda: f.read(1 << 16), b""):
             h.update(chunk)
     return "sha512-" + base64.b64encode(h.digest()).decode()
+
+
+PACKAGES: List[Package] = sorted({package for package, _ in REPLACEMENTS.values()}, key=lambda p: p.name)
+
+
+def missing_tarballs(cache_dir: str) -> List[str]:
+    """The tarballs the dashboard needs that cache_dir lacks (no registry is asked)."""
+    return [p.tarball for p in PACKAGES if not os.path.isfile(os.path.join(cache_dir, p.tarball))]
 
 
 def fetch(packages: Sequence[Package], cache_dir: str, npm: str = "npm") -> Dict[str, str]:
@@ -321,9 +330,19 @@ def main(argv: Sequence[str] = None) -> int:
                          "$XDG_CACHE_HOME/mpt-engine/asv-assets, i.e. ~/.cache/mpt-engine/asv-assets)")
     ap.add_argument("--npm", default="npm", help="the npm executable")
     ap.add_argument("--list", action="store_true", help="print what is replaced by what, and exit")
+    ap.add_argument("--fetch", action="store_true",
+                    help="only fill the cache (npm pack what it lacks, check every sha512), and exit")
     args = ap.parse_args(argv)
     if args.list:
         print(_table())
+        return 0
+    if args.fetch:
+        try:
+            fetch(PACKAGES, args.cache_dir, args.npm)
+        except (OfflineError, subprocess.CalledProcessError) as e:
+            print("offline_assets: error: %s" % e, file=sys.stderr)
+            return 1
+        print("offline_assets: the dashboard's assets are in %s" % args.cache_dir, file=sys.stderr)
         return 0
     if not args.html_dir:
         ap.error("html_dir is required")

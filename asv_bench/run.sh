@@ -17,7 +17,9 @@
 #     2. replaces that tree's mpt/bench (the measuring harness: case registry, workloads, allocator hook) with
 #        the current checkout's, whose allocator hook is compiled once on its own: every commit is timed on the
 #        same workloads by the same code, and only the engine differs;
-#     3. runs `asv run --python=same --set-commit-hash <sha>` with ASV_PYTHONPATH=<that tree> (asv drops
+#     3. runs `asv run --python=same --set-commit-hash <sha>` with ASV_PYTHONPATH=<that tree>, from a copy of the
+#        configuration whose "branches" is that commit, so that asv's log names the commit it measures ("For mpt
+#        commit <sha>", not the checked-out HEAD, which is all asv knows otherwise); asv drops
 #        PYTHONPATH from the benchmark processes' environment and puts ASV_PYTHONPATH there instead). The
 #        benchmark module refuses to run unless mpt really comes from that tree (MPT_ASV_EXPECT_DIR).
 #   4. `asv publish` writes the HTML; asv_bench/offline_assets.py then replaces the CDN <script>/<link> tags of
@@ -30,7 +32,9 @@
 # MPT_ASV_BUILD_ROOT (default asv_bench/.asv/builds; one subdirectory per interpreter), JOBS (compile jobs,
 # default nproc), MPT_ASV_ASSETS_CACHE (npm tarballs, default $XDG_CACHE_HOME/mpt-engine/asv-assets, i.e.
 # ~/.cache/mpt-engine/asv-assets), MPT_ASV_MACHINE (the dashboard's machine name, default: the CPU model and
-# core count, e.g. AMD-EPYC-2cores).
+# core count, e.g. AMD-EPYC-2cores), MPT_ASV_PREBUILT (a folder holding an in-place build of HEAD's sources, e.g.
+# the checkout after `pip install -e .`: HEAD's tree and the harness take their compiled modules from there
+# instead of compiling them again; the test suite uses it so that it never compiles the package a second time).
 # Exit status: non-zero when a step fails or HEAD's benchmarks fail; an older commit that does not build or whose
 # benchmarks fail only gets a warning (its points are missing from the graphs).
 set -euo pipefail
@@ -84,12 +88,23 @@ asv machine --yes --machine "$MACHINE" --config "$CONF" >&2
 # --- the harness: the current checkout's mpt/bench, its allocator hook compiled on its own --------------------------
 # The hand-written Keccak (not binding.c, which Cython generates next to it in an in-place build).
 KECCAK_FILES=(mpt/_keccak/keccak.c mpt/_keccak/keccak_lanes.c mpt/_keccak/*.h mpt/_keccak/*.inc mpt/_keccak/keccak.pxd)
-HARNESS_FILES=(mpt/bench/*.py mpt/bench/*.json mpt/bench/_alloc.pyx "${KECCAK_FILES[@]}")
+HARNESS_FILES=(mpt/bench/*.py mpt/bench/cases/*.py mpt/bench/*.json mpt/bench/_alloc.pyx "${KECCAK_FILES[@]}")
 HARNESS="$BUILD_ROOT/harness-$(cat "${HARNESS_FILES[@]}" | sha256sum | cut -c1-16)"
-if [[ ! -f "$HARNESS/.built" ]]; then
+PREBUILT="${MPT_ASV_PREBUILT:-}"
+if [[ -n "$PREBUILT" ]] && ! compgen -G "$PREBUILT/mpt/bench/_alloc*.so" >/dev/null; then
+    echo "run.sh: MPT_ASV_PREBUILT=$PREBUILT holds no in-place build (no mpt/bench/_alloc*.so)" >&2
+    exit 2
+fi
+if [[ ! -f "$HARNESS/.built" && -n "$PREBUILT" ]]; then
+    say "the harness's allocator hook from $PREBUILT (not compiled)"
+    rm -rf "$HARNESS" && mkdir -p "$HARNESS/mpt/bench"
+    cp mpt/bench/*.py mpt/bench/*.json "$PREBUILT"/mpt/bench/_alloc*.so "$HARNESS/mpt/bench/"
+    touch "$HARNESS/mpt/__init__.py" "$HARNESS/.built"
+elif [[ ! -f "$HARNESS/.built" ]]; then
     say "building the harness's allocator hook ($HARNESS)"
-    rm -rf "$HARNESS" && mkdir -p "$HARNESS/mpt/bench" "$HARNESS/mpt/_keccak"
+    rm -rf "$HARNESS" && mkdir -p "$HARNESS/mpt/bench/cases" "$HARNESS/mpt/_keccak"
     cp mpt/bench/*.py mpt/bench/*.json mpt/bench/_alloc.pyx "$HARNESS/mpt/bench/"
+    cp mpt/bench/cases/*.py "$HARNESS/mpt/bench/cases/"
     cp "${KECCAK_FILES[@]}" "$HARNESS/mpt/_keccak/"
     touch "$HARNESS/mpt/__init__.py" "$HARNESS/mpt/_keccak/__init__.py"
     # setup.py's flags; the Keccak C sources are linked into the module, so the .so works in any commit's tree.
@@ -116,8 +131,16 @@ status=0
 for sha in "${SHAS[@]}"; do
     tree="$BUILD_ROOT/$sha"
     subject="$(git log -1 --format='%h %s' "$sha" | cut -c1-70)"
+    if [[ ! -f "$tree/.built" && -n "$PREBUILT" && "$sha" == "$HEAD_SHA" ]]; then
+        say "$subject: compiled modules from $PREBUILT (not compiled)"
+        rm -rf "$tree" && mkdir -p "$tree"
+        git archive "$sha" | tar -x -C "$tree"
+        (cd "$PREBUILT" && find mpt -name '*.so' -print0) | (cd "$PREBUILT" && xargs -0 cp --parents -t "$tree")
+        touch "$tree/.built"
+    fi
     if [[ ! -f "$tree/.built" ]]; then
         say "building $subject"
+        started=$SECONDS
         rm -rf "$tree" && mkdir -p "$tree"
         git archive "$sha" | tar -x -C "$tree"
         if ! (cd "$tree" && "$PYTHON" setup.py build_ext --inplace -j "$JOBS" >"$tree.log" 2>&1); then
@@ -129,15 +152,35 @@ for sha in "${SHAS[@]}"; do
         fi
         rm -rf "$tree/build"
         touch "$tree/.built"
+        say "$subject: built in $((SECONDS - started)) s"
     fi
     # The current checkout's measuring harness over the commit's own mpt/bench.
     rm -rf "$tree/mpt/bench"
     cp -r "$HARNESS/mpt/bench" "$tree/mpt/bench"
 
     say "asv run $subject"
+    started=$SECONDS
+    # asv's log names the commits of the configuration's "branches" (HEAD) whatever --set-commit-hash says: a copy
+    # whose branch is this commit (paths made absolute, as the copy lives elsewhere) makes it name the right one.
+    run_conf="$BUILD_ROOT/asv.conf.$sha.json"
+    "$PYTHON" - "$CONF" "$sha" "$run_conf" <<'PY'
+import json, os, sys
+from asv import util
+conf_path, sha, out = sys.argv[1:]
+conf = util.load_json(conf_path, js_comments=True)
+base = os.path.dirname(os.path.abspath(conf_path))
+defaults = {"repo": ".", "benchmark_dir": "benchmarks", "env_dir": "env", "results_dir": "results", "html_dir": "html"}
+for key, default in defaults.items():
+    conf[key] = os.path.normpath(os.path.join(base, conf.get(key, default)))
+conf["branches"] = [sha]
+with open(out, "w") as f:
+    json.dump(conf, f, indent=1)
+PY
     rc=0
     ASV_PYTHONPATH="$tree" MPT_ASV_EXPECT_DIR="$tree/mpt" \
-        asv run --python=same --machine "$MACHINE" --set-commit-hash "$sha" --config "$CONF" --show-stderr "$@" >&2 || rc=$?
+        asv run --python=same --machine "$MACHINE" --set-commit-hash "$sha" --config "$run_conf" --show-stderr \
+        "$@" >&2 || rc=$?
+    say "$subject: benchmarked in $((SECONDS - started)) s"
     if [[ $rc -ne 0 ]]; then
         if [[ "$sha" == "$HEAD_SHA" ]]; then
             warn "asv run failed for HEAD ($subject, exit $rc)"
@@ -179,6 +222,7 @@ print(os.path.join(os.path.dirname(sys.argv[1]), Config.load(sys.argv[1]).html_d
 
 say "offline dashboard"
 "$PYTHON" "$ROOT/asv_bench/offline_assets.py" "$HTML_DIR" >&2     # MPT_ASV_ASSETS_CACHE is read there
+"$PYTHON" "$ROOT/asv_bench/dashboard_defaults.py" "$HTML_DIR" >&2  # log y axis for parameterized graphs
 
 echo "dashboard: $HTML_DIR (view: $PYTHON -m http.server -d $HTML_DIR 8080 --bind 127.0.0.1)" >&2
 exit $status

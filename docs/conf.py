@@ -42,11 +42,14 @@ add_module_names = False
 exclude_patterns = ["_build", "_static/*.json", "_static/*.png"]
 html_theme = "alabaster"
 html_theme_options = {
-    "description": "A compiled Ethereum Merkle Patricia Trie for Python",
+    "description": "Compiled Merkle trees for Python: Ethereum MPT, CometBFT simple Merkle, Cosmos IAVL",
     "fixed_sidebar": True,
     "page_width": "1100px",
     "sidebar_width": "230px",
 }
+# Code blocks wrap their long lines (a comment at the end of a command stays visible).
+html_static_path = ["_css"]
+html_css_files = ["wrap.css"]
 html_sidebars = {"**": ["about.html", "navigation.html", "searchbox.html"]}
 html_title = "mpt %s" % release
 pygments_style = "sphinx"

@@ -24,7 +24,7 @@ import fuzz_eip1186  # noqa: E402
 import fuzz_iavl_node  # noqa: E402, F401  (imported here so the seeds and the harness agree on the format byte)
 import fuzz_proof  # noqa: E402
 import fuzz_range_proof  # noqa: E402
-from fuzz_support import MAX_DECODE_DEPTH, TARGETS  # noqa: E402
+from fuzz_support import MAX_DECODE_DEPTH, TARGETS, InputBuilder  # noqa: E402
 
 CORPUS_DIR = FUZZ_DIR / "corpus"
 
@@ -234,6 +234,55 @@ def iavl_node_seeds() -> Dict[str, bytes]:
     return seeds
 
 
+def abci_query_seeds() -> Dict[str, bytes]:
+    """Real answers and MerkleProofs (untampered and tampered) and hostile JSON / bytes (first byte: the mode)."""
+    import fuzz_abci_query as h
+
+    seeds = {"real-present": b"\x00\x01", "real-absent": b"\x00\x00", "ibc-membership": b"\x01\x00",
+             "ibc-non-membership": b"\x01\x01"}
+    seeds.update({"tampered-%02d" % i: b"\x00" + data[1:] for i, data in
+                  enumerate(structured_seeds("t", 8, 2323, 24).values())})
+    seeds.update({"ibc-tampered-%02d" % i: b"\x01" + data[1:] for i, data in
+                  enumerate(structured_seeds("t", 6, 2324, 16).values())})
+    present = json.dumps(h.ANSWERS["present.json"])
+    hostile = {
+        "present": present,
+        "absent-response-only": json.dumps(h.ANSWERS["absent.json"]["result"]["response"]),
+        "no-proof-ops": present.replace('"proofOps"', '"proofOpz"'),
+        "not-json": "{\"result\": ",
+        "deep-nesting": "[" * 5000,
+        "error-envelope": json.dumps({"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "x"}}),
+    }
+    for name, text in hostile.items():
+        seeds["hostile-" + name] = b"\x02" + text.encode()
+    proof, path, value = h.IBC["membership"]
+    seeds["hostile-ibc-real"] = InputBuilder().byte(3).chunk(path[1]).byte(1).chunk(value).raw(proof).build()
+    seeds["hostile-ibc-huge-length"] = (InputBuilder().byte(3).chunk(b"k").byte(0)
+                                        .raw(b"\x0a\xff\xff\xff\x0f").build())
+    seeds["hostile-ibc-empty"] = InputBuilder().byte(3).chunk(b"").byte(0).build()
+    return seeds
+
+
+def ics23_seeds() -> Dict[str, bytes]:
+    """Real-tree scenarios (even first byte), and the proofs of cosmos/ics23's testdata and the iavl_store_A
+    fixture as hostile input (odd first byte, then 0 for IAVL_SPEC or 1 for TENDERMINT_SPEC), whole and cut."""
+    seeds = structured_seeds("real", 12, 23, 120)
+    vectors = FUZZ_DIR.parent / "tests" / "vectors" / "cosmos"
+    for path in sorted((vectors / "ics23").glob("*/*.json")):
+        proof = bytes.fromhex(json.loads(path.read_text())["proof"])
+        spec = b"\x00" if path.parent.name == "iavl" else b"\x01"
+        name = "%s-%s" % (path.parent.name, path.stem)
+        seeds[name] = b"\x01" + spec + proof
+        seeds[name + "-cut"] = b"\x01" + spec + proof[: len(proof) // 2]
+    store = json.loads((vectors / "iavl_store_A" / "iavl_store.json").read_text())
+    for group in ("membership_proofs", "nonmembership_proofs", "empty_value_membership_proofs"):
+        seeds["store-" + group] = b"\x01\x00" + bytes.fromhex(store[group][0]["commitment_proof_hex"])
+    seeds["hostile-deep-groups"] = b"\x01\x00" + b"\x7b" * 100
+    seeds["hostile-long-varint"] = b"\x01\x00\x0a" + b"\x80" * 11
+    seeds["hostile-many-ops"] = b"\x01\x00\x0a\xd2\x0f" + b"\x22\x00" * 1001
+    return seeds
+
+
 SEEDS = {
     "rlp": rlp_seeds,
     "node": node_seeds,
@@ -243,6 +292,8 @@ SEEDS = {
     "trie_ops": trie_ops_seeds,
     "merkle": merkle_seeds,
     "iavl_node": iavl_node_seeds,
+    "ics23": ics23_seeds,
+    "abci_query": abci_query_seeds,
 }
 
 

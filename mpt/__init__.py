@@ -1,4 +1,9 @@
-"""mpt: a Cython-compiled Ethereum Merkle Patricia Trie engine."""
+"""mpt: compiled Merkle trees for Python: Ethereum Merkle Patricia Tries, CometBFT simple Merkle trees and Cosmos
+IAVL trees with ICS23 proofs.
+
+``mpt.Trie``, ``SecureTrie``, ``StackTrie``, proofs and ``build_root`` for Ethereum; ``mpt.merkle`` for CometBFT's
+RFC 6962 trees; ``mpt.iavl`` for the Cosmos SDK's IAVL trees.
+"""
 import os as _os
 
 # The batched hasher's optional worker threads (MPT_HASH_THREADS) are OpenMP's, and libgomp's default is to

@@ -2,11 +2,10 @@
 
 (Benchmarks have their own entry point: ``python -m mpt.bench``.)
 """
-import argparse
 import importlib
 import sys
 
-from mpt.cli import EXIT_INTERRUPTED, run_command
+from mpt.cli import EXIT_INTERRUPTED, ArgumentParser, run_command
 
 PROG = "python -m mpt"
 
@@ -17,11 +16,12 @@ COMMANDS = (
     "mpt.inspectcli",
     "mpt.rootcli",
     "mpt.iavl.cli",
+    "mpt.ics23.cli",
 )
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog=PROG,
         description="Tools for Merkle trees kept in an mpt node store or in input files.",
         epilog="Exit status: 0 on success, 1 when the command fails (damaged data, a write that failed), "

@@ -8,21 +8,18 @@ A command is a module with two functions, listed in ``mpt.__main__.COMMANDS``:
 ``run`` reports a problem by raising; :func:`run_command` turns the exception into one ``error:`` line on stderr
 and an exit status, so no user mistake ends in a traceback:
 
-============================================  =========================================
-raised by the command                          exit status
-============================================  =========================================
-:class:`UsageError` (bad arguments, no such      2 (``EXIT_USAGE``)
-input, an input that is not what the command
-takes)
-:class:`CommandError` ``(message, code)``        ``code`` (1 unless given)
-any :class:`mpt.errors.MptError` (corrupt data,  1 (``EXIT_FAILURE``)
-missing nodes, a full disk)
-``OSError`` (unreadable file, a directory        1, the message names the file
-where a file belongs, permission denied)
-``KeyboardInterrupt`` (Ctrl-C)                   130, ``interrupted`` on stderr
-``BrokenPipeError`` on stdout (``| head``)       1, nothing printed
-============================================  =========================================
+- :class:`UsageError`: bad arguments, no such input, an input the command cannot take: exit status 2
+  (``EXIT_USAGE``, as argparse's own errors, which :class:`ArgumentParser` also keeps to one line);
+- :class:`CommandError` ``(message, code)``: exit status ``code`` (1 unless given);
+- any :class:`mpt.errors.MptError` (corrupt data, missing nodes, a full disk): 1 (``EXIT_FAILURE``);
+- ``OSError`` (an unreadable file, a directory where a file belongs, permission denied): 1, the message names
+  the file;
+- ``KeyboardInterrupt`` (Ctrl-C): 130, ``interrupted`` on stderr;
+- ``BrokenPipeError`` on stdout (the reader went away, as ``| head`` does): 1, nothing printed.
+
+Anything else is a bug and keeps its traceback.
 """
+import argparse
 import os
 import sys
 
@@ -49,6 +46,14 @@ class UsageError(CommandError):
     """A mistake in the command line (or in what it names): exit status 2."""
 
     exit_code = EXIT_USAGE
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser, with a usage error reported like every other error: one line without the usage text
+    (``--help`` shows it), exit status 2. The sub-parsers of ``add_subparsers`` are of this class too."""
+
+    def error(self, message):
+        self.exit(EXIT_USAGE, "%s: error: %s\n" % (self.prog, message))
 
 
 def describe_os_error(e):
@@ -79,11 +84,22 @@ def _silence_stdout():
         pass
 
 
+def flush_stdout():
+    """Flush stdout; when the reader has gone away, silence it (no second error at exit) and return False."""
+    try:
+        sys.stdout.flush()
+        return True
+    except BrokenPipeError:
+        _silence_stdout()
+        return False
+
+
 def run_command(prog, run, args):
     """Call ``run(args)`` and return its exit status, turning every expected exception into one."""
     try:
         code = run(args)
-        sys.stdout.flush()          # a closed pipe shows up here at the latest, inside the try
+        if not flush_stdout():      # a closed pipe shows up here at the latest
+            return EXIT_FAILURE
         return EXIT_OK if code is None else code
     except BrokenPipeError:
         _silence_stdout()

@@ -95,8 +95,14 @@ def build_root_dask(collection, key: str = "key", value: str = "value", *, shard
     client's worker threads, or twice the partitions without a client; at most the shard count). ``client``: a
     ``dask.distributed.Client`` (default: the current one, or dask's default scheduler).
     """
-    import dask
-    from dask.delayed import delayed
+    try:
+        import dask
+        from dask.delayed import delayed
+    except ImportError as e:
+        from mpt.errors import MissingExtraError
+
+        raise MissingExtraError("build_root_dask needs dask (pip install 'mpt-engine[dask]'): %s" % e,
+                                name=e.name) from e
 
     from mpt.parallel import MAX_SHARD_NIBBLES, combine
 

@@ -59,11 +59,29 @@ class StoreClosedError(MptError, ValueError):
 
 
 class StoreError(MptError, OSError):
-    """A node store that cannot be opened or written: no such directory, not a database of that kind, locked
-    by another process (a running node), or opened read-only. The message names the path."""
+    """A node store that cannot be opened or used: no such directory, not a database of that kind (a file that
+    is not an LMDB store, a directory that is not a LevelDB), an incompatible or damaged one, locked by another
+    process (a running node), or opened read-only. The message names the path; an underlying ``lmdb`` or
+    ``plyvel`` error is the ``__cause__``."""
 
     def __str__(self) -> str:
-        return str(self.args[0])
+        return str(self.args[0]) if self.args else ""
+
+
+class StoreWriteError(StoreError):
+    """A write to a node store that failed (most often a full disk). Nothing of that write was stored: the last
+    committed state, and the head root recorded with it, stay intact and readable; free space and commit again.
+    ``disk_full`` says whether the store's file system had no space left; ``path`` is the store's directory."""
+
+    def __init__(self, message: str, path: Optional[str] = None, disk_full: bool = False) -> None:
+        super().__init__(message)
+        self.path = path
+        self.disk_full = disk_full
+
+
+class MissingExtraError(MptError, ModuleNotFoundError):
+    """An optional part of mpt used without the package it needs; the message says what to ``pip install``
+    (a ModuleNotFoundError, so ``except ImportError`` catches it as well)."""
 
 
 class CorruptTreeError(NodeDecodeError):

@@ -109,6 +109,3 @@ cdef class HasherPool:
 
 
 cdef HasherPool default_pool()
-cdef int hash_threads() noexcept
-cdef void mark_openmp_used() noexcept nogil
-cdef int keccak_backend_number() noexcept

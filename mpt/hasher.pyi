@@ -31,21 +31,6 @@ class HasherPool:
     def idle(self) -> int:
         """Number of hashers waiting for reuse."""
 
-def get_hash_threads() -> int:
-    """Threads the batched hasher spreads each level's Keccak over (1: the calling thread only)."""
-
-def set_hash_threads(n: int) -> int:
-    """Set the number of hashing threads (1 = always hash on the calling thread). Returns the old value."""
-
-def keccak_backends() -> List[str]:
-    """Names of the Keccak backends this build and CPU can run, narrowest first ("scalar", "avx2", ...)."""
-
-def keccak_backend() -> str:
-    """Name of the Keccak backend the batched hasher uses for node encodings."""
-
-def set_keccak_backend(name: str) -> str:
-    """Use the named backend ("scalar", "avx2", "avx512", "avx2x8", or "auto"). Returns the previous name."""
-
 def keccak256_many(messages: Iterable[bytes], backend: Optional[str] = None) -> List[bytes]:
     """Keccak-256 of each bytes object in messages, hashed together on the backend's lanes."""
 

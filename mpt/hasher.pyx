@@ -10,13 +10,15 @@ parent; the root is always hashed. Two paths do this, with identical results:
 - batched (hash_levels), whenever the Keccak backend has SIMD lanes or several threads are allowed: one
   post-order pass encodes the dirty nodes, leaving a 32-byte hole in each parent for every child still to be
   hashed; every 1024 encodings the pending ones are hashed level by level from the leaves up, many at once on
-  the SIMD lanes (4-way AVX2, 8-way AVX-512, chosen from CPUID; MPT_KECCAK_BACKEND or set_keccak_backend()
-  force one) and optionally over several threads (MPT_HASH_THREADS or set_hash_threads(); default 1). Each
-  digest goes into its node and into its parent's hole.
+  the SIMD lanes (4-way AVX2, 8-way AVX-512, chosen from CPUID; MPT_KECCAK_BACKEND or
+  mpt.runtime.set_keccak_backend() force one) and optionally over several threads (MPT_HASH_THREADS or
+  mpt.runtime.set_hash_threads(); default 1). Each digest goes into its node and into its parent's hole.
+
+The process-wide settings (threads, the OpenMP fork guard, the Keccak backend) live in mpt.runtime, shared with
+the other tree families; their old names here still work, with a DeprecationWarning.
 
 tests/test_batched_hashing.py checks every path against the other; docs/performance.md has the measurements.
 """
-import os
 import warnings
 
 cimport cython
@@ -29,19 +31,11 @@ from libc.string cimport memcpy, memset
 
 from cpython.ref cimport PyObject
 
-from mpt._keccak.keccak cimport (
-    MPT_KECCAK_BACKENDS,
-    MPT_KECCAK_SCALAR,
-    mpt_keccak256,
-    mpt_keccak256_many,
-    mpt_keccak_backend_lanes,
-    mpt_keccak_backend_name,
-    mpt_keccak_backend_supported,
-    mpt_keccak_best_backend,
-)
+from mpt._keccak.keccak cimport mpt_keccak256, mpt_keccak256_many
 from mpt.node cimport FullNode, Node, ShortNode, ValueNode, check_filled
 from mpt.encoding cimport compact_size, write_compact
 from mpt.rlp cimport MAX_HEADER_SIZE, WriteBuffer, header_size, put_header, string_size
+from mpt.runtime cimport hash_threads, keccak_backend_by_name, keccak_backend_number, mark_openmp_used
 
 cdef enum:
     HASH_LENGTH = 32
@@ -57,9 +51,6 @@ cdef enum:
     # The pass shares out at most the 16 subtrees under the first branch: more threads than that only cost a
     # HashPass (about 115 KB) and an idle OS thread each.
     MAX_PASS_THREADS = 16
-    # set_hash_threads() refuses more than this: far beyond any useful count, and a typo (2**31 - 1) must not
-    # size memory or start OS threads.
-    MAX_HASH_THREADS = 256
     # _pass_visit results besides an entry index (>= 0) and -1 (no entry).
     VISIT_NO_MEMORY = -2
     VISIT_BAD_TYPE = -3
@@ -102,131 +93,12 @@ cdef inline void _prefetch_children(FullNode fn) noexcept:
             MPT_PREFETCH(fn.slots[j])
 
 
-cdef int _threads_from_env() noexcept:
-    cdef long long n
-    try:
-        n = int(os.environ.get("MPT_HASH_THREADS", "1"))
-    except (ValueError, OverflowError):
-        n = 1
-    if n > MAX_HASH_THREADS:
-        # An environment variable must not fail the import: too many is capped, not refused.
-        return MAX_HASH_THREADS
-    return <int>n if n > 0 else min(os.cpu_count() or 1, 8)
-
-
-cdef int _HASH_THREADS = _threads_from_env()
-cdef bint _OPENMP_USED = False           # a parallel region ran in this process (see _after_fork_in_child)
-cdef bint _FORKED_AFTER_OPENMP = False    # this process was forked after one did
-
-
-cdef int hash_threads() noexcept:
-    """Threads the level-parallel hasher uses (MPT_HASH_THREADS: default 1, 0 = every core up to 8)."""
-    return _HASH_THREADS
-
-
-def get_hash_threads():
-    """Threads the batched hasher spreads each level's Keccak over (1: the calling thread only)."""
-    return _HASH_THREADS
-
-
-def set_hash_threads(int n):
-    """Set the number of hashing threads (1 = always hash on the calling thread; 0 or less also means 1).
-    Returns the old value. ValueError above 256.
-
-    In a child process forked after OpenMP threads ran in its parent, the count stays 1 (with a RuntimeWarning
-    when more is asked): libgomp's thread pool does not survive fork(), and a parallel region there never
-    returns (docs/threads.rst)."""
-    global _HASH_THREADS
-    if n > MAX_HASH_THREADS:
-        raise ValueError(f"set_hash_threads({n}): at most {MAX_HASH_THREADS} hashing threads")
-    old = _HASH_THREADS
-    if n > 1 and _FORKED_AFTER_OPENMP:
-        warnings.warn("set_hash_threads(): this process was forked after OpenMP threads ran in its parent; "
-                      "hashing stays on the calling thread (libgomp cannot run threads after fork())",
-                      RuntimeWarning, stacklevel=2)
-        n = 1
-    _HASH_THREADS = n if n > 0 else 1
-    return old
-
-
-# OpenMP threads and fork(). libgomp keeps its worker threads in a pool; fork() copies the pool's bookkeeping but
-# not the threads, so the child's next parallel region waits forever for workers that do not exist. Once any
-# region ran here (mark_openmp_used: the batched hasher, merkle roots), a forked child hashes on its calling
-# thread only; a count of 1 never enters a parallel region (_hash_tree, mpt_keccak_many_threads, merkle's fold).
-cdef void mark_openmp_used() noexcept nogil:
-    global _OPENMP_USED
-    _OPENMP_USED = True
-
-
-def _after_fork_in_child():
-    global _HASH_THREADS, _FORKED_AFTER_OPENMP
-    if _OPENMP_USED:
-        _FORKED_AFTER_OPENMP = True
-        _HASH_THREADS = 1
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-def keccak_backends():
-    """Names of the Keccak backends this build and CPU can run, narrowest first ("scalar", "avx2", ...)."""
-    cdef int b
-    return [mpt_keccak_backend_name(b).decode() for b in range(MPT_KECCAK_BACKENDS) if mpt_keccak_backend_supported(b)]
-
-
-cdef int _backend_number(str name) except -1:
-    cdef int b
-    for b in range(MPT_KECCAK_BACKENDS):
-        if mpt_keccak_backend_name(b).decode() == name:
-            if not mpt_keccak_backend_supported(b):
-                raise ValueError(f"Keccak backend {name!r} is not supported by this CPU or build "
-                                 f"(available: {', '.join(keccak_backends())})")
-            return b
-    raise ValueError(f"unknown Keccak backend {name!r} (known: "
-                     f"{', '.join(mpt_keccak_backend_name(b).decode() for b in range(MPT_KECCAK_BACKENDS))})")
-
-
-cdef int _backend_from_env() except -1:
-    """MPT_KECCAK_BACKEND forces a backend; unset, the widest the CPU supports. A name this machine cannot run
-    warns and falls back to the automatic choice rather than failing the import."""
-    name = os.environ.get("MPT_KECCAK_BACKEND", "").strip().lower()
-    if name and name != "auto":
-        try:
-            return _backend_number(name)
-        except ValueError as e:
-            warnings.warn(f"MPT_KECCAK_BACKEND ignored: {e}", RuntimeWarning, stacklevel=2)
-    return mpt_keccak_best_backend()
-
-
-cdef int _KECCAK_BACKEND = _backend_from_env()
-
-
-cdef int keccak_backend_number() noexcept:
-    """The backend number (MPT_KECCAK_*) mpt_keccak256_many should use for batches of node encodings."""
-    return _KECCAK_BACKEND
-
-
-def keccak_backend():
-    """Name of the Keccak backend the batched hasher uses for node encodings."""
-    return mpt_keccak_backend_name(_KECCAK_BACKEND).decode()
-
-
-def set_keccak_backend(str name not None):
-    """Use the named backend ("scalar", "avx2", "avx512", "avx2x8", or "auto" for the widest supported one)
-    for batched hashing. Returns the previous name. Every backend gives the same hashes."""
-    global _KECCAK_BACKEND
-    old = keccak_backend()
-    _KECCAK_BACKEND = mpt_keccak_best_backend() if name == "auto" else _backend_number(name)
-    return old
-
-
 def keccak256_many(messages, str backend=None):
     """Keccak-256 of each bytes object in messages, hashed together on `backend`'s lanes (default: the current
     backend). For tests and benchmarks of the backends; returns a list of 32-byte digests."""
     cdef list items = list(messages)
     cdef Py_ssize_t n = len(items), i
-    cdef int b = _KECCAK_BACKEND if backend is None else _backend_number(backend)
+    cdef int b = keccak_backend_number() if backend is None else keccak_backend_by_name(backend)
     cdef const uint8_t **data = NULL
     cdef size_t *lengths = NULL
     cdef uint8_t *out = NULL
@@ -534,7 +406,7 @@ cdef int _pass_flush(HashPass *p) noexcept nogil:
             s.lengths[k] = <size_t>entry.length
             s.entries[k] = by_height[i]
             k += 1
-        _keccak_many_threads(_KECCAK_BACKEND, s.messages, s.lengths, <size_t>k, s.digests,
+        _keccak_many_threads(keccak_backend_number(), s.messages, s.lengths, <size_t>k, s.digests,
                              p.threads if k >= PARALLEL_MIN_LEVEL else 1)
         for i in range(k):
             _pass_store(p, &p.pending[s.entries[i]], s.digests + i * HASH_LENGTH)
@@ -909,7 +781,7 @@ cdef class Hasher:
         """The root hash of the tree under root, as bytes."""
         # The batched pass runs without the GIL whatever the backend (with SIMD lanes it also wins at every
         # size: 20 accounts, 9.7 against 15.9 us on AVX2); hash_node then only hashes a root under 32 bytes.
-        self.hash_levels(root, _HASH_THREADS)
+        self.hash_levels(root, hash_threads())
         self.hash_node(root, True)
         return PyBytes_FromStringAndSize(<char *>self.digest, HASH_LENGTH)
 
@@ -917,7 +789,7 @@ cdef class Hasher:
         """Hash node as a root through the batched path whatever its size (for tests and benchmarks)."""
         check_filled(node)
         self.buf.reset()
-        self.hash_levels(node, threads if threads > 0 else _HASH_THREADS)
+        self.hash_levels(node, threads if threads > 0 else hash_threads())
         return self.root_hash(node)
 
     def hash(self, Node node not None):
@@ -1011,3 +883,17 @@ def encode_node(Node node not None):
         return h.buf.to_bytes()
     finally:
         _DEFAULT_POOL.release(h)
+
+
+# Settings that moved to mpt.runtime (every tree family uses them): the old names keep working for a release.
+_MOVED_TO_RUNTIME = frozenset(("get_hash_threads", "set_hash_threads", "keccak_backends", "keccak_backend",
+                               "set_keccak_backend"))
+
+
+def __getattr__(name):
+    if name in _MOVED_TO_RUNTIME:
+        import mpt.runtime
+
+        warnings.warn(f"mpt.hasher.{name} moved to mpt.runtime.{name}", DeprecationWarning, stacklevel=2)
+        return getattr(mpt.runtime, name)
+    raise AttributeError(f"module 'mpt.hasher' has no attribute {name!r}")

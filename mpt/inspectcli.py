@@ -74,7 +74,7 @@ def _table(stats, store_desc):
 def run(args):
     from mpt.db.lmdb_store import LMDBStore
     from mpt.db.tools import inspect_trie
-    from mpt.errors import MissingNodeError, NodeDecodeError
+    from mpt.errors import MissingNodeError, NodeDecodeError, StoreError
     from mpt.iavl.inspect import run_inspect, wants_iavl
 
     if wants_iavl(args):
@@ -86,9 +86,9 @@ def run(args):
         raise UsageError("%s is not an LMDB store (no data.mdb in it)" % args.db)
     try:
         store = LMDBStore(args.db, readonly=True)
-    except ImportError as e:
+    except (ImportError, StoreError) as e:     # no lmdb package; not an LMDB store, incompatible, damaged
         raise UsageError(str(e)) from None
-    except Exception as e:      # lmdb.Error: unreadable, locked, incompatible
+    except Exception as e:      # lmdb.Error: locked, no permission
         raise UsageError("cannot open %s: %s" % (args.db, e)) from None
     try:
         if root is None:

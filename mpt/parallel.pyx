@@ -22,10 +22,9 @@ How:
 ``executor`` may also be another ``concurrent.futures.Executor`` (a process pool) or a ``dask.distributed.Client``:
 then each task receives its shards' records as bytes and returns their results (see :func:`build_shard_records`).
 """
+import errno
 import operator
 import os
-import shutil
-import tempfile
 from collections.abc import Mapping
 from itertools import islice
 
@@ -57,6 +56,8 @@ from mpt.stacktrie cimport (
     st_init,
     st_reset,
 )
+
+from mpt._spill import SpillDir
 
 __all__ = ["build_root", "build_shard_records", "check_workers", "choose_shard_nibbles", "MAX_SHARD_NIBBLES",
            "MAX_WORKERS"]
@@ -561,6 +562,7 @@ cdef class _Partition:
         size_t arena_bytes          # sum of the shard arenas' lengths
         size_t memory_limit
         object spill_dir            # a directory of our own under the user's spill_dir, or None
+        object spill_owner          # the mpt._spill.SpillDir holding spill_dir (locked while we live)
         list runs                   # per spill: offsets table as bytes (file offset, length: 2 x u64 per shard)
         int spill_fd                # the one spill file every run is appended to (-1: none yet)
         uint64_t spill_end          # its length
@@ -582,7 +584,8 @@ cdef class _Partition:
         self.spill_end = 0
         self.short_keys = {}
         self.extra = []
-        self.spill_dir = tempfile.mkdtemp(prefix="mpt-build-root-", dir=spill_dir) if spill_dir is not None else None
+        self.spill_owner = SpillDir(spill_dir) if spill_dir is not None else None
+        self.spill_dir = self.spill_owner.path if spill_dir is not None else None
 
     def __dealloc__(self):
         _free_arenas(self.arenas, self.nshards + 1)
@@ -598,8 +601,9 @@ cdef class _Partition:
             self.spill_fd = -1
         self.runs = []
         self.extra = []
-        if self.spill_dir is not None:
-            shutil.rmtree(self.spill_dir, ignore_errors=True)
+        if self.spill_owner is not None:
+            self.spill_owner.close()
+            self.spill_owner = None
             self.spill_dir = None
 
     cdef int _add_slow(self, Arena *arenas, object item, Py_ssize_t index) except -1:
@@ -888,18 +892,22 @@ cdef class _Partition:
         cdef uint64_t off = self.spill_end
         offsets = <uint64_t *>PyBytes_AS_STRING(table)
         self._fold_extra()
+        path = os.path.join(self.spill_dir, "spill.bin")
         if self.spill_fd < 0:
             # One file for every run (a few descriptors however many spills): each run is appended to it.
-            path = os.path.join(self.spill_dir, "spill.bin")
             self.spill_fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
-        with os.fdopen(os.dup(self.spill_fd), "wb", buffering=1 << 20) as f:
-            f.seek(off)
-            for i in range(self.nshards):
-                offsets[2 * i] = off
-                offsets[2 * i + 1] = self.arenas[i].len
-                if self.arenas[i].len:
-                    f.write((<char *>self.arenas[i].buf)[:self.arenas[i].len])
-                    off += self.arenas[i].len
+        try:
+            with os.fdopen(os.dup(self.spill_fd), "wb", buffering=1 << 20) as f:
+                f.seek(off)
+                for i in range(self.nshards):
+                    offsets[2 * i] = off
+                    offsets[2 * i + 1] = self.arenas[i].len
+                    if self.arenas[i].len:
+                        f.write((<char *>self.arenas[i].buf)[:self.arenas[i].len])
+                        off += self.arenas[i].len
+        except OSError as e:
+            # A full disk (ENOSPC) shows up here: name the file, which a bare write error does not.
+            raise OSError(e.errno, e.strerror or str(e), path) from e
         self.spill_end = off
         self.runs.append(table)
         for i in range(self.nshards):
@@ -1143,8 +1151,15 @@ def build_root(pairs, *, workers=None, shard_nibbles=None, executor=None, spill_
         k = int(shard_nibbles)
         if not 0 <= k <= MAX_SHARD_NIBBLES:
             raise ValueError("shard_nibbles must be between 0 and %d, got %d" % (MAX_SHARD_NIBBLES, k))
-    if spill_dir is not None and not os.path.isdir(spill_dir):
-        raise FileNotFoundError("spill_dir %s is not a directory" % spill_dir)
+    if spill_dir is not None:
+        if not isinstance(spill_dir, (str, os.PathLike)):
+            raise TypeError("spill_dir must be a path, not %s" % type(spill_dir).__name__)
+        spill_dir = os.fspath(spill_dir)
+        if not os.path.exists(spill_dir):
+            raise FileNotFoundError(errno.ENOENT, "spill_dir %s does not exist" % spill_dir, spill_dir)
+        if not os.path.isdir(spill_dir):
+            raise NotADirectoryError(errno.ENOTDIR, "spill_dir %s is a file, not a directory" % spill_dir,
+                                     spill_dir)
 
     bar = _progress_bar(progress, size_hint, "pairs")
     part = _Partition(k, spill_dir, memory_limit)

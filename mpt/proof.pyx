@@ -17,7 +17,8 @@ from libc.string cimport memcmp, memcpy, memset
 
 from mpt._keccak.keccak cimport mpt_keccak256_many, mpt_keccak_backend_lanes
 from mpt.encoding cimport COMPACT_LEAF_FLAG, COMPACT_ODD_FLAG, TERMINATOR, keybytes_to_hex_c, prefix_length
-from mpt.hasher cimport Hasher, HasherPool, KnownEncodings, default_pool, hash_threads, keccak_backend_number, known_key
+from mpt.hasher cimport Hasher, HasherPool, KnownEncodings, default_pool, known_key
+from mpt.runtime cimport hash_threads, keccak_backend_number
 from mpt.rlp cimport RLPItem, read_item_fast
 from mpt.node cimport FullNode, HashNode, Node, ShortNode, ValueNode, decode_node_c
 from mpt.stacktrie cimport ST_LEAF, ST_REF, STBuilder, st_add_nibbles, st_finish_root, st_free, st_init

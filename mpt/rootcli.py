@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 
 FORMATS = ("alloc", "geth-dump", "pairs-jsonl", "parquet")
@@ -43,6 +44,9 @@ def add_parser(subparsers):
     p.add_argument("--key-column", default="key", help="parquet: the key column (default: key)")
     p.add_argument("--value-column", default="value", help="parquet: the value column (default: value)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    # argparse takes "-5M" for an option (only plain negative numbers count as values), so "--memory-limit -5M"
+    # said "expected one argument"; with sizes counted as values, _size names the real problem.
+    p._negative_number_matcher = _NEGATIVE_SIZE
     return p
 
 
@@ -51,26 +55,37 @@ def _workers(text):
 
     from mpt.parallel import MAX_WORKERS
 
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("%r is not a whole number" % text) from None
+    digits = text[1:] if text.startswith("-") else text
+    if not digits.isascii() or not digits.isdigit():    # no "+", spaces, underscores or other digits, as int() takes
+        raise argparse.ArgumentTypeError("%r is not a whole number" % text)
+    n = int(text)
     if not 1 <= n <= MAX_WORKERS:
         raise argparse.ArgumentTypeError("%s is out of range (1 to %d)" % (text, MAX_WORKERS))
     return n
 
 
-def _size(text):
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-    t = text.strip().upper().rstrip("B").rstrip("I")
-    try:
-        if t and t[-1] in units:
-            return int(float(t[:-1]) * units[t[-1]])
-        return int(t)
-    except ValueError:
-        import argparse
+_NEGATIVE_SIZE = re.compile(r"^-(\d+\.?\d*|\.\d+)([KMGT]i?B?|B)?$", re.IGNORECASE)
+_SIZE = re.compile(r"^(\d+\.?\d*|\.\d+)([KMGT])?$")
 
-        raise argparse.ArgumentTypeError("%r is not a size (like 512M or 2G)" % text) from None
+
+def _size(text):
+    """A byte count like 512M, 2G, 1.5GiB or 1048576 (K, M, G, T are powers of 1024); refuses signs, spaces
+    and underscores, as the other number fields do."""
+    import argparse
+
+    units = {None: 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    t = text.upper()
+    t = t[:-1] if t.endswith("B") else t
+    t = t[:-1] if t.endswith("I") and len(t) > 1 and t[-2] in "KMGT" else t
+    if text.startswith("-") and _SIZE.match(t[1:]):
+        raise argparse.ArgumentTypeError("%r is negative: give a size like 512M or 2G" % text)
+    m = _SIZE.match(t)
+    if m is None:
+        raise argparse.ArgumentTypeError("%r is not a size (like 512M or 2G)" % text)
+    try:
+        return int(float(m.group(1)) * units[m.group(2)])
+    except OverflowError:                   # 400 digits: float() gives inf
+        raise argparse.ArgumentTypeError("%r is too large a size" % text) from None
 
 
 def _hex_field(value, what, number):

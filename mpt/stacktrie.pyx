@@ -546,8 +546,8 @@ cdef int st_finish_subtree(STBuilder *b, int *kind, size_t *depth, uint8_t *ref,
 
 
 cdef int st_current_backend() except -1:
-    """The Keccak backend the batched hasher uses (mpt.hasher.set_keccak_backend / MPT_KECCAK_BACKEND)."""
-    from mpt.hasher import keccak_backend
+    """The Keccak backend the batched hasher uses (mpt.runtime.set_keccak_backend / MPT_KECCAK_BACKEND)."""
+    from mpt.runtime import keccak_backend
     cdef bytes name = keccak_backend().encode()
     cdef int i
     for i in range(MPT_KECCAK_BACKENDS):

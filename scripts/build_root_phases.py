@@ -10,7 +10,7 @@ import argparse
 import sys
 import time
 
-from mpt.bench.cases import _shuffled_account_pairs
+from mpt.bench.workloads import shuffled_account_pairs as _shuffled_account_pairs
 from mpt.parallel import _current_backend, _Partition, _run_shards, choose_shard_nibbles, combine
 
 

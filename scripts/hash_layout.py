@@ -18,8 +18,9 @@ import sys
 import time
 
 from mpt.bench import _alloc
-from mpt.bench.cases import _accounts, _filled_trie, _hashed_blobs
-from mpt.hasher import set_keccak_backend
+from mpt.bench.cases.ethereum import filled_trie as _filled_trie, hashed_blobs as _hashed_blobs
+from mpt.bench.workloads import hashed_accounts as _accounts
+from mpt.runtime import set_keccak_backend
 
 
 def hash_time(pairs, repeat):

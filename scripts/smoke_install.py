@@ -67,7 +67,7 @@ ROOT_CHECK = textwrap.dedent(
     import mpt
     from mpt import StackTrie, Trie
     from mpt.bench.workloads import ACCOUNT_ROOTS, account_keys, make_accounts
-    from mpt.hasher import keccak_backend
+    from mpt.runtime import keccak_backend
 
     site = {pathlib.Path(sysconfig.get_paths()[k]).resolve() for k in ("purelib", "platlib")}
     location = pathlib.Path(mpt.__file__).resolve()
@@ -92,6 +92,15 @@ ROOT_CHECK = textwrap.dedent(
           % (mpt.__version__, location.parent, keccak_backend(), want))
     """
 )
+
+
+def root_check_command(python, root=ROOT):
+    """Steps 1-2: ROOT_CHECK in ``python``, isolated (-I) from the current folder and PYTHON* variables.
+
+    Without -I, `python -c` puts the current folder first on sys.path; a folder there named `mpt` (a clone of
+    this repository, seen from its parent) would shadow the package as an empty namespace package.
+    """
+    return [str(python), "-I", "-c", ROOT_CHECK, str(root)]
 
 
 def _run(command, **kwargs):
@@ -126,7 +135,7 @@ def check_installed(python, tests, work: pathlib.Path, env) -> int:
     (project / "pytest.ini").write_text(
         "[pytest]\nmarkers =\n    slow: long-running tests (deselect with -m 'not slow')\n")
 
-    if _run([python, "-c", ROOT_CHECK, ROOT], cwd=project, env=env).returncode:
+    if _run(root_check_command(python), cwd=project, env=env).returncode:
         print("smoke: the installed copy failed its checks", file=sys.stderr)
         return 1
     return _run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=project, env=env).returncode

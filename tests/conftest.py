@@ -1,5 +1,6 @@
 """Shared test helpers: where the public test vectors are, and a trie filled from a dict."""
 import json
+import os
 import pathlib
 
 import pytest
@@ -33,6 +34,17 @@ def from_hex_or_text(s):
     if s.startswith("0x"):
         return bytes.fromhex(s[2:])
     return s.encode()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _run_from_the_checkout():
+    """Tests run with the checkout as the current folder, wherever pytest was started: their `python -m mpt ...`
+    subprocesses put the current folder first on sys.path, where the clone's own folder (named `mpt`, seen from
+    its parent) would shadow the package, and some tests name files relative to the checkout."""
+    started = os.getcwd()
+    os.chdir(HERE.parent)
+    yield
+    os.chdir(started)
 
 
 @pytest.fixture

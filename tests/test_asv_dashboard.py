@@ -3,9 +3,10 @@
 Fast, always on: the generated benchmark module imports and defines one asv benchmark per registry case and
 metric, with the attributes the suite relies on, and a cheap case runs through them.
 
-Slow (skipped without Chromium, or without asv/Cython in this interpreter): ``asv_bench/run.sh`` with K=1 and a
-``-b`` filter builds HEAD, benchmarks HashFixedSize/10 and publishes the offline dashboard into a temporary
-directory; the page is served on 127.0.0.1 and loaded in headless Chromium, which must draw the HashFixedSize
+Slow (skipped without Chromium, without asv/Cython in this interpreter, or without the dashboard's npm assets
+in their cache: the suite fetches nothing): ``asv_bench/run.sh`` with K=1 and a ``-b`` filter takes HEAD's
+compiled modules from this checkout's build, benchmarks HashFixedSize/10 and publishes the offline dashboard into
+a temporary directory; the page is served on 127.0.0.1 and loaded in headless Chromium, which must draw the HashFixedSize
 graph with the measured point, while the page references and requests nothing but local files.
 """
 
@@ -173,9 +174,18 @@ def test_offline_assets_rewrite():
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 HAVE_ASV = all(importlib.util.find_spec(m) is not None for m in ("asv", "Cython", "setuptools"))
-# The npm tarballs are cached outside the repository (offline_assets.default_cache_dir()).
-HAVE_ASSETS = shutil.which("npm") is not None or Path(
-    _load("mpt_asv_offline_assets_cache", ASV_BENCH / "offline_assets.py").default_cache_dir()).is_dir()
+
+
+def _missing_assets():
+    """The dashboard's npm tarballs absent from their cache outside the repository (offline_assets.py). The test
+    suite never fetches them: a test run asks no registry, so the dashboard test skips until they are there."""
+    oa = _load("mpt_asv_offline_assets", ASV_BENCH / "offline_assets.py")
+    return oa.missing_tarballs(oa.default_cache_dir())
+
+
+MISSING_ASSETS = _missing_assets()
+ASSETS_REASON = ("the dashboard's JavaScript/CSS are not cached (%s): fetch them once with "
+                 "`python asv_bench/offline_assets.py --fetch` (npm registry)" % ", ".join(MISSING_ASSETS))
 GRAPH = "bench_trie.HashFixedSize.time_op"
 FILTER = r"^bench_trie\.HashFixedSize\..*\('10'\)$"
 
@@ -221,6 +231,7 @@ function probe() {
     out.legend = w.document.querySelectorAll("#main-graph .legend .legendLabel").length;
     out.ticks = w.document.querySelectorAll("#main-graph .flot-tick-label").length;
     out.error_modal = $("#error").is(":visible");
+    out.log_scale = $("#log-scale").hasClass("active");
     out.title = w.document.title;
     out.done = true;
   } catch (e) { out.error = String(e); }
@@ -277,6 +288,23 @@ def _serve(directory: Path):
     return server, log
 
 
+def _path_without(program: str) -> str:
+    """PATH without the folders that hold program."""
+    return os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep)
+                           if d and not os.access(os.path.join(d, program), os.X_OK))
+
+
+def test_dashboard_test_skips_instead_of_fetching(tmp_path, monkeypatch):
+    """With an empty cache the dashboard test skips (naming the fetch command) even where npm is installed."""
+    monkeypatch.setenv("MPT_ASV_ASSETS_CACHE", str(tmp_path))
+    assert len(_missing_assets()) == 6
+    oa = _load("mpt_asv_offline_assets", ASV_BENCH / "offline_assets.py")
+    for package in oa.PACKAGES:
+        (tmp_path / package.tarball).write_bytes(b"")
+    assert _missing_assets() == []
+    assert "offline_assets.py --fetch" in ASSETS_REASON
+
+
 def _net_log_requests(path: Path):
     """(initiator, url) of every request in a Chromium net log (a log cut short is repaired). The initiator is
     the origin of the page that asked for it; the browser's own requests say "not an origin"."""
@@ -297,7 +325,7 @@ def _net_log_requests(path: Path):
 @pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
 @pytest.mark.skipif(not HAVE_ASV, reason="asv/Cython not installed in this interpreter (pip install -e '.[bench]')")
-@pytest.mark.skipif(not HAVE_ASSETS, reason="npm is not installed and no cached dashboard assets")
+@pytest.mark.skipif(bool(MISSING_ASSETS), reason=ASSETS_REASON)
 def test_offline_dashboard_renders_hash_graph(tmp_path):
     from asv import util as asv_util
 
@@ -308,15 +336,20 @@ def test_offline_dashboard_renders_hash_graph(tmp_path):
     conf_path = tmp_path / "asv.conf.json"
     conf_path.write_text(json.dumps(conf, indent=1))
 
-    env = dict(os.environ, K="1", PYTHON=sys.executable, ASV_CONFIG=str(conf_path))
+    # HEAD's compiled modules come from this checkout's in-place build (MPT_ASV_PREBUILT): the suite never compiles
+    # the package a second time. npm is out of reach: the assets come from the cache the skip above checked.
+    env = dict(os.environ, K="1", PYTHON=sys.executable, ASV_CONFIG=str(conf_path), MPT_ASV_PREBUILT=str(ROOT),
+               MPT_ASV_BUILD_ROOT=str(tmp_path / "builds"), PATH=_path_without("npm"))
     env.pop("COMMITS", None)
     proc = subprocess.run(["bash", str(ASV_BENCH / "run.sh"), "-b", FILTER], env=env, cwd=str(ROOT),
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-6000:]
+    assert "=== building" not in proc.stderr and "(not compiled)" in proc.stderr, proc.stderr[-3000:]
 
     # The result asv recorded for HEAD.
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=str(ROOT), capture_output=True, text=True,
                           check=True).stdout.strip()
+    assert "For mpt commit %s" % head[:8] in proc.stderr     # asv's log names the commit it measures
     result_files = [p for p in (tmp_path / "results").glob("*/%s-*.json" % head[:8])]
     assert len(result_files) == 1, list((tmp_path / "results").rglob("*.json"))
     # The machine is named by what it is (CPU model, cores), not by the host name or the interpreter's path.
@@ -368,6 +401,7 @@ def test_offline_dashboard_renders_hash_graph(tmp_path):
     assert probe["jquery"] == "3.3.1" and probe["flot"], probe
     assert probe["canvas"]["cls"] == "flot-base" and probe["canvas"]["width"] > 100, probe
     assert probe["ticks"] > 0 and probe["legend"] >= 1 and not probe["error_modal"], probe
+    assert probe["log_scale"], probe        # a size-parameterized graph opens on a log y axis
     by_label = {s["label"]: s["points"] for s in probe["series"]}
     points = by_label.get("size-10")
     assert points and len(points) == 1, probe["series"]
@@ -385,3 +419,62 @@ def test_offline_dashboard_renders_hash_graph(tmp_path):
     failed = [(p, code) for p, code in served if code != 200 and p != "/favicon.ico"]  # the browser's own guess
     assert not failed, failed
     print("dashboard test took %.0f s" % (time.monotonic() - started))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Dashboard defaults: log y axis, regression thresholds
+# ---------------------------------------------------------------------------------------------------------------
+
+def _threshold(conf, entry_name):
+    """asv's own rule (plugins/regressions.py): the largest threshold whose regex matches, else 5%."""
+    matching = [float(t) for regex, t in conf["regressions_thresholds"].items() if re.match(regex, entry_name)]
+    return max(matching, default=0.05)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("asv") is None, reason="asv is not installed (pip install -e '.[bench]')")
+def test_regression_thresholds_ignore_a_loaded_machines_steps():
+    """A 1.6x step of every time (a loaded machine, as at 7f07cf3) is not flagged; a 2x one is; allocation counts
+    keep asv's 5%."""
+    from asv import util as asv_util
+    from asv.step_detect import detect_regressions
+
+    conf = asv_util.load_json(str(ASV_BENCH / "asv.conf.json"), js_comments=True)
+
+    def flagged(name, ratio):
+        steps = [(0, 6, 1.0, 1.0, 0.01), (6, 12, ratio, ratio, 0.01)]
+        return detect_regressions(steps, _threshold(conf, name))[2] is not None
+
+    for name in ("bench_trie.HashFixedSize.time_op('10K')", "bench_trie.Prove.time_op",
+                 "bench_trie.CommitAfterHashFixedSize.time_op('100K')"):
+        assert not flagged(name, 1.6) and flagged(name, 2.0), name
+    assert flagged("bench_trie.HashFixedSize.track_allocs_per_op('10K')", 1.1)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("asv") is None, reason="asv is not installed (pip install -e '.[bench]')")
+def test_parameterized_graphs_open_on_a_log_axis(tmp_path):
+    """The published graphdisplay.js of this asv gets the log default, once; node (where installed) parses it."""
+    import asv
+
+    defaults = _load("mpt_asv_dashboard_defaults", ASV_BENCH / "dashboard_defaults.py")
+    original = (Path(asv.__file__).parent / "www" / "graphdisplay.js").read_text()
+    (tmp_path / "graphdisplay.js").write_text(original)
+    assert defaults.main([str(tmp_path)]) == 0
+    patched = (tmp_path / "graphdisplay.js").read_text()
+    assert patched.count(defaults.MARKER) == 1 and "params['y-axis-scale'] = ['log'];" in patched
+    assert "['log']: ['linear']" in patched
+    assert defaults.patch_source(patched) == patched
+    with pytest.raises(defaults.PatchError):
+        defaults.patch_source("var log_scale = false;")
+    assert "dashboard_defaults.py" in (ASV_BENCH / "run.sh").read_text()
+    node = shutil.which("node")
+    if node:
+        check = subprocess.run([node, "--check", str(tmp_path / "graphdisplay.js")], capture_output=True, text=True)
+        assert check.returncode == 0, check.stderr
+
+
+def test_run_sh_names_each_commit_in_asvs_log():
+    """asv names the commits of its configuration's "branches" in its log, not --set-commit-hash: run.sh runs
+    each commit from a copy of the configuration whose branch is that commit."""
+    run_sh = (ASV_BENCH / "run.sh").read_text()
+    assert 'conf["branches"] = [sha]' in run_sh and '--config "$run_conf"' in run_sh
+    assert "benchmarked in $((SECONDS - started)) s" in run_sh and "built in $((SECONDS - started)) s" in run_sh

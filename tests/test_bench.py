@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mpt import keccak256
-from mpt.bench import _alloc, cases
+from mpt.bench import _alloc, cases, peers
 from mpt.bench.__main__ import main
 from mpt.bench.stats import geomean, mann_whitney_u, median, quantile, spread_pct
 
@@ -34,8 +34,8 @@ IAVL_NAMES = (
     ["IAVLNode/maxEncodedSize/%s" % f for f in ("vbyte", "legacy", "v1")]
     + ["IAVLNode/Encode/%s_integer/%s" % (s, f) for s in ("small", "large") for f in ("vbyte", "legacy", "v1")]
     + ["IAVLNode/Decode/%s_number/%s" % (s, f) for s in ("small", "large") for f in ("vbyte", "legacy", "v1")]
-    + ["IAVLTree/Set10K", "IAVLTree/SaveVersion10K", "IAVLTree/TestTreeHash"]
-    # Go iavl's tree workloads on a store (mpt.bench.iavl_trees; the LevelDB ones need plyvel, a test extra).
+    + ["IAVLTree/Set10K", "IAVLTree/SaveVersion10K", "IAVLTree/TestTreeHash", "ICS23Prove/100K"]
+    # Go iavl's tree workloads on a store (mpt.bench.cases.iavl_trees; the LevelDB ones need plyvel, a test extra).
     + ["IAVLTree/%s/%s" % (w, s) for w in ("Set10K+Save", "Set100K+Save", "Get100K", "Prune")
        for s in ("MemoryDB", "LevelDB")]
     # Export / import (the state-sync path), on the same stores.
@@ -56,11 +56,15 @@ MERKLE_NAMES = (["MerkleHashAlternatives/recursive", "MerkleHashAlternatives/ite
                 + ["MerkleRoot/%s" % s for s in ("100", "1K", "10K", "100K")] + ["MerkleProof", "MerkleVerify"])
 
 
+# ICS23 verification (mpt.ics23) and a whole abci_query answer.
+ICS23_NAMES = ["ICS23Verify/iavl", "ICS23Verify/iavl_absent", "ICS23Verify/simple", "AbciQueryVerify"]
+
+
 def test_registry_names_are_geths_plus_insert():
     build_root = {"BuildRoot/%s/workers=%d" % (n, w) for n in ("100K", "1M") for w in (1, 2)} | {"BuildRootDask/1M"}
     two_tries = {"HashTwoTries/%s/%s" % (n, m) for n in ("10K", "100K") for m in ("serial", "threads")}
     assert set(cases.CASES) == (set(GETH_NAMES) | {"Insert/1K", "Insert/10K", "Insert/100K"} | set(MERKLE_NAMES)
-                                | set(IAVL_NAMES) | build_root | two_tries)
+                                | set(IAVL_NAMES) | set(ICS23_NAMES) | build_root | two_tries)
 
 
 def test_default_run_leaves_out_100k():
@@ -166,10 +170,69 @@ def test_compare_adds_p_values(capsys, tmp_path):
     assert re.search(r"^geomean .*(%|~)$", out, re.M)
 
 
-def test_compare_rejects_a_bad_file(capsys, tmp_path):
+def bench_cli(*argv, timeout=120):
+    return subprocess.run([sys.executable, "-m", "mpt.bench", *argv], cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_compare_rejects_a_bad_file(tmp_path):
     path = tmp_path / "bad.json"
     path.write_text("[1, 2]")
-    assert main(["-b", TINY, *FAST, "--compare", str(path)]) == 1
+    proc = bench_cli("-b", TINY, *FAST, "--compare", str(path))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines()[-1] == (
+        "python -m mpt.bench: error: --compare: %s is not a JSON report of python -m mpt.bench --format json "
+        '(no "benchmarks" list)' % path)
+
+
+def test_compare_names_a_file_that_is_not_json():
+    """A README handed to --compare: said before any case runs, as a usage error naming the file, no traceback."""
+    proc = bench_cli("-b", TINY, *FAST, "--compare", "README.md")
+    assert proc.returncode == 2 and proc.stdout == "" and "Traceback" not in proc.stderr
+    last = proc.stderr.splitlines()[-1]
+    assert last.startswith("python -m mpt.bench: error: --compare: README.md is not a JSON report of "
+                           "python -m mpt.bench --format json (not JSON: Expecting value: line 1 column 1")
+
+
+def test_compare_names_a_missing_file(tmp_path):
+    proc = bench_cli("-b", TINY, *FAST, "--compare", str(tmp_path / "missing.json"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines()[-1] == ("python -m mpt.bench: error: --compare: cannot read %s: No such file "
+                                            "or directory" % (tmp_path / "missing.json"))
+
+
+@pytest.mark.parametrize("where, why", [
+    ("missing/dir/out.json", "directory {tmp}/missing/dir does not exist"),
+    ("", "{tmp} is a directory"),
+])
+def test_unwritable_output_is_refused_before_running(tmp_path, where, why):
+    """-o is checked before the first case runs (a long run must not end in a write error); nothing is left behind."""
+    target = tmp_path / where
+    proc = bench_cli("-b", TINY, *FAST, "-o", str(target))
+    assert proc.returncode == 2 and proc.stdout == "" and "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines()[-1] == "python -m mpt.bench: error: -o/--output: " + why.format(tmp=tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_output_check_leaves_no_file_and_keeps_an_existing_one(tmp_path):
+    from mpt.bench.__main__ import check_output_path
+
+    new = tmp_path / "new.json"
+    assert check_output_path(str(new)) is None and not new.exists()
+    old = tmp_path / "old.json"
+    old.write_text("kept")
+    assert check_output_path(str(old)) is None and old.read_text() == "kept"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--hash-threads", "100000"], "--hash-threads: set_hash_threads(100000): at most 256 hashing threads"),
+    (["--hash-threads", "0"], "--hash-threads must be at least 1"),
+    (["--count", "0"], "--count must be at least 1"),
+])
+def test_hashing_options_name_themselves(argv, message):
+    proc = bench_cli("-b", TINY, *FAST, *argv)
+    assert proc.returncode == 2 and proc.stdout == "" and "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines()[-1] == "python -m mpt.bench: error: " + message
 
 
 def test_no_match_is_an_error(capsys):
@@ -179,7 +242,7 @@ def test_no_match_is_an_error(capsys):
 def test_peers_missing_ones_are_skipped_with_one_install_hint(capsys, monkeypatch):
     real = cases.peers()
     fakes = [cases.Peer("not-a-peer", None, "not installed"), cases.Peer("other", None, "needs Python >= 3.11")]
-    monkeypatch.setattr(cases, "peers", lambda: [real[0], *fakes])
+    monkeypatch.setattr(peers, "peers", lambda: [real[0], *fakes])
     code, out = run(capsys, "-b", "Insert/1K", *FAST, "--peers")
     assert code == 0
     notes = [line for line in out.splitlines() if line.startswith("note:")]
@@ -202,7 +265,7 @@ def test_peers_share_the_main_measurement_and_run_only_listed_cases(capsys, monk
     calls = []
     real = cases.peers()
     fake = _fake_peer("fake-peer", calls, real[0].build)
-    monkeypatch.setattr(cases, "peers", lambda: [real[0], fake])
+    monkeypatch.setattr(peers, "peers", lambda: [real[0], fake])
     path = tmp_path / "run.json"
     code, out = run(capsys, "-b", r"(HashFixedSize/10|Insert/1K)", *FAST, "--peers", "--format", "json",
                     "-o", str(path))
@@ -296,7 +359,7 @@ def test_no_progress_is_silent():
 
 
 def test_progress_on_a_terminal_is_a_bar():
-    from mpt.bench.__main__ import _BarProgress, _LineProgress, _progress
+    from mpt.bench.runner import BarProgress, LineProgress, progress
 
     class Tty:
         def isatty(self):
@@ -308,10 +371,10 @@ def test_progress_on_a_terminal_is_a_bar():
         def flush(self):
             pass
 
-    bar = _progress(10, 2, True, Tty())
-    assert isinstance(bar, _BarProgress)
+    bar = progress(10, 2, True, Tty())
+    assert isinstance(bar, BarProgress)
     bar.close()
-    assert isinstance(_progress(10, 2, True, io.StringIO()), _LineProgress)     # not a terminal
+    assert isinstance(progress(10, 2, True, io.StringIO()), LineProgress)     # not a terminal
 
 
 def test_peers_that_are_installed_agree_on_the_root():
@@ -432,7 +495,7 @@ def test_merkle_cases_report_sha_ratio_and_constant_allocations(capsys):
 def test_merkle_root_on_hash_threads(capsys):
     """--hash-threads N reaches mpt.merkle: MerkleRoot/10K (above 2048 leaves) runs its chunks on N OpenMP threads,
     its root checked against the reference, with the same O(1) allocations."""
-    from mpt.hasher import get_hash_threads, set_hash_threads
+    from mpt.runtime import get_hash_threads, set_hash_threads
 
     old = get_hash_threads()
     try:

@@ -103,14 +103,32 @@ def test_root_of_a_directory_is_a_usage_error(tmp_path):
     ("100000", "out of range"),
     ("1.5", "not a whole number"),
     ("two", "not a whole number"),
+    ("+2", "not a whole number"),
+    ("1_0", "not a whole number"),
+    ("-1", "out of range"),
     ("0", "out of range"),
 ])
 def test_root_workers_out_of_range(tmp_path, value, fragment):
     path = tmp_path / "pairs.jsonl"
     path.write_text('{"key": "0x01", "value": "0x02"}\n')
     r = run_cli("root", str(path), "--format", "pairs-jsonl", "--workers", value)
+    assert_one_error_line(r, 2, "error: argument --workers: ", fragment)
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["root", "x", "--format", "csv"], "argument --format: invalid choice: 'csv'"),
+    (["root", "x"], "the following arguments are required: --format"),
+    (["root", "x", "--format", "alloc", "--memory-limit=-5M"], "'-5M' is negative"),
+    (["root", "x", "--format", "alloc", "--memory-limit", "lots"], "'lots' is not a size"),
+    (["root", "x", "--format", "alloc", "--memory-limit", "9" * 400 + "G"], "is too large a size"),
+    (["inspect"], "the following arguments are required: --db"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+])
+def test_argument_errors_are_one_line(args, fragment):
+    r = run_cli(*args)
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert "error: argument --workers: " in r.stderr and fragment in r.stderr
+    assert r.stderr.count("\n") == 1 and ": error: " in r.stderr and fragment in r.stderr, r.stderr
+    assert "usage:" not in r.stderr
 
 
 @pytest.mark.parametrize("content", ["", "\n\n"])

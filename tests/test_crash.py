@@ -35,6 +35,7 @@ import mpt
 from mpt import Trie
 from mpt.db import LMDBStore, MemoryDB
 from mpt.db.tools import copy_reachable
+from mpt.errors import StoreError
 
 lmdb = pytest.importorskip("lmdb")
 if not hasattr(signal, "SIGKILL") or not hasattr(os, "fork"):      # pragma: no cover
@@ -246,7 +247,7 @@ def open_store(path, anything_committed):
     """The store, read-only; None if the first child was killed before it had made one (or finished making it)."""
     try:
         return LMDBStore(path, readonly=True)
-    except (FileNotFoundError, lmdb.Error):
+    except (FileNotFoundError, StoreError):
         if anything_committed:
             raise
         return None

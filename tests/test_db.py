@@ -134,7 +134,7 @@ def test_lmdb_store_protocol(tmp_path):
             ro.put(b"\x09" * 32, b"x")
     with pytest.raises(FileNotFoundError):
         LMDBStore(tmp_path / "absent", readonly=True)
-    with LMDBStore(tmp_path / "new" / "nested") as s:     # parent directories are created
+    with LMDBStore(tmp_path / "new") as s:                # the store's own directory is created
         assert len(s) == 0 and s.head() is None
 
 

@@ -73,3 +73,73 @@ def test_nothing_cites_a_file_outside_the_repository():
                 if "BENCHMARKS.md" in path.read_text(encoding="utf-8", errors="replace"):
                     offenders.append(str(path.relative_to(ROOT)))
     assert not offenders
+
+
+# ------------------------------------------------------------------------------------------- figures for users
+
+def _plot_bench():
+    spec = importlib.util.spec_from_file_location("mpt_docs_plot_bench", ROOT / "docs" / "plot_bench.py")
+    module = importlib.util.module_from_spec(spec)
+    import sys
+
+    sys.modules[spec.name] = module          # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="matplotlib (the docs extra) missing")
+def test_figures_lay_out_cleanly_and_name_the_run(tmp_path):
+    """No title or label cut off at the figure's edge, no legend over a data point or a ratio label, and the
+    report's line named by its date, not "this run" (a docs build draws the committed reference run)."""
+    import sys
+
+    proc = subprocess.run([sys.executable, str(ROOT / "docs" / "plot_bench.py"), str(REFERENCE), "--out",
+                           str(tmp_path)], capture_output=True, text=True, timeout=120,
+                          env={"MPLBACKEND": "Agg", "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    assert "layout:" not in proc.stderr, proc.stderr
+    source = (ROOT / "docs" / "plot_bench.py").read_text()
+    assert "(this run" not in source and "this run)" not in source
+    plot_bench = _plot_bench()
+    assert plot_bench.run_label(json.loads(REFERENCE.read_text())) == "run of 2026-12-01"
+
+
+def test_vs_geth_ratios_are_the_published_side_by_side_run():
+    """The figure's ratios are the table of docs/performance.md, measured in one run beside geth."""
+    plot_bench = _plot_bench()
+    text = (ROOT / "docs" / "performance.md").read_text()
+    table = text.split("### Ethereum Merkle Patricia Trie against go-ethereum", 1)[1].split("\n\n### ", 1)[0]
+    published = {}
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) != 4 or not cells[3][:1].isdigit():
+            continue
+        case, ratios = cells[0].split(" (")[0], cells[3].split(" · ")
+        if " · " in case:                  # "VerifyRangeProof10 · 100 · 1000 · 5000"
+            first, *rest = case.split(" · ")
+            stem = first.rstrip("0123456789")
+            names = [first] + [stem + r for r in rest]
+        else:
+            names = [case.replace(" ", "/")]
+        published.update(zip(names, (float(r) for r in ratios)))
+    assert published == plot_bench.SIDE_BY_SIDE_RATIO
+    assert set(plot_bench.GETH) == set(published) == set(plot_bench.MPT_SIDE_BY_SIDE)
+
+
+def test_code_blocks_wrap_and_user_pages_name_no_issue():
+    conf = (ROOT / "docs" / "conf.py").read_text()
+    assert 'html_css_files = ["wrap.css"]' in conf
+    assert "white-space: pre-wrap" in (ROOT / "docs" / "_css" / "wrap.css").read_text()
+    import re
+
+    for page in [ROOT / "README.md", *(ROOT / "docs").glob("*.rst"), *(ROOT / "docs").glob("*.md")]:
+        text = page.read_text()
+        assert not re.search(r"\bissue \d+|branch issue-", text, re.I), page.name
+    benchmarks = (ROOT / "docs" / "benchmarks.rst").read_text()
+    in_block = False
+    for line in benchmarks.splitlines():
+        if line.startswith(".. code-block::"):
+            in_block = True
+        elif in_block and line and not line.startswith(" "):
+            in_block = False
+        assert not (in_block and len(line) > 90), line

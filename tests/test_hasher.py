@@ -61,7 +61,7 @@ def test_hasher_hash_matches_trie():
 def test_level_parallel_path_matches_recursive_hashing():
     import random
 
-    from mpt.hasher import set_hash_threads, set_keccak_backend
+    from mpt.runtime import set_hash_threads, set_keccak_backend
 
     rng = random.Random(4)
     big = None
@@ -108,7 +108,8 @@ def test_level_parallel_path_matches_recursive_hashing():
 _UNKNOWN_NODES = r"""
 import sys
 from mpt.node import FullNode, HashNode, Node, ShortNode, ValueNode
-from mpt.hasher import get_default_pool, set_hash_threads
+from mpt.hasher import get_default_pool
+from mpt.runtime import set_hash_threads
 
 class Sub(Node):
     pass
@@ -165,7 +166,7 @@ import os
 from mpt import Trie, merkle
 from mpt._merkle_reference import root as ref_root
 from mpt._reference import trie_root
-from mpt.hasher import set_hash_threads
+from mpt.runtime import set_hash_threads
 
 set_hash_threads(256)
 leaves = [i.to_bytes(10, "big") for i in range(2048)]
@@ -185,7 +186,7 @@ def test_thread_count_is_bounded(tmp_path):
     import subprocess
     import sys
 
-    from mpt.hasher import get_hash_threads, set_hash_threads
+    from mpt.runtime import get_hash_threads, set_hash_threads
 
     before = get_hash_threads()
     for n in (257, 2**31 - 1):

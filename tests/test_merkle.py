@@ -134,7 +134,7 @@ def test_large_roots_match_reference(backend, n):
 
 @pytest.fixture(params=[1, 2, 3])
 def hash_threads(request):
-    from mpt.hasher import set_hash_threads
+    from mpt.runtime import set_hash_threads
 
     old = set_hash_threads(request.param)
     yield request.param
@@ -155,7 +155,7 @@ def test_chunked_and_threaded_roots_match_reference(backend, hash_threads, n):
 
 
 def test_hashing_threads_context_manager():
-    from mpt.hasher import get_hash_threads
+    from mpt.runtime import get_hash_threads
 
     before = get_hash_threads()
     leaves = [i.to_bytes(100, "big") for i in range(5000)]
@@ -171,7 +171,7 @@ def test_hashing_threads_context_manager():
 
 def test_threaded_roots_from_many_python_threads():
     """Python threads calling root() at once, each running its own OpenMP team without the GIL."""
-    from mpt.hasher import set_hash_threads
+    from mpt.runtime import set_hash_threads
 
     rng = random.Random(99)
     trees = [random_leaves(rng, 3000 + 517 * i, max_len=80) for i in range(4)]
@@ -539,7 +539,7 @@ def test_tx_proof_failures_say_what_failed():
 
 
 def test_hashing_threads_refuses_counts_below_one():
-    from mpt.hasher import get_hash_threads
+    from mpt.runtime import get_hash_threads
 
     before = get_hash_threads()
     for n in (0, -1):

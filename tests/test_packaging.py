@@ -5,6 +5,7 @@ scripts/smoke_install.py installs it outside the checkout); these tests keep the
 """
 import importlib.metadata
 import importlib.util
+import os
 import pathlib
 import re
 import subprocess
@@ -134,7 +135,66 @@ def test_smoke_rejects_the_checkout(artifact):
         with pytest.raises(SystemExit):
             smoke_install.main([])      # nothing to check
         return
-    result = subprocess.run([sys.executable, "-c", smoke_install.ROOT_CHECK, str(ROOT)], cwd=ROOT.parent,
+    result = subprocess.run(smoke_install.root_check_command(sys.executable, ROOT), cwd=ROOT.parent,
                             capture_output=True, text=True)
     assert result.returncode != 0
-    assert "not site-packages" in result.stderr or "from the checkout" in result.stderr
+    assert "not site-packages" in result.stderr or "from the checkout" in result.stderr, result.stderr
+
+
+def test_root_check_ignores_a_folder_named_mpt_in_the_current_directory(tmp_path):
+    """A clone in a folder named `mpt`, seen from its parent: `python -c` would put the current folder first on
+    sys.path, where that folder (no __init__.py) shadows the package as an empty namespace package
+    ("cannot import name 'StackTrie' from 'mpt' (unknown location)"). The check runs isolated from it."""
+    (tmp_path / "mpt" / "mpt").mkdir(parents=True)
+    (tmp_path / "mpt" / "pyproject.toml").write_text("")
+    result = subprocess.run(smoke_install.root_check_command(sys.executable, ROOT), cwd=tmp_path,
+                            capture_output=True, text=True)
+    assert "unknown location" not in result.stderr and "ImportError" not in result.stderr, result.stderr
+    assert "not site-packages" in result.stderr      # it got as far as asking where mpt came from
+
+
+def test_cli_and_tests_run_from_the_clones_parent_folder(tmp_path):
+    """`python -m pytest` started from the folder that holds the clone (named `mpt`) imports the package, not the
+    clone's folder: pytest puts the checkout first on sys.path (pyproject's `pythonpath`) and runs the tests from
+    the checkout (conftest.py), so `python -m mpt` subprocesses import the package too."""
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert re.search(r'^pythonpath = \["\."\]', pyproject, re.M)
+    parent = tmp_path / "parent"
+    (parent / "mpt" / "tests").mkdir(parents=True)
+    # A stand-in clone named mpt: this checkout's pytest configuration and conftest, and one test that imports
+    # the package and starts `python -m mpt`.
+    clone = parent / "mpt"
+    (clone / "pyproject.toml").write_text(pyproject)
+    (clone / "mpt").symlink_to(ROOT / "mpt")
+    (clone / "tests" / "conftest.py").write_text((ROOT / "tests" / "conftest.py").read_text())
+    (clone / "tests" / "test_here.py").write_text(
+        "import subprocess, sys\n"
+        "from mpt import StackTrie\n"
+        "def test_cli():\n"
+        "    out = subprocess.run([sys.executable, '-m', 'mpt', '--help'], capture_output=True, text=True)\n"
+        "    assert out.returncode == 0, out.stderr\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "mpt/tests"],
+                            cwd=parent, capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+
+def test_metadata_and_sdist_run_no_cython(tmp_path):
+    """Cython runs only when something is compiled: egg_info (the sdist's file list) never loads cythonize.
+    (setuptools itself imports Cython's distutils command when Cython is installed; that compiles nothing.)"""
+    generated = {path: path.stat().st_mtime_ns for path in (ROOT / "mpt").rglob("*.c")}
+    result = subprocess.run([sys.executable, "-X", "importtime", "setup.py", "-q", "egg_info", "--egg-base",
+                             str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    imported = [line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if "|" in line]
+    assert "setuptools" in imported and "Cython.Build.Dependencies" not in imported
+    assert {path: path.stat().st_mtime_ns for path in generated} == generated
+
+
+def test_build_flags_and_reuse_are_set_up():
+    """-O2 for the Cython modules, -O3 only for the hand-written Keccak and SHA-256; a persistent build folder."""
+    setup_py = (ROOT / "setup.py").read_text()
+    assert 'extra_compile_args = [os.environ.get("MPT_OPT", "-O2")' in setup_py
+    assert '"cflags": HOT_C_ARGS + ["-fPIC"]' in setup_py
+    assert 'PERSISTENT_BUILD = os.path.join("build", "reuse-"' in setup_py
+    assert subprocess.run(["git", "check-ignore", "-q", "build/reuse-cpython-311/x"], cwd=ROOT).returncode in (0, 128)

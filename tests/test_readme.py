@@ -67,3 +67,59 @@ def test_readme_says_how_to_build_docs_and_dashboard():
     for needle in ('pip install -e ".[docs]"', "make docs", "make docs-plots", 'pip install -e ".[bench]"',
                    "make asv", "make help", "npm registry", "~/.cache/mpt-engine/asv-assets"):
         assert needle in section, needle
+
+
+# --------------------------------------------------------------------------------------- a clone named `mpt`
+
+def test_ci_tests_a_clone_named_mpt_and_from_its_parent():
+    """CI runs the README's test command in a clone whose folder is named `mpt` (as `git clone .../mpt` names
+    it), then tests again from that folder's parent, where the clone's folder could shadow the package."""
+    ci = (ROOT / ".ci" / "run").read_text()
+    lines = ci.splitlines()
+    assert 'git clone -q "$SRC" "$CI_DIR/mpt"' in lines
+    test_command = _readme_commands()[1]
+    assert lines.index('cd "$CI_DIR/mpt"') < lines.index(test_command)
+    assert any(line.startswith("(cd .. && python -m pytest") and "mpt/tests/" in line for line in lines)
+    assert "rm -rf .venv" not in ci           # the developer's own venv is left alone
+
+
+# ------------------------------------------------------------------------------------------------- snippets
+
+def _python_block_after(heading):
+    text = (ROOT / "README.md").read_text()
+    section = text.split("\n## " + heading + "\n", 1)[1].split("\n## ", 1)[0]
+    return re.search(r"```python\n(.+?)\n```", section, re.S).group(1), section
+
+
+def test_persistence_example_leaves_a_head_for_inspect(tmp_path):
+    """The Persistence example, then the `python -m mpt inspect --db state.lmdb` the next line suggests."""
+    import subprocess
+    import sys
+
+    code, section = _python_block_after("Persistence")
+    subprocess.run([sys.executable, "-c", code], cwd=tmp_path, check=True, capture_output=True, timeout=120)
+    command = re.search(r"`(python -m mpt inspect --db state\.lmdb)`", section).group(1)
+    result = subprocess.run([sys.executable, *command.split()[1:]], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "no head" not in result.stderr
+
+
+def test_iavl_snippet_says_what_set_returns():
+    code, _ = _python_block_after("IAVL (Cosmos SDK)")
+    line = next(line for line in code.splitlines() if "tree.set(" in line)
+    assert "#" in line and "False" in line.split("#", 1)[1]      # the echoed False is explained
+
+
+def test_package_names_its_three_tree_families():
+    """pyproject's description, the README title, mpt's docstring and the docs index title name every family."""
+    import mpt
+
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    description = re.search(r'^description = "(.+)"$', pyproject, re.M).group(1)
+    title = (ROOT / "README.md").read_text().splitlines()[0]
+    docstring = mpt.__doc__.split("\n\n", 1)[0]
+    index_title = (ROOT / "docs" / "index.rst").read_text().splitlines()[0]
+    for text in (description, title, docstring, index_title):
+        for family in ("Ethereum", "CometBFT", "IAVL"):
+            assert family in text, (family, text)

@@ -17,7 +17,8 @@ import mpt
 from mpt import SecureTrie, StackTrie, Trie, derive_sha, verify_proof, verify_range_proof
 from mpt._reference import secure_trie_root, trie_root
 from mpt.db import MemoryDB
-from mpt.hasher import HasherPool, get_default_pool, set_hash_threads
+from mpt.hasher import HasherPool, get_default_pool
+from mpt.runtime import set_hash_threads
 
 from conftest import trie_of
 
@@ -589,7 +590,7 @@ def test_copies_sharing_nodes_hash_concurrently(threads):
 
 # ---------------------------------------------------------------------------------------------------------------
 # fork() after OpenMP threads ran: libgomp's pool does not survive fork(), so a child entering a parallel region
-# waited forever. The child now hashes on its calling thread (mpt.hasher._after_fork_in_child).
+# waited forever. The child now hashes on its calling thread (mpt.runtime._after_fork_in_child).
 # ---------------------------------------------------------------------------------------------------------------
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
@@ -600,7 +601,7 @@ def test_forked_child_hashes_after_openmp_ran_in_parent(work):
 
     from mpt import merkle
     from mpt._merkle_reference import root as merkle_root
-    from mpt.hasher import get_hash_threads
+    from mpt.runtime import get_hash_threads
 
     leaves = [i.to_bytes(40, "big") for i in range(5000)]
     items = {i.to_bytes(32, "big"): b"v" * 40 for i in range(3000)}

@@ -276,5 +276,7 @@ def test_iavl_nodes_refuse_what_decode_node_refuses():
         InnerNode(b"k", 1.0, 2, 7, left_hash=bytes(32), right_hash=bytes(32))
     with pytest.raises(TypeError, match=r"^version must be an integer, not float$"):
         LeafNode(b"k", b"v", 1.5)
+    with pytest.raises(ValueError, match=r"^an inner node's size must be in 2\.\.2\*\*63-1, got %d$" % 2 ** 63):
+        InnerNode(b"k", 1, 2 ** 63, 7, left_hash=bytes(32), right_hash=bytes(32))
     with pytest.raises(ValueError, match=r"^version must be in 0\.\.2\*\*63-1, got %d$" % 2 ** 63):
         LeafNode(b"k", b"v", 2 ** 63)

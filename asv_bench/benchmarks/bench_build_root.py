@@ -5,11 +5,11 @@ peak resident set in MiB; ``track_rss_before_op`` is what the input alone held t
 ``build_root`` are skipped.
 """
 from mpt.bench import cases as _cases
+from mpt.bench.rss import measure_in_subprocess
 
 
 def _rss_cases():
-    return [c.name for c in _cases.CASES.values() if c.peak_rss is not None] if hasattr(
-        _cases.Case, "__dataclass_fields__") and "peak_rss" in _cases.Case.__dataclass_fields__ else []
+    return [c.name for c in _cases.CASES.values() if c.peak_rss]
 
 
 class BuildRootMemory:
@@ -27,7 +27,7 @@ class BuildRootMemory:
             import mpt.parallel  # noqa: F401
         except ImportError as e:
             raise NotImplementedError(str(e))
-        self._measured = _cases.get(name).peak_rss()
+        self._measured = measure_in_subprocess(name)
 
     def track_peak_rss(self, name):
         return self._measured["peak_rss"] / (1 << 20)

@@ -11,6 +11,14 @@ tests/test_workloads.py checks them with the pure-Python reference trie.
 * :func:`random_trie_items` -- geth's ``randomTrie`` data (seeded, since geth uses crypto/rand).
 * :func:`gentxs200` -- the 200 signed transactions of geth's DeriveSha benchmark; :data:`GENTXS200_ROOT`.
 * :func:`insert_100k_items` -- geth's StackTrie ``Insert100K``; :data:`INSERT_100K_ROOT`.
+* :func:`merkle_leaves` -- seeded random leaves for CometBFT's simple Merkle tree (go-square's and CometBFT's
+  ``BenchmarkHashAlternatives`` shape, and our MerkleRoot sizes).
+* :func:`iavl_entries`, :data:`IAVL_TREE_HASH_SEED` -- cosmos/iavl's ``TestTreeHash`` draws (Go math/rand);
+  :data:`IAVL_NODE_LEAVES` and :data:`IAVL_NODE_ENCODINGS` -- cosmos/iavl PR #673's node codec vectors.
+
+Besides the data, cached views the benchmark cases share (:func:`hashed_accounts`,
+:func:`sorted_random_trie_items`, :func:`shuffled_account_pairs`): building ``make_accounts(100000)`` alone takes
+seconds, so each is built once per process.
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ import json
 import random
 from functools import lru_cache
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 from mpt import EMPTY_CODE_HASH, EMPTY_ROOT, keccak256
 from mpt.rlp import encode as rlp_encode
@@ -36,6 +44,18 @@ __all__ = [
     "GENTXS200_ROOT",
     "insert_100k_items",
     "INSERT_100K_ROOT",
+    "ACCOUNT_SIZES",
+    "hashed_accounts",
+    "sorted_random_trie_items",
+    "shuffled_account_pairs",
+    "MERKLE_SIZES",
+    "MERKLE_LEAF_SIZE",
+    "merkle_leaves",
+    "merkle_reference_root",
+    "IAVL_TREE_HASH_SEED",
+    "iavl_entries",
+    "IAVL_NODE_LEAVES",
+    "IAVL_NODE_ENCODINGS",
 ]
 
 # Data files ship inside the package (see pyproject's package-data), so an installed mpt needs no repo checkout.
@@ -287,3 +307,110 @@ def insert_100k_items() -> List[Tuple[bytes, bytes]]:
     so a StackTrie accepts them in order), value = 20 zero bytes."""
     value = bytes(20)
     return [((j * 1024).to_bytes(8, "big"), value) for j in range(100_000)]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Cached views of the geth workloads, shared by the benchmark cases (built once per process)
+# ---------------------------------------------------------------------------------------------------------------
+
+ACCOUNT_SIZES: Dict[str, int] = {"10": 20, "100": 100, "1K": 1000, "10K": 10000, "100K": 100000}
+"""geth's HashFixedSize labels and the number of accounts each really uses (geth's "/10" uses 20)."""
+
+
+@lru_cache(maxsize=None)
+def hashed_accounts(n: int) -> Tuple[Tuple[bytes, ...], Tuple[bytes, ...]]:
+    """``make_accounts(n)`` as (:func:`account_keys` of the addresses, account RLPs): what HashFixedSize stores."""
+    addresses, values = make_accounts(n)
+    return tuple(account_keys(addresses)), tuple(values)
+
+
+@lru_cache(maxsize=None)
+def sorted_random_trie_items(n: int) -> Tuple[Tuple[bytes, bytes], ...]:
+    """``random_trie_items(n)``, sorted by key (the ``entries`` of geth's proof benchmarks)."""
+    return tuple(sorted(random_trie_items(n)))
+
+
+@lru_cache(maxsize=None)
+def shuffled_account_pairs(n: int) -> Tuple[Tuple[bytes, bytes], ...]:
+    """:func:`hashed_accounts` as (key, account RLP) pairs in a seeded shuffled order (our BuildRoot workload,
+    docs/benchmarks.rst: build_root takes its input in any order)."""
+    keys, values = hashed_accounts(n)
+    pairs = list(zip(keys, values))
+    random.Random(n).shuffle(pairs)
+    return tuple(pairs)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# CometBFT simple Merkle tree (crypto/merkle; go-square's BenchmarkHashAlternatives)
+# ---------------------------------------------------------------------------------------------------------------
+
+MERKLE_SIZES: Dict[str, int] = {"100": 100, "1K": 1000, "10K": 10000, "100K": 100000}
+"""MerkleRoot labels and leaf counts (leaves of :data:`MERKLE_LEAF_SIZE` bytes)."""
+
+MERKLE_LEAF_SIZE = 100
+MERKLE_LEAVES_DEFAULT_SEED = 6962
+
+
+@lru_cache(maxsize=None)
+def merkle_leaves(n: int, size: int, seed: int = MERKLE_LEAVES_DEFAULT_SEED) -> Tuple[bytes, ...]:
+    """``n`` leaves of ``size`` pseudo-random bytes, the same every run.
+
+    go-square's and CometBFT's ``BenchmarkHashAlternatives`` hash 100 leaves of ``sha256.Size`` bytes from
+    crypto/rand, so their data differs run to run; ours is seeded (``random.Random``) so runs are comparable.
+    """
+    rng = random.Random("%d/%d/%d" % (seed, n, size))
+    return tuple(rng.getrandbits(8 * size).to_bytes(size, "little") for _ in range(n))
+
+
+@lru_cache(maxsize=None)
+def merkle_reference_root(leaves: Tuple[bytes, ...]) -> bytes:
+    """The CometBFT root of ``leaves`` by the pure-Python reference (mpt._merkle_reference), cached: the
+    known root of a :func:`merkle_leaves` workload."""
+    from mpt import _merkle_reference
+
+    return _merkle_reference.root(list(leaves))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Cosmos IAVL (cosmos/iavl tree_test.go TestTreeHash; node_test.go of PR #673)
+# ---------------------------------------------------------------------------------------------------------------
+
+IAVL_TREE_HASH_SEED = 49872768940
+"""The ``rand.New(rand.NewSource(...))`` seed of cosmos/iavl's ``TestTreeHash``."""
+
+
+@lru_cache(maxsize=None)
+def iavl_entries(n: int) -> Tuple[Tuple[bytes, bytes], ...]:
+    """``n`` fresh 16-byte keys with 16-byte values, drawn as iavl's TestTreeHash draws them (Go math/rand,
+    ``Read`` of the key, then of the value, from :data:`IAVL_TREE_HASH_SEED`)."""
+    r = GoRand(IAVL_TREE_HASH_SEED)
+    return tuple((r.read(16), r.read(16)) for _ in range(n))
+
+
+IAVL_NODE_LEAVES: Dict[str, Tuple[bytes, bytes, int]] = {
+    # PR #673 node_test.go: the "leaf" vector (key "key", value "value", version 3) and its "large number"
+    # version 2**32-1 (the largest the stream-vbyte format holds; a leaf's size stays 1).
+    "small": (b"key", b"value", 3),
+    "large": (b"key", b"value", 2**32 - 1),
+}
+"""(key, value, version) of the leaves cosmos/iavl PR #673's node benchmarks encode and decode."""
+
+IAVL_NODE_ENCODINGS: Dict[Tuple[str, str], str] = {
+    ("small", "vbyte"): "0000030100036b657976616c7565",
+    ("small", "legacy"): "000206036b65790576616c7565",
+    ("small", "v1"): "0002036b65790576616c7565",
+}
+"""The encodings (hex) of ``IAVL_NODE_LEAVES["small"]`` by format, as PR #673's node tests expect them."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# ICS23 (cosmos/ics23 testdata; an abci_query answer built from a Go iavl proof)
+# ---------------------------------------------------------------------------------------------------------------
+
+@lru_cache(maxsize=1)
+def ics23_vectors() -> Dict[str, Any]:
+    """``ics23_cases.json``: cosmos/ics23's testdata ``iavl/exist_left``, ``iavl/nonexist_left`` and
+    ``tendermint/exist_left`` (unmodified: root, proof, key, value in hex), and ``abci_query``: the answer of
+    tests/vectors/cosmos/abci/present.json (a Go iavl proof chained with an ``mpt.merkle.map_proof`` multistore
+    proof) with its app hash and value."""
+    return json.loads((_DATA_DIR / "ics23_cases.json").read_text())

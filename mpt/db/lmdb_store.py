@@ -19,7 +19,7 @@ import os
 import threading
 from contextlib import contextmanager
 
-from mpt.errors import StoreClosedError
+from mpt.errors import StoreClosedError, StoreError, StoreWriteError
 
 HEAD_KEY = b"mpt:head"          # 8 bytes: no node hash (32 bytes) can equal it
 HASH_LENGTH = 32
@@ -90,7 +90,12 @@ class LMDBStore:
     smaller value than the file needs is fine). ``sync=False`` skips the fsync at each commit: a crash of the
     process still loses nothing committed, but a crash of the machine may lose the last commits or, as LMDB
     warns, corrupt the store; keep the default for data you cannot rebuild. ``readonly=True`` opens an
-    existing store for reading only. Parent directories are created as needed.
+    existing store for reading only. Only the store's own directory is created: a missing parent directory is a
+    FileNotFoundError (a mistyped path does not silently make a new, empty store).
+
+    A file that is not an LMDB store raises :class:`~mpt.errors.StoreError`; a write that fails (a full disk)
+    raises :class:`~mpt.errors.StoreWriteError` and stores nothing of that write, so the last commit stays
+    intact.
 
     Safe to share between threads: each read runs in its own short read transaction; writes are serialised.
     Several processes may open the same store (LMDB allows one writer at a time); a process that finds the map
@@ -107,24 +112,36 @@ class LMDBStore:
         if map_size <= 0:
             raise ValueError("map_size must be positive")
         if os.path.exists(self.path) and not os.path.isdir(self.path):
-            # LMDB's own error would be FileExistsError (makedirs) or a bare ENOTDIR from lmdb.open.
+            # LMDB's own error would be FileExistsError (mkdir) or a bare ENOTDIR from lmdb.open.
             raise NotADirectoryError(errno.ENOTDIR, "%s is a file, not an LMDB store directory (LMDBStore takes "
                                      "the directory holding data.mdb and lock.mdb)" % self.path, self.path)
         if self.readonly:
             if not os.path.isdir(self.path):
                 raise FileNotFoundError("no LMDB store at %s" % self.path)
-        else:
-            os.makedirs(self.path, exist_ok=True)
-        self._env = lmdb.open(
-            self.path,
-            map_size=int(map_size),
-            subdir=True,
-            readonly=self.readonly,
-            sync=bool(sync),
-            metasync=bool(sync),
-            max_dbs=0,
-            max_spare_txns=4,   # read transactions are recycled rather than allocated for every get
-        )
+        elif not os.path.isdir(self.path):
+            parent = os.path.dirname(os.path.abspath(self.path))
+            if not os.path.isdir(parent):
+                raise FileNotFoundError(errno.ENOENT, "cannot create the LMDB store %s: the directory %s does not "
+                                        "exist (LMDBStore creates the store's own directory only)"
+                                        % (self.path, parent), parent)
+            try:
+                os.mkdir(self.path)
+            except FileExistsError:     # made meanwhile by another process opening the same store
+                pass
+        try:
+            self._env = lmdb.open(
+                self.path,
+                map_size=int(map_size),
+                subdir=True,
+                readonly=self.readonly,
+                sync=bool(sync),
+                metasync=bool(sync),
+                max_dbs=0,
+                max_spare_txns=4,   # read transactions are recycled rather than allocated for every get
+            )
+        except lmdb.Error as e:
+            # MDB_INVALID (not an LMDB file), MDB_VERSION_MISMATCH, a damaged or foreign data.mdb, ...
+            raise StoreError("cannot open the LMDB store at %s: %s" % (self.path, e)) from e
         self._write_lock = threading.RLock()    # one writer at a time in this process (LMDB's rule)
         self._map_lock = threading.Lock()       # held by readers and by a remap (set_mapsize invalidates txns)
         self.resizes = 0                        # times the map was grown by this object
@@ -143,9 +160,9 @@ class LMDBStore:
         except _lmdb.MapResizedError:
             self._adopt_map_size()
             value = self._read(lambda txn: txn.get(key))
-        except _lmdb.Error:
+        except _lmdb.Error as e:
             self._check_open()      # checked only on failure: the open store's reads pay nothing for it
-            raise
+            raise self._read_failure(e) from e
         return default if value is None else value
 
     def __contains__(self, key):
@@ -285,7 +302,13 @@ class LMDBStore:
                         return fn(txn)
             except lmdb.MapResizedError:
                 self._adopt_map_size()
-        raise lmdb.MapResizedError("the map kept growing under this reader")
+            except lmdb.Error as e:
+                raise self._read_failure(e) from e
+        raise StoreError("reading the LMDB store at %s failed: the map kept growing under this reader" % self.path)
+
+    def _read_failure(self, e):
+        # A damaged file (MDB_CORRUPTED, MDB_PAGE_NOTFOUND), a reader table that is full, ...
+        return StoreError("reading the LMDB store at %s failed: %s" % (self.path, e))
 
     # -------------------------------------------------------------------------------------- writing
 
@@ -346,6 +369,21 @@ class LMDBStore:
                     self._grow()
                 except lmdb.MapResizedError:
                     self._adopt_map_size()
+                except lmdb.Error as e:
+                    # The transaction was aborted: nothing of it is in the file. LMDB reports a full disk as
+                    # "Input/output error", so look at the free space to say which it was.
+                    raise self._write_failure(e) from e
+
+    def _write_failure(self, e):
+        try:
+            free = os.statvfs(self.path)
+            disk_full = free.f_bavail * free.f_frsize < (1 << 20)
+        except OSError:
+            disk_full = False
+        reason = "the disk is full" if disk_full else "the write failed"
+        return StoreWriteError("writing to the LMDB store at %s failed: %s (%s); nothing of this write was "
+                               "stored and the last commit is intact" % (self.path, reason, e),
+                               path=self.path, disk_full=disk_full)
 
     def _grow(self):
         with self._map_lock:

@@ -647,8 +647,8 @@ cdef class InnerNode(Node):
         nonce = _as_int(nonce, "nonce")
         if not 1 <= height <= MAX_HEIGHT:
             raise ValueError("an inner node's height must be in 1..127")
-        if size < 2:
-            raise ValueError("an inner node's size must be at least 2")
+        if not 2 <= size < (1 << 63):
+            raise ValueError("an inner node's size must be in 2..2**63-1, got %d" % size)
         if not 0 <= version < (1 << 63):
             raise ValueError("version must be in 0..2**63-1, got %d" % version)
         if not 0 <= nonce <= UINT32_MAX_:

@@ -1,6 +1,9 @@
 """MutableTree: cosmos/iavl's versioned AVL+ tree over an mpt node database."""
 from collections.abc import Iterable, Iterator
-from typing import Any, Literal, final
+from typing import TYPE_CHECKING, Any, Literal, final
+
+if TYPE_CHECKING:
+    from mpt.ics23 import CommitmentProof
 
 from mpt.iavl.export import Exporter, ExportNode
 from mpt.iavl.nodedb import NodeDB
@@ -67,6 +70,12 @@ class MutableTree:
     def __reversed__(self) -> Iterator[bytes]: ...
     def __len__(self) -> int: ...
     def __contains__(self, key: bytes) -> bool: ...
+    def membership_proof(self, key: bytes, version: int | None = None) -> CommitmentProof:
+        """ICS23 proof that key is in the working tree (None) or saved version ``version`` (Go iavl's
+        GetMembershipProof, byte for byte). ProofError if key is absent, VersionError if no such version."""
+    def non_membership_proof(self, key: bytes, version: int | None = None) -> CommitmentProof:
+        """ICS23 proof that key is absent (Go iavl's GetNonMembershipProof): existence proofs of the keys just
+        before and after it. ProofError if key is present, VersionError if no such version."""
     def export(self, version: int | None = None) -> Exporter:
         """The nodes of a saved version in Go's exporter order (post-order, left first)."""
     def import_nodes(self, nodes: Iterable[ExportNode], version: int) -> bytes:

@@ -27,6 +27,7 @@ child read from the store must sit lower than its parent, so no walk can loop.
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.object cimport PyObject
 from libc.stdint cimport int64_t, uint8_t, uint32_t
 from libc.string cimport memcmp
 
@@ -636,6 +637,100 @@ cdef class MutableTree:
         return "MutableTree(version=%d, size=%d, format=%r)" % (
             self.version, len(self), "v1" if self.storage == FORMAT_V1 else "legacy")
 
+    # ---- ICS23 proofs: the tree's side (paths to leaves); mpt.iavl.proof builds the cosmos/ics23 messages
+
+    cdef Node _proof_root(self, object version):
+        """The root a proof is made in: the working tree (version None, like Go's MutableTree, whose proof
+        methods are its working ImmutableTree's) with every hash computed, or saved version ``version``."""
+        cdef bint found
+        cdef int64_t v
+        cdef Node root
+        if version is None:
+            if self.root is not None:
+                self._hash_new(self.root)
+            return self.root
+        if type(version) is not int:
+            raise TypeError("version must be an int or None, not %s" % type(version).__name__)
+        if version <= 0 or version >= 2**63:
+            raise VersionError("version %d does not exist" % version)
+        v = version
+        if v == self.version:
+            return self._saved_root
+        root = self._load_root(v, &found)
+        if not found:
+            raise VersionError("version %d does not exist" % v)
+        return root
+
+    def membership_proof(self, key, version=None):
+        """An ICS23 CommitmentProof that key is in the working tree (version None) or saved version ``version``,
+        byte for byte Go iavl's GetMembershipProof. ProofError if key is absent, VersionError if there is no
+        such version."""
+        return _proof_functions()[0](self, key, version)
+
+    def non_membership_proof(self, key, version=None):
+        """An ICS23 CommitmentProof that key is absent (Go iavl's GetNonMembershipProof): existence proofs of
+        its neighbours. ProofError if key is present, VersionError if there is no such version."""
+        return _proof_functions()[1](self, key, version)
+
+    def _proof_path(self, key, version=None, index=None):
+        """(nodes, rank): the nodes from the root down to a leaf.
+
+        The leaf is the one ``key`` leads to (iavl's PathToLeaf: key itself if present, else a neighbour of it)
+        and rank is key's GetWithIndex index (its own, or that of the first key after it); with ``index`` the
+        leaf is the index-th in key order (GetByIndex) and rank is index. ([], 0) for an empty tree.
+        The child off the path is loaded only when its parent does not hold its hash (a node read from the v1
+        format): a walk through a large tree is bound by cache misses, and the sibling is one more per level.
+        """
+        cdef bytes k = _as_bytes(key, "key")
+        cdef Node node = self._proof_root(version)
+        cdef InnerNode inner
+        cdef Node left
+        cdef int64_t rank = 0, i = 0
+        cdef bint by_index = index is not None
+        cdef list nodes
+        cdef Py_ssize_t depth = 0
+        if node is None:
+            return [], 0
+        # Sized once for the deepest possible path (the root's height), cut to the real one at the end.
+        nodes = [None] * (node.height + 1)
+        if by_index:
+            i = index
+            if i < 0 or i >= node.size:
+                raise IndexError("index %d out of range for a tree of %d keys" % (i, node.size))
+            rank = i
+        while node.height != 0:
+            nodes[depth] = node
+            depth += 1
+            inner = <InnerNode>node
+            # Ask for both children while the key compare waits for node.key: the next step's miss overlaps.
+            _prefetch_node(<PyObject *>inner.left_node)
+            _prefetch_node(<PyObject *>inner.right_node)
+            if by_index:
+                left = self._left(node)
+                if i < left.size:
+                    if inner._right_hash is None:
+                        self._right(node)
+                    _prefetch_node(<PyObject *>inner._right_hash)
+                    node = left
+                    continue
+                i -= left.size
+            elif _compare(k, node.key) < 0:
+                if inner._right_hash is None:
+                    self._right(node)
+                _prefetch_node(<PyObject *>inner._right_hash)
+                node = self._left(node)
+                continue
+            if inner._left_hash is None:
+                self._left(node)
+            _prefetch_node(<PyObject *>inner._left_hash)
+            node = self._right(node)
+            rank += inner.size - node.size
+        nodes[depth] = node
+        del nodes[depth + 1:]
+        if not by_index and _compare(node.key, k) < 0:
+            rank += 1
+        return nodes, rank
+
     # ---- export / import
     # The state-sync path (Go's export.go / import.go). The walk, the stream checks and the node keys live in
     # mpt/iavl/export.pyx; these methods are its only window on the tree's storage.
@@ -710,3 +805,35 @@ cdef class MutableTree:
         self.ndb.set_latest_version(version)
         self._new_nodes = None
         self._opened(root, version)
+
+
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define MPT_IAVL_PREFETCH(p) __builtin_prefetch((const void *)(p))
+    #else
+    #define MPT_IAVL_PREFETCH(p) ((void)(p))
+    #endif
+    """
+    void MPT_IAVL_PREFETCH(const void *p) noexcept nogil
+
+
+cdef inline void _prefetch_node(PyObject *o) noexcept:
+    # An InnerNode or a 32-byte hash spans two or three lines (pymalloc aligns to 16 bytes, not 64); None costs
+    # three useless prefetches of one line.
+    MPT_IAVL_PREFETCH(o)
+    MPT_IAVL_PREFETCH(<const char *>o + 64)
+    MPT_IAVL_PREFETCH(<const char *>o + 128)
+
+
+# mpt.iavl.proof imports mpt.ics23, which the tree does not need otherwise: looked up on first use and kept (an
+# import statement in the method would cost about 100 ns a call).
+cdef tuple _proof_fns = None
+
+
+cdef tuple _proof_functions():
+    global _proof_fns
+    if _proof_fns is None:
+        from mpt.iavl.proof import membership_proof, non_membership_proof
+        _proof_fns = (membership_proof, non_membership_proof)
+    return _proof_fns

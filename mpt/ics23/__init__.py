@@ -12,13 +12,30 @@ from mpt.ics23.messages import (
 )
 from mpt.ics23.ops import (
     DEFAULT_MAX_DEPTH, IAVL_SPEC, SMT_SPEC, TENDERMINT_SPEC, decompress, do_hash, is_left_most, is_left_neighbor,
-    is_right_most, verify_membership, verify_non_membership,
+    is_right_most, verify_membership_objects, verify_non_membership_objects,
 )
 
+try:
+    from mpt.ics23.wire import calculate_root, verify_membership, verify_non_membership
+except ImportError:  # a source tree without its compiled modules: the object verifier alone
+    verify_membership = verify_membership_objects
+    verify_non_membership = verify_non_membership_objects
+
+    def calculate_root(proof):
+        """The root a proof leads to (Go CommitmentProof.Calculate), checked against no spec."""
+        from mpt.ics23.ops import _commitment
+        return _commitment(proof).calculate_root()
+
 __all__ = [
-    "BatchEntry", "BatchProof", "CommitmentProof", "CompressedBatchEntry", "CompressedBatchProof",
+    "BatchEntry", "BatchProof", "calculate_root", "CommitmentProof", "CompressedBatchEntry", "CompressedBatchProof",
     "CompressedExistenceProof", "CompressedNonExistenceProof", "DEFAULT_MAX_DEPTH", "ExistenceProof", "HashOp",
     "IAVL_SPEC", "InnerOp", "InnerSpec", "LeafOp", "LengthOp", "MAX_ENTRIES", "MAX_INNER_OPS",
     "NonExistenceProof", "ProofSpec", "SMT_SPEC", "TENDERMINT_SPEC", "decompress", "do_hash", "is_left_most",
     "is_left_neighbor", "is_right_most", "verify_membership", "verify_non_membership",
 ]
+
+# The Cosmos user flows on top of the core: abci_query answers and IBC MerkleProofs.
+from mpt.ics23.abci import verify_abci_query  # noqa: E402
+from mpt.ics23.ibc import verify_ibc_merkle_proof  # noqa: E402
+
+__all__ += ["verify_abci_query", "verify_ibc_merkle_proof"]

@@ -65,6 +65,9 @@ class LengthOp(IntEnum):
     REQUIRE_64_BYTES = 8
 
 
+# Value -> member of each enum (a dict lookup: calling the IntEnum class costs a microsecond per field).
+_ENUM_MEMBERS = {HashOp: {m.value: m for m in HashOp}, LengthOp: {m.value: m for m in LengthOp}}
+
 # Field kinds of the schema tables below.
 _BYTES, _ENUM, _INT32, _BOOL, _MSG, _MSG_REPEATED, _INT32_REPEATED, _ONEOF = range(8)
 
@@ -96,10 +99,7 @@ def _as_int(value, name: str) -> int:
 
 def _enum_value(enum_cls, value: int):
     """An enum member, or the plain number for a value the enum does not name (proto3 keeps unknown values)."""
-    try:
-        return enum_cls(value)
-    except ValueError:
-        return value
+    return _ENUM_MEMBERS[enum_cls].get(value, value)
 
 
 def _int32(value: int) -> int:
@@ -202,7 +202,11 @@ def _decode_into(msg, data: bytes, pos: int, end: int) -> None:
     name = cls.__name__
     while pos < end:
         tag_at = pos
-        tag, pos = _read_varint(data, pos, end, name + " tag")
+        tag = data[pos]
+        if tag < 0x80:
+            pos += 1
+        else:
+            tag, pos = _read_varint(data, pos, end, name + " tag")
         field = _int32(tag >> 3)
         wire = tag & 7
         if field <= 0:
@@ -283,6 +287,22 @@ def _varint(value: int) -> bytes:
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+_SMALL_VARINTS = [bytes((i,)) for i in range(128)]
+
+
+def _length_field(tag: bytes, value: bytes, out: list) -> None:
+    """Append a length-delimited field (tag, length, value) to out, a list of parts."""
+    n = len(value)
+    out.append(tag)
+    out.append(_SMALL_VARINTS[n] if n < 128 else _varint(n))
+    out.append(value)
+
+
+def _varint_field(tag: bytes, value: int, out: list) -> None:
+    out.append(tag)
+    out.append(_SMALL_VARINTS[value] if 0 <= value < 128 else _varint(value))
 
 
 def _encode(msg, out: bytearray) -> None:
@@ -458,22 +478,27 @@ class _Message:
             names[_camel(entry[0])] = entry
         cls._JSON_NAMES = names
         cls._ONEOF_FIELDS = tuple(entry[0] for entry in cls._SCHEMA.values() if entry[1] == _ONEOF)
-
-    def _clear(self) -> None:
-        for attr, kind, _arg in self._SCHEMA.values():
+        defaults = []
+        for attr, kind, arg in cls._SCHEMA.values():
             if kind == _BYTES:
-                default: Any = b""
+                defaults.append((attr, b""))
             elif kind == _ENUM:
-                default = _arg(0)
+                defaults.append((attr, arg(0)))
             elif kind == _INT32:
-                default = 0
+                defaults.append((attr, 0))
             elif kind == _BOOL:
-                default = False
+                defaults.append((attr, False))
             elif kind in (_MSG, _ONEOF):
-                default = None
-            else:
-                default = []
+                defaults.append((attr, None))
+        cls._DEFAULTS = tuple(defaults)
+        cls._LISTS = tuple(attr for attr, kind, _arg in cls._SCHEMA.values()
+                           if kind in (_MSG_REPEATED, _INT32_REPEATED))
+    def _clear(self) -> None:
+        """Every field at its proto3 default (a fresh list for each repeated field)."""
+        for attr, default in self._DEFAULTS:
             object.__setattr__(self, attr, default)
+        for attr in self._LISTS:
+            object.__setattr__(self, attr, [])
 
     @classmethod
     def from_bytes(cls, data):
@@ -569,6 +594,20 @@ class LeafOp(_Message):
         self.length = _check_enum(length, LengthOp, "length")
         self.prefix = _as_bytes(prefix, "prefix")
 
+    def to_bytes(self) -> bytes:
+        out: list = []
+        if self.hash:
+            _varint_field(b"\x08", self.hash, out)
+        if self.prehash_key:
+            _varint_field(b"\x10", self.prehash_key, out)
+        if self.prehash_value:
+            _varint_field(b"\x18", self.prehash_value, out)
+        if self.length:
+            _varint_field(b"\x20", self.length, out)
+        if self.prefix:
+            _length_field(b"\x2a", self.prefix, out)
+        return b"".join(out)
+
     def apply(self, key, value) -> bytes:
         """The leaf hash of key and value (Go ``LeafOp.Apply``); ProofError on an empty key or value."""
         from mpt.ics23.ops import apply_leaf
@@ -589,6 +628,16 @@ class InnerOp(_Message):
         self.hash = _check_enum(hash, HashOp, "hash")
         self.prefix = _as_bytes(prefix, "prefix")
         self.suffix = _as_bytes(suffix, "suffix")
+
+    def to_bytes(self) -> bytes:
+        out: list = []
+        if self.hash:
+            _varint_field(b"\x08", self.hash, out)
+        if self.prefix:
+            _length_field(b"\x12", self.prefix, out)
+        if self.suffix:
+            _length_field(b"\x1a", self.suffix, out)
+        return b"".join(out)
 
     def apply(self, child) -> bytes:
         """The parent hash of child (Go ``InnerOp.Apply``); ProofError on an empty child."""
@@ -614,6 +663,18 @@ class ExistenceProof(_Message):
         self.path = _check_list(path, InnerOp, "path")
         if len(self.path) > MAX_INNER_OPS:
             raise ProofError("path has more than %d inner ops" % MAX_INNER_OPS)
+
+    def to_bytes(self) -> bytes:
+        out: list = []
+        if self.key:
+            _length_field(b"\x0a", self.key, out)
+        if self.value:
+            _length_field(b"\x12", self.value, out)
+        if self.leaf is not None:
+            _length_field(b"\x1a", self.leaf.to_bytes(), out)
+        for op in self.path:
+            _length_field(b"\x22", op.to_bytes(), out)
+        return b"".join(out)
 
     def calculate_root(self) -> bytes:
         """The root this proof leads to (Go ``ExistenceProof.Calculate``), checked against no spec."""
@@ -750,6 +811,27 @@ class CommitmentProof(_OneOf):
     def __init__(self, *, exist=None, nonexist=None, batch=None, compressed=None) -> None:
         self._init_oneof({"exist": exist, "nonexist": nonexist, "batch": batch, "compressed": compressed})
 
+    @classmethod
+    def from_bytes(cls, data):
+        """Decode the protobuf wire form (bytes, any bytes-like object, or a message with SerializeToString())."""
+        raw = message_bytes(data)
+        if cls is CommitmentProof:
+            # Go-made (canonical) existence and non-existence proofs: read by the compiled wire reader.
+            try:
+                from mpt.ics23.wire import decode_commitment
+            except ImportError:
+                pass
+            else:
+                decoded = decode_commitment(raw)
+                if decoded is not None:
+                    return decoded
+        return super().from_bytes(raw)
+
+    @classmethod
+    def _from_bytes_generic(cls, data) -> "CommitmentProof":
+        """The schema-driven decoder alone (tests compare it with the compiled reader)."""
+        return _Message.from_bytes.__func__(cls, data)
+
     def decompressed(self) -> "CommitmentProof":
         """This proof with a compressed batch expanded into a plain batch (Go ``Decompress``); else itself."""
         from mpt.ics23.ops import decompress
@@ -771,6 +853,7 @@ class InnerSpec(_Message):
 
     def __init__(self, child_order=(), child_size=0, min_prefix_length=0, max_prefix_length=0, empty_child=b"",
                  hash=HashOp.NO_HASH) -> None:
+        object.__setattr__(self, "_frozen", False)
         if isinstance(child_order, (str, bytes)) or not hasattr(child_order, "__iter__"):
             raise TypeError("child_order must be an iterable of ints, not %s" % type(child_order).__name__)
         self.child_order = [_as_int(v, "child_order[%d]" % i) for i, v in enumerate(child_order)]
@@ -800,6 +883,7 @@ class ProofSpec(_Message):
 
     def __init__(self, leaf_spec=None, inner_spec=None, max_depth=0, min_depth=0,
                  prehash_key_before_comparison=False) -> None:
+        object.__setattr__(self, "_frozen", False)
         self.leaf_spec = _check_message(leaf_spec, LeafOp, "leaf_spec")
         self.inner_spec = _check_message(inner_spec, InnerSpec, "inner_spec")
         self.max_depth = _as_int(max_depth, "max_depth")

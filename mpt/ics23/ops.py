@@ -69,7 +69,11 @@ def do_hash(hash_op, data) -> bytes:
     numbers ics23 does not define."""
     fn = _HASHES.get(hash_op)
     if fn is None:
+        if isinstance(hash_op, bool) or not isinstance(hash_op, int):
+            raise TypeError("hash_op must be a HashOp or int, not %s" % type(hash_op).__name__)
         raise ProofError("unsupported hashop: %d" % int(hash_op))
+    if type(data) is not bytes:
+        data = _arg_bytes(data, "data")
     return fn(data)
 
 
@@ -372,6 +376,8 @@ def verify_existence(proof: ExistenceProof, spec: ProofSpec, root: bytes, key: b
 def _key_for_comparison(spec: ProofSpec, key: bytes) -> bytes:
     if not spec.prehash_key_before_comparison:
         return key
+    if spec.leaf_spec is None:
+        raise ProofError("spec.LeafSpec must be non-nil")
     try:
         return _hash_or_noop(spec.leaf_spec.prehash_key, key)
     except ProofError:
@@ -415,7 +421,8 @@ def _left_branches_are_empty(spec: InnerSpec, op: InnerOp) -> bool:
         return False
     for i in range(idx):
         start = actual_prefix + _position(spec.child_order, i) * spec.child_size
-        if spec.empty_child != op.prefix[start:start + spec.child_size]:
+        # Go slices op.Prefix[start:start+ChildSize] and panics past its end: a refusal here.
+        if start + spec.child_size > len(op.prefix) or spec.empty_child != op.prefix[start:start + spec.child_size]:
             return False
     return True
 
@@ -431,7 +438,7 @@ def _right_branches_are_empty(spec: InnerSpec, op: InnerOp) -> bool:
         return False
     for i in range(right_branches):
         start = _position(spec.child_order, i) * spec.child_size
-        if spec.empty_child != op.suffix[start:start + spec.child_size]:
+        if start + spec.child_size > len(op.suffix) or spec.empty_child != op.suffix[start:start + spec.child_size]:
             return False
     return True
 
@@ -598,12 +605,8 @@ SMT_SPEC = frozen(ProofSpec(
 
 
 # ---------------------------------------------------------------------------------------------- the API
-
-try:
-    from mpt.ics23 import wire as _wire
-except ImportError:     # not compiled (a source checkout before build_ext): the object path alone
-    _wire = None
-
+# verify_membership / verify_non_membership are mpt.ics23.wire's (which come back here for anything but a proof
+# it proves from the wire bytes); these are the object verifiers behind them.
 
 def _check_spec(spec) -> ProofSpec:
     if not isinstance(spec, ProofSpec):
@@ -632,20 +635,12 @@ def _commitment(proof) -> CommitmentProof:
     return CommitmentProof.from_bytes(message_bytes(proof, "proof"))
 
 
-def verify_membership(spec, root, proof, key, value) -> bool:
-    """True if proof (a CommitmentProof, its wire bytes, or a protobuf object with SerializeToString()) proves
-    key -> value under root in a tree of spec's form; ProofError saying why otherwise (Go
-    ``VerifyMembership``). A batch or compressed batch is searched for key's existence proof."""
+def verify_membership_objects(spec, root, proof, key, value) -> bool:
+    """verify_membership on the decoded messages (any proof form)."""
     _check_spec(spec)
     root = _arg_bytes(root, "root")
     key = _arg_bytes(key, "key")
     value = _arg_bytes(value, "value")
-    if _wire is not None and not isinstance(proof, (CommitmentProof, ExistenceProof, NonExistenceProof)):
-        data = message_bytes(proof, "proof")
-        # The wire verifier answers only "proven"; everything else is decided (and explained) below.
-        if _wire.verify_membership(spec, root, data, key, value):
-            return True
-        proof = data
     cp = decompress(_commitment(proof))
     ep = existence_proof_for_key(cp, key)
     if ep is None:
@@ -653,17 +648,11 @@ def verify_membership(spec, root, proof, key, value) -> bool:
     return verify_existence(ep, spec, root, key, value)
 
 
-def verify_non_membership(spec, root, proof, key) -> bool:
-    """True if proof proves that key is absent under root in a tree of spec's form; ProofError saying why
-    otherwise (Go ``VerifyNonMembership``)."""
+def verify_non_membership_objects(spec, root, proof, key) -> bool:
+    """verify_non_membership on the decoded messages (any proof form)."""
     _check_spec(spec)
     root = _arg_bytes(root, "root")
     key = _arg_bytes(key, "key")
-    if _wire is not None and not isinstance(proof, (CommitmentProof, ExistenceProof, NonExistenceProof)):
-        data = message_bytes(proof, "proof")
-        if _wire.verify_non_membership(spec, root, data, key):
-            return True
-        proof = data
     cp = decompress(_commitment(proof))
     np = nonexistence_proof_for_key(spec, cp, key)
     if np is None:

@@ -1,0 +1,214 @@
+"""Python peers of mpt: the same workload through other Python implementations, for ``--peers``.
+
+Ethereum: the Insert/N workload ("insert all accounts, then the root") through py-trie and the execution-specs
+trie. CometBFT Merkle: the MerkleRoot/N leaves through a hashlib loop (what Python users write today) and
+pymerkle. A peer that cannot be imported is listed with the reason (``Peer.missing``) and skipped by the runner.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from dataclasses import dataclass
+from typing import Callable, List, Optional, Sequence
+
+from mpt.bench.registry import Case, expect
+from mpt.bench.workloads import (
+    ACCOUNT_ROOTS,
+    ACCOUNT_SIZES,
+    MERKLE_LEAF_SIZE,
+    MERKLE_SIZES,
+    hashed_accounts,
+    merkle_leaves,
+    merkle_reference_root,
+)
+
+__all__ = [
+    "Peer",
+    "PEER_NAMES",
+    "PEERS_INSTALL_HINT",
+    "peers",
+    "peer_case",
+    "MERKLE_PEER_NAMES",
+    "merkle_peers",
+    "merkle_peer_case",
+    "hashlib_merkle_root",
+]
+
+
+@dataclass(frozen=True)
+class Peer:
+    """A Python MPT implementation to compare with: ``build(keys, values)`` returns the root."""
+
+    name: str
+    build: Optional[Callable[[Sequence[bytes], Sequence[bytes]], bytes]]
+    missing: Optional[str] = None               # why it cannot run (not installed, ...), else None
+    detail: str = ""                            # module and version used
+
+
+def _mpt_peer() -> Peer:
+    import mpt
+
+    def build(keys, values):
+        t = mpt.Trie()
+        for k, v in zip(keys, values):
+            t.update(k, v)
+        return t.hash()
+
+    return Peer("mpt", build, detail="mpt %s" % getattr(mpt, "__version__", "?"))
+
+
+def _version(dist: str) -> str:
+    try:
+        from importlib.metadata import version
+
+        return version(dist)
+    except Exception:  # noqa: BLE001 - metadata is only decoration here
+        return "?"
+
+
+def _py_trie_peer() -> Peer:
+    try:
+        from trie import HexaryTrie
+    except Exception as e:  # noqa: BLE001 - any import failure means "skip this peer"
+        return Peer("py-trie", None, "not importable (%s: %s)" % (type(e).__name__, e))
+
+    def build(keys, values):
+        t = HexaryTrie({})
+        for k, v in zip(keys, values):
+            t.set(k, v)
+        return t.root_hash
+
+    return Peer("py-trie", build, detail="trie %s, HexaryTrie over a dict" % _version("trie"))
+
+
+# The execution-specs packages moved the forks under ethereum.forks in 2.x; 1.x had them at the top level.
+_SPECS_TRIE_MODULES = ("ethereum.forks.cancun.trie", "ethereum.forks.prague.trie", "ethereum.cancun.trie",
+                       "ethereum.shanghai.trie")
+
+
+def _specs_peer() -> Peer:
+    for module_name in _SPECS_TRIE_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+            specs_trie, trie_set, root = module.Trie, module.trie_set, module.root
+        except Exception:  # noqa: BLE001 - try the next layout
+            continue
+
+        def build(keys, values, specs_trie=specs_trie, trie_set=trie_set, root=root):
+            t = specs_trie(secured=False, default=b"")
+            for k, v in zip(keys, values):
+                trie_set(t, k, v)
+            return bytes(root(t))
+
+        return Peer("execution-specs", build,
+                    detail="ethereum-execution %s, %s" % (_version("ethereum-execution"), module_name))
+    if importlib.util.find_spec("ethereum") is None:
+        why = "not installed" if sys.version_info >= (3, 11) else "needs Python >= 3.11 (this is %d.%d)" % (
+            sys.version_info[:2])
+    else:  # e.g. the unrelated old pyethereum, which also installs a package called "ethereum"
+        why = "the installed 'ethereum' package has none of %s" % ", ".join(_SPECS_TRIE_MODULES)
+    return Peer("execution-specs", None, why)
+
+
+PEER_NAMES = ("py-trie", "execution-specs")
+PEERS_INSTALL_HINT = "pip install 'mpt-engine[peers]'"
+"""The one install hint for the peers (the ``peers`` extra of pyproject.toml)."""
+
+
+def peers() -> List[Peer]:
+    """mpt itself first, then each peer (with ``missing`` set when it cannot be imported)."""
+    return [_mpt_peer(), _py_trie_peer(), _specs_peer()]
+
+
+def peer_case(peer: Peer, label: str) -> Case:
+    """The Insert workload for ``ACCOUNT_SIZES[label]`` accounts through peer: insert all, then the root."""
+    if peer.build is None:
+        raise ValueError("peer %s is not available: %s" % (peer.name, peer.missing))
+    n = ACCOUNT_SIZES[label]
+    build = peer.build
+
+    def setup():
+        return hashed_accounts(n)
+
+    def op(state):
+        return build(*state)
+
+    def check(state):
+        expect("%s Insert/%s root" % (peer.name, label), bytes(op(state)), ACCOUNT_ROOTS[n])
+
+    return Case(
+        name="Insert/%s" % label, group="Insert", size=n, setup=setup, op=op, check=check, small=n < 100000,
+        doc="%s: insert make_accounts(%d), then the root" % (peer.name, n),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# CometBFT Merkle peers: the same MerkleRoot leaves through other Python code
+# ---------------------------------------------------------------------------------------------------------------
+
+def hashlib_merkle_root(leaves: Sequence[bytes]) -> bytes:
+    """What Python users write today: the CometBFT tree level by level, one hashlib call per node."""
+    import hashlib
+
+    sha256 = hashlib.sha256
+    if not leaves:
+        return sha256(b"").digest()
+    level = [sha256(b"\x00" + x).digest() for x in leaves]
+    while len(level) > 1:
+        nxt = [sha256(b"\x01" + level[i] + level[i + 1]).digest() for i in range(0, len(level) - 1, 2)]
+        if len(level) % 2:
+            nxt.append(level[-1])
+        level = nxt
+    return level[0]
+
+
+def _pymerkle_peer() -> Peer:
+    try:
+        from pymerkle import InmemoryTree
+    except Exception as e:  # noqa: BLE001 - any import failure means "skip this peer"
+        return Peer("pymerkle", None, "not importable (%s: %s)" % (type(e).__name__, e))
+
+    def build(leaves):
+        # RFC 6962 mode (the default: 0x00 / 0x01 prefixes), the same root as CometBFT's.
+        return InmemoryTree.init_from_entries(list(leaves), algorithm="sha256").get_root()
+
+    return Peer("pymerkle", build, detail="pymerkle %s, InmemoryTree.init_from_entries" % _version("pymerkle"))
+
+
+MERKLE_PEER_NAMES = ("hashlib", "pymerkle")
+
+
+def merkle_peers() -> List[Peer]:
+    """mpt.merkle first, then a hashlib loop and pymerkle (``missing`` set when pymerkle is not installed)."""
+    import hashlib
+
+    from mpt.merkle import root
+
+    return [Peer("mpt", root, detail="mpt.merkle.root"),
+            Peer("hashlib", hashlib_merkle_root, detail="hashlib.sha256 loop (%s)" % hashlib.sha256().name),
+            _pymerkle_peer()]
+
+
+def merkle_peer_case(peer: Peer, label: str) -> Case:
+    """MerkleRoot/label's leaves through peer."""
+    if peer.build is None:
+        raise ValueError("peer %s is not available: %s" % (peer.name, peer.missing))
+    n = MERKLE_SIZES[label]
+    build = peer.build
+
+    def setup():
+        return list(merkle_leaves(n, MERKLE_LEAF_SIZE))
+
+    def op(leaves):
+        return build(leaves)
+
+    def check(leaves):
+        expect("%s MerkleRoot/%s root" % (peer.name, label), bytes(op(leaves)),
+                merkle_reference_root(tuple(leaves)))
+
+    return Case(
+        name="MerkleRoot/%s" % label, group="MerkleRoot", size=n, setup=setup, op=op, check=check,
+        small=n < 100000, doc="%s: root of %d leaves of %d bytes" % (peer.name, n, MERKLE_LEAF_SIZE),
+    )
