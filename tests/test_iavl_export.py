@@ -296,6 +296,9 @@ def test_export_node_type():
     assert "version=3" in repr(n)
     with pytest.raises(AttributeError):
         n.key = b"x"
+    with pytest.raises(TypeError, match="immutable"):
+        n.__init__(b"x", b"y", 1, 0)
+    assert n == ExportNode(b"k", b"v", 3, 0)
     with pytest.raises(TypeError):
         ExportNode("k", b"v", 1, 0)
     with pytest.raises(TypeError):
