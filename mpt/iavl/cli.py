@@ -220,9 +220,9 @@ def _import(args):
     try:
         store = _open_store(args, write=True)
         try:
-            tree = MutableTree(store)
-            tree.load()
-            root = tree.import_nodes(_read_lines(source, name), args.version)
+            # Not load(): on an empty store that would already write the fast-storage record, and a refused
+            # import must leave the store as it was.
+            root = MutableTree(store).import_nodes(_read_lines(source, name), args.version)
         finally:
             store.close()
     finally:
