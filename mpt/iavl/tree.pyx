@@ -643,7 +643,7 @@ cdef class MutableTree:
     cdef Node _proof_root(self, object version):
         """The root a proof is made in: the working tree (version None, like Go's MutableTree, whose proof
         methods are its working ImmutableTree's) with every hash computed, or saved version ``version``."""
-        cdef bint found
+        cdef bint found = False
         cdef int64_t v
         cdef Node root
         if version is None:
