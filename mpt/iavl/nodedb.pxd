@@ -9,6 +9,7 @@ cdef class NodeDB:
     cdef:
         readonly object db
         object _get                     # db.get, bound once
+        dict _dict                      # a MemoryDB's dict, read directly (None for other stores)
         int64_t _latest                 # cached latest version (-1: not looked up yet)
         int64_t _legacy_latest          # cached latest legacy version (0: not looked up, -1: none)
         readonly str storage_version    # the `m storage_version` record ("1.0.0" when absent)
@@ -18,6 +19,7 @@ cdef class NodeDB:
     cdef int64_t c_latest_version(self) except -2
     cdef tuple get_fast_node(self, bytes key)
     cdef bytes fast_value(self, bytes key, int64_t *version)
+    cdef object _read_key(self, bytes key)
     cdef int write_version(self, int64_t version, Node root, list new_nodes, bint legacy, dict fast_additions,
                            set fast_removals, bint fast_storage) except -1
 
