@@ -480,7 +480,7 @@ cdef class NodeDB:
         with self.db.write_batch() as batch:
             put_many = getattr(batch, "put_many", None)
             if fast_storage:
-                pairs = [(F + k, _fast_node_bytes(version, v)) for k, v in fast_additions.items()]
+                pairs = [(_prefixed(b"f", k), _fast_node_bytes(version, v)) for k, v in fast_additions.items()]
                 if put_many is not None:
                     put_many(pairs)         # MemoryDB's batch: one dict update
                 else:
@@ -503,7 +503,7 @@ cdef class NodeDB:
                     batch.put(N + node._hash, node._to_bytes(FORMAT_LEGACY))
                 batch.put(R + (<object>version).to_bytes(8, "big"), root._hash)
             else:
-                pairs = [(S + node.node_key_bytes(), node._to_bytes(FORMAT_V1)) for node in new_nodes]
+                pairs = [(_prefixed(b"s", node.node_key_bytes()), node._to_bytes(FORMAT_V1)) for node in new_nodes]
                 if put_many is not None:
                     put_many(pairs)
                 else:
