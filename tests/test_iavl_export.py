@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from mpt.db import MemoryDB
 from mpt.errors import CorruptTreeError, ExportImportError, MptError, VersionError
-from mpt.iavl import EMPTY_HASH, ExportNode, MutableTree
+from mpt.iavl import EMPTY_ROOT, ExportNode, MutableTree
 
 from conftest import VECTORS
 
@@ -199,7 +199,7 @@ def test_import_older_root_refers_from_the_import_version():
 
 def test_import_empty_stream_and_single_leaf():
     tree = MutableTree()
-    assert tree.import_nodes([], 3) == EMPTY_HASH
+    assert tree.import_nodes([], 3) == EMPTY_ROOT
     assert tree.version == 3 and len(tree) == 0 and list(tree.export()) == []
     assert tree.db.get(b"s" + (3).to_bytes(8, "big") + (1).to_bytes(4, "big")) == b""
     one = MutableTree()
