@@ -7,6 +7,7 @@ top-level names without a family prefix (``EMPTY_ROOT``, ``decode_node``, ``veri
 each family module has its own ``EMPTY_ROOT`` (and ``mpt.iavl.decode_node`` decodes IAVL nodes).
 """
 import os as _os
+import typing as _typing
 
 # The batched hasher's optional worker threads (MPT_HASH_THREADS) are OpenMP's, and libgomp's default is to
 # spin while waiting for work: on a machine whose cores are busy with other processes, the spinning workers and
@@ -32,6 +33,9 @@ from mpt._version import __version__  # noqa: E402, F401 - the single source (mp
 # mpt.iavl and mpt.ics23 are reachable after `import mpt` like mpt.merkle, but imported on first use: together
 # they would add their node database, store and protobuf-message modules to every `import mpt`.
 _LAZY_SUBMODULES = ("iavl", "ics23")
+
+if _typing.TYPE_CHECKING:
+    from mpt import iavl, ics23  # noqa: F401 - what __getattr__ returns, for type checkers
 
 
 def __getattr__(name):
