@@ -296,3 +296,43 @@ def test_import_mpt_reaches_every_family():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     # Reachable, and not imported before first use (they cost import time that an Ethereum user does not need).
     assert out.stdout.strip() == ""
+
+
+# ---------------------------------------------------------------------------------------------- the table itself
+
+def _table_names():
+    """Every name the convention table of docs/architecture.rst cites, as (text, owner object, attribute path)."""
+    import builtins
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "architecture.rst").read_text()
+    table = text[text.index("The convention table"):text.index("Where a new piece goes")]
+    owners = {"mpt.": mpt, "merkle.": merkle, "t.": mpt.Trie, "tree.": mpt.iavl.MutableTree,
+              "Proof.": merkle.Proof, "CommitmentProof.": mpt.ics23.CommitmentProof}
+    for literal in re.findall(r"``([^`]+)``", table):
+        name = literal.split("(")[0].strip()
+        for prefix, owner in owners.items():
+            if name.startswith(prefix) and re.fullmatch(r"[\w.]+", name):
+                yield literal, owner, name[len(prefix):]
+                break
+        else:
+            if re.fullmatch(r"[a-z_]+", name) and name not in ("keccak256", "sha256") + tuple(dir(builtins)):
+                yield literal, None, name
+
+
+def test_every_name_in_the_convention_table_exists():
+    families = (mpt, merkle, mpt.iavl, mpt.ics23, mpt.Trie, mpt.iavl.MutableTree, merkle.Proof)
+    seen = 0
+    for literal, owner, path in _table_names():
+        seen += 1
+        if owner is None:        # a bare function or method name: some family module or tree has it
+            assert any(hasattr(f, path) for f in families), literal
+            continue
+        obj = owner
+        for part in path.split("."):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")      # the table cites no deprecated name
+                obj = getattr(obj, part)
+        assert obj is not None, literal
+    assert seen > 40
