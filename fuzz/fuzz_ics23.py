@@ -9,8 +9,9 @@ The first byte picks the mode:
   the key, value and root the proof itself names (so that verification runs as deep as the bytes allow).
 
 Contract, both modes: decoding gives a ProofError or a message that re-encodes to bytes decoding to the same
-message; calculate_root from the bytes equals the decoded message's; the reference decodes exactly the inputs mpt decodes; verification returns True or raises ProofError,
-and mpt's answer equals the reference's; the wire verifier proves nothing the object verifier refuses.
+message; calculate_root from the bytes equals the decoded message's; the reference decodes exactly the inputs
+mpt decodes; verification returns True or raises ProofError, and mpt's answer equals the reference's; the wire
+verifier proves nothing the object verifier refuses.
 """
 import hashlib
 

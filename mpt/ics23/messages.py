@@ -17,7 +17,7 @@ import base64
 import binascii
 import json
 from enum import IntEnum
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from mpt.errors import ProofError
 
@@ -251,7 +251,8 @@ def _decode_into(msg, data: bytes, pos: int, end: int) -> None:
                 raise ProofError("%s.%s has more than %d entries" % (name, attr, arg))
             continue
         if wire != _WIRE_OF_KIND[kind]:
-            raise ProofError("%s: wrong wire type %s for field %s at offset %d" % (name, _WIRE_NAMES[wire], attr, tag_at))
+            raise ProofError("%s: wrong wire type %s for field %s at offset %d"
+                             % (name, _WIRE_NAMES[wire], attr, tag_at))
         if kind == _BYTES:
             start, pos = _read_length(data, pos, end, "%s.%s" % (name, attr))
             object.__setattr__(msg, attr, data[start:pos])
