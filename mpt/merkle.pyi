@@ -1,16 +1,36 @@
 """RFC 6962 / CometBFT simple Merkle trees (CometBFT ``crypto/merkle``), hashed with our C SHA-256."""
 from contextlib import AbstractContextManager
-from typing import Any, Iterable, Mapping, Optional, Union
+from typing import Any, Iterable, Mapping, Optional, Union, final
 
 from _typeshed import ReadableBuffer
 
 from mpt.ics23 import CommitmentProof
+
+__all__ = [
+    "EMPTY_HASH",
+    "MAX_AUNTS",
+    "Proof",
+    "data_hash",
+    "empty_hash",
+    "hashing_threads",
+    "header_hash",
+    "inner_hash",
+    "leaf_hash",
+    "map_proof",
+    "map_root",
+    "proof",
+    "proofs",
+    "root",
+    "tx_proof",
+    "verify_tx_proof",
+]
 
 EMPTY_HASH: bytes
 MAX_AUNTS: int
 
 _Json = Union[Mapping[str, Any], str, bytes, bytearray]
 
+@final
 class Proof:
     """Merkle inclusion proof of one leaf (CometBFT ``merkle.Proof``)."""
 
@@ -29,7 +49,7 @@ class Proof:
     def to_json(self) -> dict[str, Any]: ...
     @staticmethod
     def from_json(obj: _Json) -> "Proof": ...
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
 def root(items: Iterable[ReadableBuffer]) -> bytes: ...
