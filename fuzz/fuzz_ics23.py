@@ -139,7 +139,7 @@ def check_real(inp: FuzzInput) -> None:
         assert (verify_membership(TENDERMINT_SPEC, root, proof, key, value) if value is not None
                 else verify_non_membership(TENDERMINT_SPEC, root, proof, key)) is True
     except ProofError as exc:
-        raise AssertionError("a real proof was refused: %s" % exc)
+        raise AssertionError("a real proof was refused: %s" % exc) from exc
     data = bytearray(proof)
     for _ in range(inp.int_below(4)):
         if not data:
