@@ -4,7 +4,7 @@
 from the proof's protobuf bytes, on cosmos/ics23's own testdata (the proofs its Go benchmarks verify);
 ``AbciQueryVerify``: ``mpt.ics23.verify_abci_query`` of a whole CometBFT abci_query answer from its JSON text. Each
 is checked: the proof verifies and its calculated root is the testdata's, the answer's value is the proven one.
-``ICS23Prove/100K``: Go iavl's GetMembershipProof workload (BENCHMARKS.md): a membership proof of a random
+``ICS23Prove/100K``: Go iavl's GetMembershipProof workload (docs/benchmarks.rst): a membership proof of a random
 present key in a saved 100,000-key tree, checked byte for byte against the pure-tree encoder and verified.
 
 A new case: a ``_name(...) -> Case`` factory per workload, checked against a known root or proof, listed by
@@ -91,7 +91,7 @@ _ICS23_PROVE_BATCH = 1000
 @lru_cache(maxsize=None)
 def _ics23_prove_tree(n: int):
     """A saved n-key tree (16-byte random keys, 32-byte values, Go math/rand) and _ICS23_PROVE_BATCH of its keys
-    in random order (the tree of BENCHMARKS.md's GetMembershipProof row)."""
+    in random order (the tree of Go iavl's GetMembershipProof benchmark)."""
     from mpt.bench.workloads import GoRand
     from mpt.iavl import MutableTree
 
