@@ -6,6 +6,25 @@ from _typeshed import ReadableBuffer
 
 from mpt.ics23 import CommitmentProof
 
+__all__ = [
+    "EMPTY_HASH",
+    "MAX_AUNTS",
+    "Proof",
+    "data_hash",
+    "empty_hash",
+    "hashing_threads",
+    "header_hash",
+    "inner_hash",
+    "leaf_hash",
+    "map_proof",
+    "map_root",
+    "proof",
+    "proofs",
+    "root",
+    "tx_proof",
+    "verify_tx_proof",
+]
+
 EMPTY_HASH: bytes
 MAX_AUNTS: int
 

@@ -491,7 +491,7 @@ def test_wire_fast_path_is_taken_and_agrees_with_op_by_op(monkeypatch):
     assert verify_abci_query(load("present.json"), APP_HASH) == PRESENT_VALUE
     assert verify_abci_query(load("absent.json"), APP_HASH) is None
     for name in ("present.json", "absent.json"):
-        for i, e in _flip_every_byte(load(name), 1):
+        for _i, e in _flip_every_byte(load(name), 1):
             with pytest.raises(ProofError):
                 verify_abci_query(e, APP_HASH)
 
