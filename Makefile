@@ -60,6 +60,16 @@ asan:
 valgrind:
 	bash scripts/valgrind.sh $(VALGRIND_ARGS)
 
+# The checks besides the tests (CI runs them after the suite): ruff with pyproject.toml's [tool.ruff] rules, then
+# mypy's stubtest, which compares every .pyi stub with the compiled module it describes (stubtest_allowlist.txt
+# lists what cannot match, each with why; entries a given mypy no longer needs are not errors).
+.PHONY: lint
+## ruff and the .pyi stubs against the compiled modules (pip install -e ".[lint]")
+lint:
+	$(PYTHON) -m ruff check .
+	$(PYTHON) -m mypy.stubtest mpt --mypy-config-file pyproject.toml --allowlist stubtest_allowlist.txt \
+		--ignore-unused-allowlist
+
 # Release artifacts (scripts/dist.sh, README.md "Packaging and releases"): the sdist and a wheel built from it,
 # repaired by auditwheel into a manylinux tag, twine- and content-checked, each installed into an empty venv
 # outside the checkout and tested there. DIST_SMOKE=wheel skips the sdist's install, DIST_SMOKE=none both.

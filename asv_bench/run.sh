@@ -97,8 +97,9 @@ if [[ -n "$PREBUILT" ]] && ! compgen -G "$PREBUILT/mpt/bench/_alloc*.so" >/dev/n
 fi
 if [[ ! -f "$HARNESS/.built" && -n "$PREBUILT" ]]; then
     say "the harness's allocator hook from $PREBUILT (not compiled)"
-    rm -rf "$HARNESS" && mkdir -p "$HARNESS/mpt/bench"
+    rm -rf "$HARNESS" && mkdir -p "$HARNESS/mpt/bench/cases"
     cp mpt/bench/*.py mpt/bench/*.json "$PREBUILT"/mpt/bench/_alloc*.so "$HARNESS/mpt/bench/"
+    cp mpt/bench/cases/*.py "$HARNESS/mpt/bench/cases/"
     touch "$HARNESS/mpt/__init__.py" "$HARNESS/.built"
 elif [[ ! -f "$HARNESS/.built" ]]; then
     say "building the harness's allocator hook ($HARNESS)"

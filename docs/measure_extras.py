@@ -5,7 +5,11 @@ Run from a checkout with the extension built and the test extra installed:
     python docs/measure_extras.py
 Numbers drift on shared VMs; compare the lines of one run with each other.
 """
-import statistics, tempfile, time, tracemalloc, gc
+import statistics
+import tempfile
+import time
+import tracemalloc
+import gc
 from Crypto.Hash import keccak as pyc
 from mpt import Trie, StackTrie, derive_sha, derive_sha_trie
 from mpt._keccak.binding import _permutations

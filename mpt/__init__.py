@@ -25,7 +25,7 @@ from mpt import rlp  # noqa: E402
 from mpt import merkle  # noqa: E402 - CometBFT / RFC 6962 binary Merkle trees (SHA-256)
 from mpt.parallel import build_root  # noqa: E402
 
-from mpt._version import __version__  # noqa: E402 - the single source (mpt/_version.py)
+from mpt._version import __version__  # noqa: E402, F401 - the single source (mpt/_version.py)
 
 __all__ = [
     "EMPTY_CODE_HASH",

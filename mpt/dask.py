@@ -11,7 +11,7 @@ To run the shard builds of an in-memory or streamed input on a cluster instead, 
 """
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import List, Optional, Tuple
 
 __all__ = ["build_root_dask", "DEFAULT_SHARD_NIBBLES"]
 

@@ -3,21 +3,20 @@
 An `eth_getProof` result proves an account against a block's state root and storage slots against the
 account's storage root. Every hex field is checked against what the proofs actually show.
 """
-import re
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 
 from mpt import rlp
 from mpt._keccak import keccak256
 from mpt.errors import ProofError, RLPDecodeError
+from mpt.jsonrpc import parse_data, parse_quantity
 from mpt.proof import verify_proof
 from mpt.secure import EMPTY_CODE_HASH
 from mpt.trie import EMPTY_ROOT
 
 _ZERO_HASH = b"\x00" * 32
-# JSON-RPC hex: "0x" then ASCII hex digits only. int() and bytes.fromhex() alone would also take "0x1_0",
-# "0x1 ", full-width digits and spaces between bytes, so a response could spell one claim several ways.
-_HEX_DIGITS = re.compile(r"[0-9a-fA-F]*\Z")
+# JSON-RPC hex is read by mpt.jsonrpc: "0x" then ASCII hex digits only (int() and bytes.fromhex() alone would
+# also take "0x1_0", "0x1 ", full-width digits and spaces between bytes: one claim, several spellings).
 # geth's StateAccount: the nonce is a uint64, the balance a uint256; claimed quantities are at most 256 bits.
 _MAX_NONCE_BYTES = 8
 _MAX_UINT256_BYTES = 32
@@ -103,27 +102,13 @@ def verify_storage_proof(storage_root: bytes, slot, storage_proof: Iterable[byte
 # ------------------------------------------------------------------------------------------------ JSON-RPC
 
 def _hex_bytes(value, field: str) -> bytes:
-    if not isinstance(value, str) or not value.startswith(("0x", "0X")):
-        raise ProofError("%s is not a 0x-prefixed hex string" % field)
-    digits = value[2:]
-    if not _HEX_DIGITS.match(digits):
-        raise ProofError("%s is not valid hex" % field)
-    if len(digits) % 2:
-        digits = "0" + digits
-    return bytes.fromhex(digits)
+    # An odd number of digits means a leading 0 (geth prints storage keys as "0x1" when asked with them).
+    return parse_data(value, field, prefix=True, pad_odd=True, decoded=False, error=ProofError)
 
 
 def _hex_quantity(value, field: str) -> int:
-    if not isinstance(value, str) or not value.startswith(("0x", "0X")):
-        raise ProofError("%s is not a 0x-prefixed hex quantity" % field)
-    digits = value[2:]
-    if not digits or not _HEX_DIGITS.match(digits):
-        raise ProofError("%s is not a hex quantity" % field)
-    quantity = int(digits, 16)
     # Bounded before anything formats it: "%d" of an int over 4300 digits raises ValueError, not ProofError.
-    if quantity.bit_length() > 8 * _MAX_UINT256_BYTES:
-        raise ProofError("%s is above 256 bits" % field)
-    return quantity
+    return parse_quantity(value, field, 8 * _MAX_UINT256_BYTES, decoded=False, error=ProofError)
 
 
 def _hash_field(value, field: str) -> bytes:

@@ -54,6 +54,11 @@ class InputFormatError(MptError, ValueError):
         self.line = line
 
 
+class FieldFormatError(MptError, ValueError):
+    """A JSON field that is not in its strict form (hex quantity, hex data, canonical decimal or base64, see
+    :mod:`mpt.jsonrpc`); the message starts with the field's name."""
+
+
 class StoreClosedError(MptError, ValueError):
     """A node store used after ``close()`` (or after its ``with`` block); a ValueError like I/O on a closed file."""
 

@@ -17,7 +17,7 @@ missing field raises ``ValueError`` naming it. Values may also be given already 
 """
 from __future__ import annotations
 
-from mpt import derive_sha, rlp
+from mpt import derive_sha, jsonrpc, rlp
 
 __all__ = [
     "encode_receipt",
@@ -48,46 +48,17 @@ _MISSING = object()
 def parse_quantity(value, field: str = "value", bits: int = _UINT256) -> int:
     """A JSON-RPC quantity ("0x0" -> 0, "0x1b" -> 27) or an int, checked to fit ``bits`` bits.
 
-    Leading zeros are tolerated ("0x01"): some providers print them and the consensus encoding is the same.
+    Read by :func:`mpt.jsonrpc.parse_quantity`: leading zeros are tolerated ("0x01": some providers print them
+    and the consensus encoding is the same); underscores, spaces, signs and an empty "0x" are refused.
     """
-    if isinstance(value, bool):
-        raise ValueError("%s: expected a hex quantity, got a bool" % field)
-    if isinstance(value, int):
-        n = value
-    elif isinstance(value, str):
-        if not value.startswith(("0x", "0X")) or len(value) < 3:
-            raise ValueError("%s: %r is not a 0x-prefixed hex quantity" % (field, value))
-        try:
-            n = int(value[2:], 16)
-        except ValueError:
-            raise ValueError("%s: %r is not a 0x-prefixed hex quantity" % (field, value)) from None
-    else:
-        raise ValueError("%s: expected a hex quantity, got %s" % (field, type(value).__name__))
-    if n < 0:
-        raise ValueError("%s: negative quantity %d" % (field, n))
-    if n.bit_length() > bits:
-        raise ValueError("%s: %d does not fit in %d bits" % (field, n, bits))
-    return n
+    return jsonrpc.parse_quantity(value, field, bits)
 
 
 def parse_data(value, field: str = "data", size: int | None = None) -> bytes:
-    """JSON-RPC data ("0x" -> b"", "0x0102" -> b"\\x01\\x02") or bytes; ``size`` demands an exact length."""
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        out = bytes(value)
-    elif isinstance(value, str):
-        if not value.startswith(("0x", "0X")):
-            raise ValueError("%s: %r is not 0x-prefixed hex data" % (field, value[:80]))
-        if len(value) % 2:
-            raise ValueError("%s: hex data has an odd number of digits" % field)
-        try:
-            out = bytes.fromhex(value[2:])
-        except ValueError:
-            raise ValueError("%s: %r is not 0x-prefixed hex data" % (field, value[:80])) from None
-    else:
-        raise ValueError("%s: expected hex data, got %s" % (field, type(value).__name__))
-    if size is not None and len(out) != size:
-        raise ValueError("%s: expected %d bytes, got %d" % (field, size, len(out)))
-    return out
+    """JSON-RPC data ("0x" -> b"", "0x0102" -> b"\\x01\\x02") or bytes; ``size`` demands an exact length.
+
+    Read by :func:`mpt.jsonrpc.parse_data`: "0x" and an even number of ASCII hex digits, nothing between them."""
+    return jsonrpc.parse_data(value, field, size)
 
 
 def _get(obj: dict, field: str, *aliases: str, where: str):

@@ -24,6 +24,7 @@ from typing import Any, Dict, Iterable, Iterator, Mapping, Optional, Tuple
 from mpt import EMPTY_CODE_HASH, EMPTY_ROOT, build_root, keccak256, rlp
 from mpt.errors import InputFormatError
 from mpt.parallel import check_workers
+from mpt.jsonrpc import parse_data, parse_number
 
 __all__ = [
     "account_pairs",
@@ -47,42 +48,18 @@ def _where(where: str) -> str:
 
 
 def _int(value: Any, field: str, where: str, limit: int) -> int:
-    if isinstance(value, bool):
-        raise InputFormatError("%s%s: expected a number, got a bool" % (_where(where), field))
-    if isinstance(value, int):
-        n = value
-    elif isinstance(value, (bytes, bytearray)):
-        n = int.from_bytes(value, "big")
-    elif isinstance(value, str):
-        text = value.strip()
-        try:
-            n = int(text[2:], 16) if text[:2] in ("0x", "0X") and len(text) > 2 else int(text, 10)
-        except ValueError:
-            raise InputFormatError("%s%s: %r is neither a decimal nor a 0x-hex number"
-                                   % (_where(where), field, value[:80])) from None
-        if text in ("0x", "0X"):
-            n = 0
-    else:
-        raise InputFormatError("%s%s: expected a number, got %s" % (_where(where), field, type(value).__name__))
-    if n < 0 or n > limit:
-        raise InputFormatError("%s%s: %d is out of range" % (_where(where), field, n))
-    return n
+    """A number field: an int, big-endian bytes, or a string read by mpt.jsonrpc.parse_number (0x hex or a
+    canonical decimal); at most ``limit``."""
+    if isinstance(value, (bytes, bytearray)):
+        value = int.from_bytes(value, "big")
+    elif value in ("0x", "0X"):
+        return 0                        # geth's dumps write an empty quantity for zero
+    return parse_number(value, _where(where) + field, limit.bit_length(), error=InputFormatError)
 
 
 def _hex(value: Any, field: str, where: str, size: Optional[int] = None) -> bytes:
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        out = bytes(value)
-    elif isinstance(value, str):
-        text = value[2:] if value[:2] in ("0x", "0X") else value
-        try:
-            out = bytes.fromhex(text)
-        except ValueError:
-            raise InputFormatError("%s%s: %r is not hex" % (_where(where), field, value[:80])) from None
-    else:
-        raise InputFormatError("%s%s: expected hex or bytes, got %s" % (_where(where), field, type(value).__name__))
-    if size is not None and len(out) != size:
-        raise InputFormatError("%s%s: expected %d bytes, got %d" % (_where(where), field, size, len(out)))
-    return out
+    """Bytes, or hex with or without 0x (mpt.jsonrpc.parse_data); ``size`` demands an exact length."""
+    return parse_data(value, _where(where) + field, size, prefix=None, error=InputFormatError)
 
 
 def _slot(value: Any, where: str) -> bytes:

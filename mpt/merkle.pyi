@@ -1,6 +1,6 @@
 """RFC 6962 / CometBFT simple Merkle trees (CometBFT ``crypto/merkle``), hashed with our C SHA-256."""
 from contextlib import AbstractContextManager
-from typing import Any, Iterable, Mapping, Optional, Union
+from typing import Any, Iterable, Mapping, Optional, Union, final
 
 from _typeshed import ReadableBuffer
 
@@ -30,6 +30,7 @@ MAX_AUNTS: int
 
 _Json = Union[Mapping[str, Any], str, bytes, bytearray]
 
+@final
 class Proof:
     """Merkle inclusion proof of one leaf (CometBFT ``merkle.Proof``)."""
 
@@ -48,7 +49,7 @@ class Proof:
     def to_json(self) -> dict[str, Any]: ...
     @staticmethod
     def from_json(obj: _Json) -> "Proof": ...
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
 def root(items: Iterable[ReadableBuffer]) -> bytes: ...

@@ -43,13 +43,13 @@ from mpt._sha256.sha256 cimport (
 )
 
 import base64
-import binascii
 import contextlib
 import json
 import re
 from collections.abc import Mapping
 
 from mpt.errors import ProofError
+from mpt.jsonrpc import parse_base64, parse_data
 
 # This module's copy of the C SHA-256 follows mpt._sha256.set_sha256_backend().
 share_sha256_backend()
@@ -818,12 +818,12 @@ def empty_hash():
 # CometBFT RPC JSON
 # ---------------------------------------------------------------------------------------------------------------
 
-# int64 in CometBFT's JSON (libs/json): a string whose content Go's encoding/json parses as an int64, so JSON
-# whitespace, an optional minus sign and digits without a leading zero: "3", "-0", " 3"; not "03", "+3", "3.0",
-# "1e3" or non-ASCII digits (int() alone would take several of those). Plain JSON numbers are taken as well.
+# CometBFT's JSON fields are read by mpt.jsonrpc, as every other JSON number and byte field of mpt (hashes bare
+# hex, bytes padded base64), except int64s: CometBFT's libs/json takes a string whose content Go's encoding/json
+# parses as an int64, so JSON whitespace, an optional minus sign and digits without a leading zero: "3", "-0",
+# " 3"; not "03", "+3", "3.0", "1e3" or non-ASCII digits (int() alone would take several of those). Plain JSON
+# numbers are taken as well.
 _DECIMAL = re.compile(r"[ \t\n\r]*(-?(?:0|[1-9][0-9]*))[ \t\n\r]*\Z")
-_HEX = re.compile(r"(?:[0-9a-fA-F]{2})*\Z")
-_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}\Z")
 
 
 cdef object _json_object(obj, str what):
@@ -860,18 +860,11 @@ cdef object _json_int64(value, str what):
 
 
 cdef bytes _json_base64(value, str what):
-    if not isinstance(value, str) or len(value) % 4 or not _BASE64.match(value):
-        raise ProofError(f"{what} must be a padded base64 string, got {value!r:.60}")
-    try:
-        return base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError) as e:
-        raise ProofError(f"{what} is not valid base64: {e}") from None
+    return parse_base64(value, what, error=ProofError)
 
 
 cdef bytes _json_hex(value, str what):
-    if not isinstance(value, str) or not _HEX.match(value):
-        raise ProofError(f"{what} must be a hex string, got {value!r:.80}")
-    return bytes.fromhex(value)
+    return parse_data(value, what, prefix=False, decoded=False, error=ProofError)
 
 
 cdef object _tx_proof_object(obj):

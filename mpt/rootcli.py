@@ -90,15 +90,10 @@ def _size(text):
 
 def _hex_field(value, what, number):
     from mpt.errors import InputFormatError
+    from mpt.jsonrpc import parse_data
 
-    if not isinstance(value, str):
-        raise InputFormatError("line %d: %s must be a hex string, got %s" % (number, what, type(value).__name__),
-                               line=number)
-    text = value[2:] if value[:2] in ("0x", "0X") else value
-    try:
-        return bytes.fromhex(text)
-    except ValueError:
-        raise InputFormatError("line %d: %s %r is not hex" % (number, what, value[:80]), line=number) from None
+    return parse_data(value, "line %d: %s" % (number, what), prefix=None, decoded=False,
+                      error=lambda message: InputFormatError(message, line=number))
 
 
 def read_pairs_jsonl(f):
@@ -154,12 +149,10 @@ def _parquet_cell(cell, column, row):
     if isinstance(cell, bytes):
         return cell
     if isinstance(cell, str):
-        text = cell[2:] if cell[:2] in ("0x", "0X") else cell
-        try:
-            return bytes.fromhex(text)
-        except ValueError:
-            raise InputFormatError("parquet row %d: column %s: %r is not hex" % (row, column, cell[:80]),
-                                   line=row) from None
+        from mpt.jsonrpc import parse_data
+
+        return parse_data(cell, "parquet row %d: column %s" % (row, column), prefix=None, decoded=False,
+                          error=lambda message: InputFormatError(message, line=row))
     raise InputFormatError("parquet row %d: column %s must be binary or a hex string, not %s"
                            % (row, column, type(cell).__name__), line=row)
 

@@ -1,6 +1,9 @@
 """Process-wide settings every tree family shares: hashing threads, the OpenMP fork guard, the hash backends."""
 from typing import List
 
+__all__ = ["get_hash_threads", "set_hash_threads", "keccak_backends", "keccak_backend", "set_keccak_backend",
+           "sha256_backends", "sha256_backend", "set_sha256_backend"]
+
 def get_hash_threads() -> int:
     """Threads the batched hashers spread their work over (1: the calling thread only)."""
 

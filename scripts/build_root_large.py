@@ -9,7 +9,6 @@ Prints the root, seconds, and the process's peak resident set (ru_maxrss).
 import argparse
 import resource
 import sys
-import tempfile
 import time
 
 from mpt import EMPTY_CODE_HASH, EMPTY_ROOT, StackTrie, build_root, keccak256, rlp

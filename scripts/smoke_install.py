@@ -114,7 +114,8 @@ def _pip(venv_python, *args):
     result = _run([venv_python, "-m", "pip", "install", "-q", *args], stdout=subprocess.PIPE,
                   stderr=subprocess.STDOUT, text=True)
     for line in result.stdout.splitlines():
-        if not (line.startswith("WARNING: Location '") and line.endswith("is ignored: it is neither a file nor a directory.")):
+        if not (line.startswith("WARNING: Location '")
+                and line.endswith("is ignored: it is neither a file nor a directory.")):
             print(line)
     if result.returncode:
         raise SystemExit("smoke: pip install failed (exit %d)" % result.returncode)

@@ -1,7 +1,10 @@
-"""Shared test helpers: where the public test vectors are, and a trie filled from a dict."""
+"""Shared test helpers: where the public test vectors are, a trie filled from a dict, threads for concurrency
+tests, and fixtures that set the process-wide hashing settings for one test."""
 import json
 import os
 import pathlib
+import threading
+from contextlib import contextmanager
 
 import pytest
 
@@ -18,13 +21,20 @@ def load_vector(relative_path):
 
 
 def trie_of(model, db=None):
-    """A Trie (on db, a fresh MemoryDB when None) holding every key -> value of model, inserted in its order."""
+    """A Trie (on db, a fresh MemoryDB when None) holding every key -> value of model (a mapping, or an iterable
+    of (key, value) pairs: a later pair overwrites an earlier one), inserted in its order."""
     from mpt import Trie
 
     t = Trie() if db is None else Trie(db)
-    for k, v in model.items():
+    for k, v in (model.items() if hasattr(model, "items") else model):
         t[k] = v
     return t
+
+
+def root_of(pairs):
+    """The root of the Trie holding (key, value) pairs (a later pair of the same key wins), the tests' reference
+    for build_root and friends."""
+    return trie_of(pairs).hash()
 
 
 def from_hex_or_text(s):
@@ -50,3 +60,70 @@ def _run_from_the_checkout():
 @pytest.fixture
 def vectors():
     return load_vector
+
+
+@pytest.fixture(params=["scalar", "avx2", "shani"])
+def sha256_backend(request):
+    """Each SHA-256 backend this CPU and build can run, made the process-wide choice for the test (the previous
+    choice is put back after it); a backend that cannot run here is a skip."""
+    from mpt.runtime import set_sha256_backend, sha256_backends
+
+    if request.param not in sha256_backends():
+        pytest.skip(f"this CPU or build cannot run the {request.param} backend")
+    old = set_sha256_backend(request.param)
+    yield request.param
+    set_sha256_backend(old)
+
+
+
+@pytest.fixture
+def hash_threads(request):
+    """The test runs with this many hashing threads (2, or the value of an indirect parametrization:
+    ``@pytest.mark.parametrize("hash_threads", [1, 2], indirect=True)``); the previous setting is put back."""
+    from mpt.runtime import set_hash_threads
+
+    n = getattr(request, "param", 2)
+    old = set_hash_threads(n)
+    yield n
+    set_hash_threads(old)
+
+
+def run_in_threads(workers):
+    """Run each callable of workers on a thread of its own, all at once; fail with what any of them raised."""
+    errors = []
+
+    def guard(fn):
+        try:
+            fn()
+        except BaseException as e:  # noqa: BLE001 - reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=guard, args=(w,)) for w in workers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+@contextmanager
+def in_background(target, *args, timeout=60):
+    """Run target(*args) on another thread while the block runs; at its end the thread is joined (``timeout``
+    seconds at most) and what it raised is raised here."""
+    errors = []
+
+    def guard():
+        try:
+            target(*args)
+        except BaseException as e:  # noqa: BLE001 - re-raised by the main thread
+            errors.append(e)
+
+    thread = threading.Thread(target=guard)
+    thread.start()
+    try:
+        yield thread
+    finally:
+        thread.join(timeout)
+    assert not thread.is_alive(), "the background thread did not finish within %s s" % timeout
+    if errors:
+        raise errors[0]

@@ -12,14 +12,14 @@ from contextlib import contextmanager
 import pytest
 from Crypto.Hash import keccak as pycryptodome_keccak
 
-from mpt import StackTrie, Trie
+from mpt import StackTrie
 from mpt._keccak.binding import keccak256
 from mpt._reference import trie_root
 from mpt.hasher import Hasher, HasherPool, keccak256_many
 from mpt.runtime import keccak_backend, keccak_backends, set_hash_threads, set_keccak_backend
 from mpt.node import ShortNode, ValueNode
 
-from conftest import trie_of
+from conftest import in_background, trie_of
 
 ALL_BACKENDS = ["scalar", "avx2", "avx512", "avx2x8"]
 LANES = {"scalar": 1, "avx2": 4, "avx512": 8, "avx2x8": 8}
@@ -51,16 +51,9 @@ def hashing_config(backend, threads=1):
 def recursive_root(items):
     """Root and per-node hashes through the one-node-at-a-time recursive path (scalar, one thread)."""
     with hashing_config("scalar", 1):
-        t = filled(items)
+        t = trie_of(items)
         root = t.hash()
     return root, node_hashes(t)
-
-
-def filled(items):
-    t = Trie()
-    for k, v in items.items():
-        t[k] = v
-    return t
 
 
 def node_hashes(t):
@@ -168,11 +161,11 @@ def test_batched_hashing_matches_the_recursive_path(backend, threads):
         expected_root, expected_nodes = recursive_root(items)
         assert expected_root == trie_root(items)
         with hashing_config(backend, threads):
-            t = filled(items)
+            t = trie_of(items)
             assert Hasher().hash_by_levels(t.root_node, threads) == expected_root
             assert node_hashes(t) == expected_nodes
             # And through Trie.hash(), which picks the batched path by size.
-            assert filled(items).hash() == expected_root
+            assert trie_of(items).hash() == expected_root
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -181,7 +174,7 @@ def test_batched_rehash_after_changes(backend):
     rng = random.Random(5)
     items = {rng.randbytes(32): rng.randbytes(70) for _ in range(2000)}
     with hashing_config(backend):
-        t = filled(items)
+        t = trie_of(items)
         t.hash()
         for step in range(20):
             for k in rng.sample(sorted(items), 30):
@@ -205,7 +198,7 @@ def test_values_replaced_in_unhashed_leaves(backend):
     rng = random.Random(11)
     items = {rng.randbytes(32): rng.randbytes(70) for _ in range(3000)}
     with hashing_config(backend):
-        t = filled(items)
+        t = trie_of(items)
         for k in list(items)[::2]:
             items[k] = rng.randbytes(rng.choice((1, 31, 33, 70, 200)))
             t[k] = items[k]
@@ -217,13 +210,13 @@ def test_batched_hashing_of_a_deep_trie():
     # Keys that are prefixes of each other's paths make a chain of branch nodes thousands of levels deep.
     items = {b"\x11" * i + b"\x22": b"v%d" % i for i in range(1, 600)}
     expected_root, expected_nodes = recursive_root(items)
-    t = filled(items)
+    t = trie_of(items)
     assert Hasher().hash_by_levels(t.root_node) == expected_root
     assert node_hashes(t) == expected_nodes
 
 
 def test_small_root_is_hashed_whatever_its_size():
-    t = filled({b"a": b"b"})
+    t = trie_of({b"a": b"b"})
     assert Hasher().hash_by_levels(t.root_node) == trie_root({b"a": b"b"})
 
 
@@ -269,10 +262,10 @@ def test_openmp_workers_sleep_unless_the_user_chose_otherwise():
 # The pass split over hash_threads: the subtrees under the first branch, found below an extension root too.
 # ---------------------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("threads", [1, 2, 3, 8])
+@pytest.mark.parametrize("hash_threads", [1, 2, 3, 8], indirect=True)
 @pytest.mark.parametrize("shape", ["branch_root", "extension_root", "one_dirty_child", "tiny"])
-def test_split_over_threads_matches_reference(threads, shape):
-    rng = random.Random(hash((threads, shape)) & 0xFFFF)
+def test_split_over_threads_matches_reference(hash_threads, shape):
+    rng = random.Random(hash((hash_threads, shape)) & 0xFFFF)
     if shape == "branch_root":
         model = {rng.randbytes(32): rng.randbytes(rng.choice([1, 20, 40, 200])) for _ in range(3000)}
     elif shape == "extension_root":
@@ -283,16 +276,12 @@ def test_split_over_threads_matches_reference(threads, shape):
     else:
         model = {b"\x01": b"a", b"\x02": b"b"}      # everything embedded in a root under 32 bytes... or not
     t = trie_of(model)
-    old = set_hash_threads(threads)
-    try:
+    assert t.hash() == trie_root(model)
+    if shape == "one_dirty_child":
+        # After one update only one path under the root branch is dirty.
+        k = next(iter(model))
+        model[k] = t[k] = b"changed"
         assert t.hash() == trie_root(model)
-        if shape == "one_dirty_child":
-            # After one update only one path under the root branch is dirty.
-            k = next(iter(model))
-            model[k] = t[k] = b"changed"
-            assert t.hash() == trie_root(model)
-    finally:
-        set_hash_threads(old)
 
 
 def test_hash_releases_the_gil():
@@ -315,14 +304,12 @@ def test_hash_releases_the_gil():
                     ticks[0] += 1
                 time.sleep(0)
 
-        s = threading.Thread(target=spin)
-        s.start()
-        time.sleep(0.01)
-        hashing.set()
-        root = t.hash()
-        hashing.clear()
-        stop.set()
-        s.join()
+        with in_background(spin):
+            time.sleep(0.01)
+            hashing.set()
+            root = t.hash()
+            hashing.clear()
+            stop.set()
         assert root == trie_root(model)
         counts.append(ticks[0])
         if ticks[0] >= 50:

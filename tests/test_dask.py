@@ -3,7 +3,7 @@ import random
 
 import pytest
 
-from mpt import Trie, build_root, keccak256
+from mpt import build_root, keccak256
 
 dask = pytest.importorskip("dask")
 distributed = pytest.importorskip("distributed")
@@ -11,12 +11,7 @@ pytest.importorskip("pandas")
 
 from mpt.dask import build_root_dask  # noqa: E402
 
-
-def trie_root(pairs):
-    t = Trie()
-    for k, v in pairs:
-        t.update(k, v)
-    return t.hash()
+from conftest import root_of  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +41,7 @@ def test_bag_dataframe_and_executor_give_trie_root(client, tmp_path):
     import pandas as pd
 
     pairs = _pairs(3000, 1)
-    want = trie_root(pairs)
+    want = root_of(pairs)
     bag = db.from_sequence(pairs, npartitions=5)
     assert build_root_dask(bag, client=client) == want
     assert build_root_dask(bag, client=client, shard_nibbles=1, groups=3) == want

@@ -31,7 +31,8 @@ def test_account_and_storage_proofs(state):
     assert account.encode() == state_trie.get(address)
     storage = storage_tries[address]
     for slot in range(5):
-        assert verify_storage_proof(account.storage_root, slot, storage.prove(slot.to_bytes(32, "big"))) == storage.get_storage(slot)
+        proof = storage.prove(slot.to_bytes(32, "big"))
+        assert verify_storage_proof(account.storage_root, slot, proof) == storage.get_storage(slot)
     assert verify_storage_proof(account.storage_root, 99, storage.prove((99).to_bytes(32, "big"))) == 0
     assert verify_account_proof(root, b"\xee" * 20, state_trie.prove(b"\xee" * 20)) is None
 
@@ -63,7 +64,8 @@ CORRUPTIONS = {
     "accountProof": lambda r: r["accountProof"].pop(),
     "accountProof byte": lambda r: r["accountProof"].__setitem__(0, r["accountProof"][0][:-2] + "00"),
     "address": lambda r: r.update(address="0x" + "33" * 20),
-    "storageProof[0].value": lambda r: r["storageProof"][0].update(value=hex(int(r["storageProof"][0]["value"], 16) + 1)),
+    "storageProof[0].value": lambda r: r["storageProof"][0].update(
+        value=hex(int(r["storageProof"][0]["value"], 16) + 1)),
     "storageProof[1].key": lambda r: r["storageProof"][1].update(key="0x" + "44" * 32),
     "storageProof[0].proof": lambda r: r["storageProof"][0]["proof"].pop(),
     "storageProof[2].value absent": lambda r: r["storageProof"][2].update(value="0x5"),

@@ -62,7 +62,7 @@ def test_state_root_with_storage_tries():
 def test_storage_forms():
     # Slots and values as ints, bytes and hex (geth alloc style: 0x-hex words), zero values absent.
     a = storage_root({1: 5, 2: 0})
-    assert storage_root({"0x01": "0x05", "0x0000000000000000000000000000000000000000000000000000000000000002": "0x00"}) == a
+    assert storage_root({"0x01": "0x05", "0x" + "00" * 31 + "02": "0x00"}) == a
     assert storage_root({(1).to_bytes(32, "big"): b"\x05"}) == a
     assert storage_root({}) == EMPTY_ROOT
 
@@ -83,7 +83,13 @@ def test_alloc_as_dict_and_hex_forms():
 @pytest.mark.parametrize("alloc, message", [
     ({"alloc": {"0x11": {"balance": "1"}}}, r"alloc\[0x11\]: address: expected 20 bytes"),
     ({"alloc": {"11" * 20: {"balance": "ten"}}}, "balance: 'ten' is neither"),
-    ({"alloc": {"11" * 20: {"balance": "-1"}}}, "out of range"),
+    ({"alloc": {"11" * 20: {"balance": "-1"}}}, "balance: '-1' is neither a 0x-prefixed hex quantity nor a "
+                                                 "canonical decimal number"),
+    ({"alloc": {"11" * 20: {"balance": "0x1_0"}}}, "balance: '0x1_0' is not a 0x-prefixed hex quantity"),
+    ({"alloc": {"11" * 20: {"balance": " 10"}}}, "balance: ' 10' is neither"),
+    ({"alloc": {"11" * 20: {"balance": "010"}}}, "balance: '010' is neither"),
+    ({"alloc": {"11" * 20: {"balance": "0x" + "f" * 65}}}, "balance: .* is out of range"),
+    ({"alloc": {"11" * 20: {"code": "0x60 00"}}}, "code: '0x60 00' is not hex data"),
     ({"alloc": {"11" * 20: {"nonce": 2 ** 64}}}, "nonce: .* out of range"),
     ({"alloc": {"11" * 20: {"storage": {"0xzz": "0x01"}}}}, "storage slot"),
     ({"alloc": {"11" * 20: {"storage": [1]}}}, "storage: expected an object"),
@@ -166,9 +172,12 @@ def test_cli_root(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("content, message", [
-    ('{"key": "0x01", "value": "0x02"}\n{"key": "0x0g", "value": "0x"}\n', "line 2: key '0x0g' is not hex"),
+    ('{"key": "0x01", "value": "0x02"}\n{"key": "0x0g", "value": "0x"}\n', "line 2: key: '0x0g' is not hex data"),
+    ('{"key": "0x01", "value": "0x0_2"}\n', "line 1: value: '0x0_2' is not hex data"),
+    ('{"key": "0x01", "value": "0x0 2"}\n', "line 1: value: '0x0 2' is not hex data"),
+    ('{"key": "0x1", "value": "0x02"}\n', "line 1: key: '0x1' has an odd number of hex digits"),
     ('{"key": "0x01"}\n', "line 1: expected an object with"),
-    ('[1, 2]\n', "line 1: key must be a hex string"),
+    ('[1, 2]\n', "line 1: key: expected hex data, got int"),
     ('{"key": \n', "line 1: not JSON"),
 ])
 def test_cli_errors_name_the_line(tmp_path, capsys, content, message):

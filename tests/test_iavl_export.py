@@ -3,6 +3,8 @@ import json
 import pickle
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mpt.db import MemoryDB
 from mpt.errors import CorruptTreeError, ExportImportError, MptError, VersionError
@@ -296,6 +298,9 @@ def test_export_node_type():
     assert "version=3" in repr(n)
     with pytest.raises(AttributeError):
         n.key = b"x"
+    with pytest.raises(TypeError, match="immutable"):
+        n.__init__(b"x", b"y", 1, 0)
+    assert n == ExportNode(b"k", b"v", 3, 0)
     with pytest.raises(TypeError):
         ExportNode("k", b"v", 1, 0)
     with pytest.raises(TypeError):
@@ -345,3 +350,67 @@ def test_import_leaves_fast_nodes_as_go_load_version_does():
     assert set(tree.db._data) == {k for k in tree.db._data if k[:1] in b"sf"} | {STORAGE_VERSION_KEY}
     key = next(iter(leaves))
     assert tree.get(key) == leaves[key]
+
+
+def _tree_of(keys, versions):
+    tree = MutableTree()
+    for i, chunk in enumerate(versions):
+        for k in chunk:
+            if k in keys and i % 2:
+                tree.remove(k)
+                keys.discard(k)
+            else:
+                tree.set(k, k * 2)
+                keys.add(k)
+        tree.save_version()
+    return tree
+
+
+_small_keys = st.binary(min_size=0, max_size=3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(_small_keys, max_size=30), min_size=1, max_size=4))
+def test_round_trip_property(versions):
+    """Any tree: import(export) is the same tree, root and stream."""
+    tree = _tree_of(set(), versions)
+    stream = list(tree.export())
+    target = MutableTree()
+    assert target.import_nodes(stream, tree.version) == tree.hash()
+    assert list(target.export()) == stream
+    assert list(target.items()) == list(tree.items())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_small_keys, min_size=1, max_size=25), st.data())
+def test_a_changed_stream_is_refused_or_imported_as_it_is(keys, data):
+    """Change one field of one node, drop, duplicate or move a node: import either refuses the stream with an
+    ExportImportError or builds exactly the tree it describes (its export is the changed stream)."""
+    stream = list(_tree_of(set(), [keys]).export())
+    i = data.draw(st.integers(0, len(stream) - 1))
+    n = stream[i]
+    change = data.draw(st.sampled_from(["key", "value", "version", "height", "drop", "dup", "move"]))
+    if change == "key":
+        stream[i] = ExportNode(data.draw(_small_keys), n.value, n.version, n.height)
+    elif change == "value":
+        stream[i] = ExportNode(n.key, data.draw(st.none() | st.binary(max_size=3)), n.version, n.height)
+    elif change == "version":
+        stream[i] = ExportNode(n.key, n.value, data.draw(st.integers(0, 3)), n.height)
+    elif change == "height":
+        stream[i] = ExportNode(n.key, n.value, n.version, data.draw(st.integers(0, 6)))
+    elif change == "drop":
+        del stream[i]
+    elif change == "dup":
+        stream.insert(i, n)
+    else:
+        stream.insert(data.draw(st.integers(0, len(stream) - 1)), stream.pop(i))
+    tree = MutableTree()
+    try:
+        root = tree.import_nodes(stream, 2)
+    except ExportImportError:
+        assert len(tree.db) == 0 and tree.version == 0
+        return
+    assert list(tree.export()) == stream and root == tree.hash()
+    reopened = MutableTree(tree.db)
+    assert reopened.load() == 2 and list(reopened.export()) == stream
+    assert [k for k, _ in reopened.items()] == sorted(k for k, _ in reopened.items())

@@ -160,6 +160,21 @@ def test_leveldb_prefix_selects_one_module_store(tmp_path):
         assert MutableTree(other).load() == 0 and list(other.iterate()) == [(b"mstorage_version", b"1.1.0-0")]
 
 
+def test_leveldb_store_serves_an_ethereum_trie(tmp_path):
+    from mpt import Trie
+
+    with LevelDBStore(tmp_path / "eth", create=True) as store:
+        t = Trie(store)
+        for i in range(200):
+            t[b"key%d" % i] = b"value%d" % i
+        root = t.hash()
+        t.commit(set_head=True)
+        assert store.head() == root
+    with LevelDBStore(tmp_path / "eth", readonly=True) as store:
+        t = Trie(store, root=store.head())
+        assert t.hash() == root and t[b"key7"] == b"value7"
+
+
 # ---------------------------------------------------------------------------------------------- Go's store, read
 
 def test_go_store_reads_as_in_go(go_store):
@@ -440,13 +455,23 @@ def test_corrupt_stores_raise_naming_the_node(corruption, error, names, walk):
         WALKS[walk](tree)
 
 
-def test_corrupt_store_is_found_by_pruning_too():
-    db = _corrupt_store(_self_root)
+@pytest.mark.parametrize("corruption", [_self_root, _ancestor, _height, _size, _missing],
+                         ids=["self-child", "ancestor-child", "height", "size", "missing"])
+def test_corrupt_store_is_found_by_pruning_too(corruption):
+    """Pruning walks the pruned version's tree: version 1's corrupt nodes raise there too."""
+    db = _corrupt_store(corruption)
     tree = MutableTree(db, fast_storage=False)
-    with pytest.raises(CorruptTreeError):
-        tree.load()
-        tree.set(b"new", b"1")
-        tree.save_version()
+    # Version 2: a tree of its own (no node shared with version 1), written beside it.
+    version2 = MutableTree()
+    version2.save_version()
+    for i in range(16):
+        version2.set(b"z%02d" % i, b"w%d" % i)
+    version2.save_version()
+    for k, v in version2.db.items():
+        if k[:1] == b"s" and k[1:9] == (2).to_bytes(8, "big"):
+            db.put(k, v)
+    assert tree.available_versions() == [1, 2]
+    with pytest.raises((CorruptTreeError, MissingNodeError)):
         tree.delete_versions_to(1)
 
 

@@ -543,3 +543,29 @@ def test_constructors_check_types():
     with pytest.raises(TypeError, match="positional"):
         CommitmentProof(ExistenceProof())
     assert ExistenceProof(key=bytearray(b"k")).key == b"k"
+
+
+class _Descriptor:
+    def __init__(self, full_name):
+        self.full_name = full_name
+
+
+class _GeneratedMessage(_Generated):
+    """A generated class of another ics23 message (cosmpy's ExistenceProof, ...): DESCRIPTOR names it."""
+
+    def __init__(self, raw, full_name):
+        super().__init__(raw)
+        self.DESCRIPTOR = _Descriptor(full_name)
+
+
+def test_generated_existence_and_non_existence_messages_accepted():
+    _n, _t, root, proof, key, value = CASES[0]
+    exist = CommitmentProof.from_bytes(proof).exist.to_bytes()
+    generated = _GeneratedMessage(exist, "cosmos.ics23.v1.ExistenceProof")
+    assert verify_membership(IAVL_SPEC, root, generated, key, value) is True
+    _n, _t, root, proof, key, _v = CASES[3]
+    nonexist = CommitmentProof.from_bytes(proof).nonexist.to_bytes()
+    generated = _GeneratedMessage(nonexist, "cosmos.ics23.v1.NonExistenceProof")
+    assert verify_non_membership(IAVL_SPEC, root, generated, key) is True
+    whole = _GeneratedMessage(proof, "cosmos.ics23.v1.CommitmentProof")
+    assert verify_non_membership(IAVL_SPEC, root, whole, key) is True

@@ -150,7 +150,14 @@ def test_structural_edits_agree():
         elif ex.path:
             op = ex.path[rng.randrange(len(ex.path))]
             op.prefix, op.suffix = op.suffix, op.prefix
-        _agree(spec, root, cp.to_bytes(), key, value)
+        _w, o = _agree(spec, root, cp.to_bytes(), key, value)
+        # The same proof given as the objects (encoded for the wire verifier, else checked as objects).
+        try:
+            public = (verify_membership(spec, root, cp, key, value) if value is not None
+                      else verify_non_membership(spec, root, cp, key))
+        except ProofError:
+            public = False
+        assert public == o
 
 
 def test_non_canonical_encodings_fall_back_and_verify():

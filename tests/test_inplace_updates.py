@@ -9,6 +9,8 @@ from mpt import Trie
 from mpt._reference import trie_root
 from mpt.db import MemoryDB
 
+from conftest import trie_of
+
 
 def snapshot(node):
     """Everything observable about a node subtree: its encoding and cached hashes, recursively."""
@@ -28,17 +30,10 @@ def random_items(rng, n, key_len=32):
     return {rng.randbytes(key_len): rng.randbytes(rng.choice((1, 40, 80))) for _ in range(n)}
 
 
-def filled(items):
-    t = Trie()
-    for k, v in items.items():
-        t[k] = v
-    return t
-
-
 def test_held_root_node_is_not_changed_by_later_updates():
     rng = random.Random(1)
     items = random_items(rng, 500)
-    t = filled(items)
+    t = trie_of(items)
     t.hash()
     held = t.root_node
     before = snapshot(held)
@@ -52,7 +47,7 @@ def test_held_root_node_is_not_changed_by_later_updates():
 def test_held_inner_node_is_not_changed():
     rng = random.Random(2)
     items = random_items(rng, 400)
-    t = filled(items)
+    t = trie_of(items)
     # Hold a branch just below the root without hashing first: the trie's nodes are all dirty, the in-place case.
     inner = next(c for c in t.root_node.children if c is not None and getattr(c, "children", None))
     before = snapshot(inner)
@@ -66,7 +61,7 @@ def test_held_inner_node_is_not_changed():
 def test_copies_stay_independent_under_in_place_updates():
     rng = random.Random(3)
     base = random_items(rng, 300)
-    a = filled(base)
+    a = trie_of(base)
     b = a.copy()
     items_a, items_b = dict(base), dict(base)
     for step in range(200):
@@ -85,13 +80,13 @@ def test_copies_stay_independent_under_in_place_updates():
             assert c.hash() == trie_root(items_c)
     assert a.hash() == trie_root(items_a)
     assert b.hash() == trie_root(items_b)
-    assert filled(base).hash() == trie_root(base)
+    assert trie_of(base).hash() == trie_root(base)
 
 
 def test_an_iterator_keeps_its_view():
     rng = random.Random(4)
     items = random_items(rng, 200)
-    t = filled(items)
+    t = trie_of(items)
     it = t.items()
     first = [next(it) for _ in range(10)]
     for k, v in random_items(rng, 200).items():
@@ -127,7 +122,7 @@ def test_updates_after_hash_and_commit_give_the_right_nodes():
 def test_identical_update_keeps_hashes_and_changes_nothing():
     rng = random.Random(6)
     items = random_items(rng, 300)
-    t = filled(items)
+    t = trie_of(items)
     root = t.hash()
     before = snapshot(t.root_node)
     for k, v in list(items.items())[:50]:
@@ -140,7 +135,7 @@ def test_nodes_the_trie_alone_holds_are_updated_in_place():
     # The optimisation itself: with nobody else holding it, the root branch stays the same object (a copy would
     # be allocated while the old root is still alive, so it could not reuse the old address).
     rng = random.Random(7)
-    t = filled(random_items(rng, 100))
+    t = trie_of(random_items(rng, 100))
     root_id = id(t.root_node)
     for k, v in random_items(rng, 20).items():
         t[k] = v

@@ -19,7 +19,7 @@ from conftest import load_vector
 from mpt import merkle
 from mpt import _merkle_reference as ref
 from mpt._sha256 import binding as sha_binding
-from mpt._sha256 import set_sha256_backend, sha256_backends
+from mpt._sha256 import set_sha256_backend
 from mpt.errors import MptError, ProofError
 from mpt.merkle import Proof
 
@@ -36,15 +36,6 @@ def random_leaves(rng: random.Random, n: int, max_len: int = 150):
             for k in (rng.randrange(max_len + 1) for _ in range(n))]
 
 
-@pytest.fixture(params=["scalar", "avx2", "shani"])
-def backend(request):
-    if request.param not in sha256_backends():
-        pytest.skip(f"this CPU or build cannot run the {request.param} backend")
-    old = set_sha256_backend(request.param)
-    yield request.param
-    set_sha256_backend(old)
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # Vectors
 # ---------------------------------------------------------------------------------------------------------------
@@ -55,7 +46,7 @@ def test_leaf_rule_matches_the_samples():
         assert merkle.leaf_hash(vector_leaf(sample["i"])).hex() == sample["leaf_hash"]
 
 
-def test_rfc6962_hasher_vectors(backend):
+def test_rfc6962_hasher_vectors(sha256_backend):
     got = {
         "HashFromByteSlices([])": lambda v: merkle.root([]),
         "leafHash(leaf)": lambda v: merkle.leaf_hash(bytes.fromhex(v["input_hex"])),
@@ -67,7 +58,7 @@ def test_rfc6962_hasher_vectors(backend):
     assert merkle.empty_hash() == merkle.EMPTY_HASH == hashlib.sha256(b"").digest()
 
 
-def test_tree_test_vectors(backend):
+def test_tree_test_vectors(sha256_backend):
     for case in VECTORS["tree_test_TestHashFromByteSlices"]:
         items = [bytes.fromhex(x) for x in (case["items"] or [])]
         assert merkle.root(items).hex() == case["root"], case["name"]
@@ -83,7 +74,7 @@ def test_split_points():
             assert merkle.root(leaves) == ref.inner_hash(merkle.root(leaves[:want]), merkle.root(leaves[want:]))
 
 
-def test_cometbft_cases_roots_and_proofs(backend):
+def test_cometbft_cases_roots_and_proofs(sha256_backend):
     for case in VECTORS["cases"]:
         leaves = [vector_leaf(i) for i in range(case["n"])]
         assert merkle.root(leaves).hex() == case["root"], case["n"]
@@ -118,7 +109,7 @@ def test_vector_copy_is_current():
 # Differential against the reference
 # ---------------------------------------------------------------------------------------------------------------
 
-def test_roots_match_reference_up_to_300(backend):
+def test_roots_match_reference_up_to_300(sha256_backend):
     rng = random.Random(6962)
     for n in range(301):
         leaves = random_leaves(rng, n)
@@ -126,23 +117,15 @@ def test_roots_match_reference_up_to_300(backend):
 
 
 @pytest.mark.parametrize("n", [1000, 4097, 20000])
-def test_large_roots_match_reference(backend, n):
+def test_large_roots_match_reference(sha256_backend, n):
     rng = random.Random(n)
     leaves = random_leaves(rng, n, max_len=300)
     assert merkle.root(leaves) == ref.root(leaves)      # over the no-GIL threshold
 
 
-@pytest.fixture(params=[1, 2, 3])
-def hash_threads(request):
-    from mpt.runtime import set_hash_threads
-
-    old = set_hash_threads(request.param)
-    yield request.param
-    set_hash_threads(old)
-
-
+@pytest.mark.parametrize("hash_threads", [1, 2, 3], indirect=True)
 @pytest.mark.parametrize("n", [1023, 1024, 1025, 2047, 2048, 2049, 3072, 4096, 5000, 9999])
-def test_chunked_and_threaded_roots_match_reference(backend, hash_threads, n):
+def test_chunked_and_threaded_roots_match_reference(sha256_backend, hash_threads, n):
     """root() folds chunks of 1024 leaves (over the hashing threads from 2048 leaves on): chunk edges, a last
     chunk of one leaf, and a count of chunks that is not a power of two."""
     rng = random.Random(n)
@@ -194,7 +177,7 @@ def test_threaded_roots_from_many_python_threads():
     assert got == want
 
 
-def test_every_proof_of_every_index_up_to_64(backend):
+def test_every_proof_of_every_index_up_to_64(sha256_backend):
     rng = random.Random(64)
     for n in range(65):
         leaves = random_leaves(rng, n, max_len=80)
@@ -471,7 +454,7 @@ def _txs(n):
     return [b"tx-%d-" % i + bytes(i % 7) for i in range(n)]
 
 
-def test_tx_proofs_verify(backend):
+def test_tx_proofs_verify(sha256_backend):
     for n in (1, 2, 3, 7, 16, 33):
         txs = _txs(n)
         dh = merkle.data_hash(txs)

@@ -6,22 +6,17 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from mpt import EMPTY_ROOT, Trie, build_root, keccak256
+from mpt import EMPTY_ROOT, build_root, keccak256
 from mpt.bench import workloads
 from mpt.parallel import build_shard_records, choose_shard_nibbles
+
+from conftest import root_of
 
 KS = [0, 1, 2, 3]
 
 
-def trie_root(pairs):
-    t = Trie()
-    for k, v in pairs:
-        t.update(k, v)
-    return t.hash()
-
-
 def check(pairs, **kw):
-    want = trie_root(pairs)
+    want = root_of(pairs)
     for k in KS:
         for workers in (1, 2):
             got = build_root(list(pairs), shard_nibbles=k, workers=workers, **kw)
@@ -114,7 +109,7 @@ pair_lists = st.lists(
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pair_lists, st.integers(0, 3))
 def test_property_equals_trie(pairs, k):
-    assert build_root(pairs, shard_nibbles=k, workers=2) == trie_root(pairs)
+    assert build_root(pairs, shard_nibbles=k, workers=2) == root_of(pairs)
 
 
 @pytest.mark.parametrize("n", [20, 1000, 10000])
@@ -132,7 +127,7 @@ def test_spilling_with_a_tiny_memory_budget(tmp_path):
     addresses, values = workloads.make_accounts(1000)
     pairs = list(zip(workloads.account_keys(addresses), values))
     pairs += [(pairs[3][0], b""), (pairs[7][0], b"new value")]    # a deletion and an update after spills
-    want = trie_root(pairs)
+    want = root_of(pairs)
     for k in KS:
         got = build_root(iter(pairs), shard_nibbles=k, workers=2, spill_dir=str(tmp_path), memory_limit=4096)
         assert got == want
@@ -154,7 +149,7 @@ def test_spill_files_are_used(tmp_path):
 def test_executors_give_the_same_root():
     rng = random.Random(7)
     pairs = [(_rand(rng, 32), _rand(rng, 60)) for _ in range(3000)]
-    want = trie_root(pairs)
+    want = root_of(pairs)
     with ThreadPoolExecutor(2) as pool:
         assert build_root(pairs, executor=pool, shard_nibbles=2) == want
     with ProcessPoolExecutor(2) as pool:
@@ -200,7 +195,7 @@ def test_bad_input():
     with pytest.raises(FileNotFoundError):
         build_root([], spill_dir="/nonexistent/dir")
     # Bytes-likes are fine.
-    assert build_root([(bytearray(b"a"), memoryview(b"1"))]) == trie_root([(b"a", b"1")])
+    assert build_root([(bytearray(b"a"), memoryview(b"1"))]) == root_of([(b"a", b"1")])
 
 
 def test_shard_records_task():
@@ -222,7 +217,7 @@ def test_choose_shard_nibbles():
 
 def test_progress_bars(capsys):
     pairs = [(keccak256(bytes([i])), b"v" * 40) for i in range(100)]
-    assert build_root(pairs, progress=True) == trie_root(pairs)
+    assert build_root(pairs, progress=True) == root_of(pairs)
 
 
 @pytest.mark.parametrize("order", ["sorted", "reversed", "organ", "same_head", "one_key", "shuffled"])
@@ -243,6 +238,6 @@ def test_shard_sort_orders(order):
             pairs = pairs[::2] + pairs[1::2][::-1]
         elif order == "shuffled":
             rng.shuffle(pairs)
-    want = trie_root(pairs)
+    want = root_of(pairs)
     for k in (0, 1):
         assert build_root(pairs, shard_nibbles=k, workers=1) == want

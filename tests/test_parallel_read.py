@@ -9,12 +9,11 @@ import mpt.parallel as parallel
 from mpt import Trie, build_root
 from mpt.parallel import _Partition
 
+from conftest import root_of
+
 
 def trie_root(pairs):
-    t = Trie()
-    for k, v in pairs:
-        t.update(bytes(k), bytes(v))
-    return t.hash()
+    return root_of((bytes(k), bytes(v)) for k, v in pairs)
 
 
 @pytest.fixture(params=["rounds", "split"])

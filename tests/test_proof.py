@@ -10,15 +10,10 @@ from mpt import ProofError, SecureTrie, Trie, keccak256, verify_proof, verify_ra
 from mpt.bench.workloads import random_trie_items
 from mpt.db import MemoryDB
 
+from conftest import trie_of
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "fuzz"))
 from fuzz_support import Rejected, reference_decode_node  # noqa: E402
-
-
-def trie_of(items):
-    t = Trie()
-    for k, v in items:
-        t[k] = v
-    return t
 
 
 @pytest.fixture(scope="module")

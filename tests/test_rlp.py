@@ -124,7 +124,8 @@ def test_decode_depth_cap():
     blob = b"\xc0"
     for _ in range(5000):
         n = len(blob)
-        blob = (bytes([0xC0 + n]) if n < 56 else bytes([0xF7 + (n.bit_length() + 7) // 8]) + n.to_bytes((n.bit_length() + 7) // 8, "big")) + blob
+        width = (n.bit_length() + 7) // 8
+        blob = (bytes([0xC0 + n]) if n < 56 else bytes([0xF7 + width]) + n.to_bytes(width, "big")) + blob
     with pytest.raises(RLPDecodeError, match="nested deeper"):
         rlp.decode(blob)
 

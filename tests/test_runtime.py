@@ -53,11 +53,13 @@ def test_hash_threads_zero_means_every_core_up_to_8():
 
 def test_keccak_backend_knob_says_what_is_used():
     best = run_python("from mpt.runtime import keccak_backend; print(keccak_backend())")[0]
-    out, err = run_python("from mpt.runtime import keccak_backend; print(keccak_backend())", MPT_KECCAK_BACKEND="bogus")
+    out, err = run_python("from mpt.runtime import keccak_backend; print(keccak_backend())",
+                          MPT_KECCAK_BACKEND="bogus")
     assert out == best
     assert runtime_warnings(err) == ["MPT_KECCAK_BACKEND ignored: unknown Keccak backend 'bogus' (known: scalar, avx2, "
                                      "avx512, avx2x8); using %s" % best]
-    out, err = run_python("from mpt.runtime import keccak_backend; print(keccak_backend())", MPT_KECCAK_BACKEND="scalar")
+    out, err = run_python("from mpt.runtime import keccak_backend; print(keccak_backend())",
+                          MPT_KECCAK_BACKEND="scalar")
     assert out == "scalar" and err == ""
 
 

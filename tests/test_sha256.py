@@ -1,7 +1,7 @@
 """The C SHA-256 (mpt/_sha256) against hashlib, on every backend this CPU runs.
 
-Every test that hashes runs once per backend (the `backend` fixture switches the process-wide choice and puts
-the previous one back); the environment variable MPT_SHA256_BACKEND is checked in a subprocess.
+Every test that hashes runs once per backend (conftest's `sha256_backend` fixture switches the process-wide choice
+and puts the previous one back); the environment variable MPT_SHA256_BACKEND is checked in a subprocess.
 """
 import hashlib
 import os
@@ -25,16 +25,7 @@ def random_bytes(rng: random.Random, n: int) -> bytes:
     return rng.getrandbits(8 * n).to_bytes(n, "little") if n else b""
 
 
-@pytest.fixture(params=["scalar", "avx2", "shani"])
-def backend(request):
-    if request.param not in sha256_backends():
-        pytest.skip(f"this CPU or build cannot run the {request.param} backend")
-    old = set_sha256_backend(request.param)
-    yield request.param
-    set_sha256_backend(old)
-
-
-def test_known_answers(backend):
+def test_known_answers(sha256_backend):
     assert sha256(b"").hex() == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
     assert sha256(b"abc").hex() == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     # FIPS 180-2 appendix B.2 (two blocks) and B.3 (one million 'a').
@@ -43,7 +34,7 @@ def test_known_answers(backend):
     assert sha256(b"a" * 1_000_000).hex() == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"
 
 
-def test_every_length_up_to_300(backend):
+def test_every_length_up_to_300(sha256_backend):
     rng = random.Random(256)
     for n in range(301):
         data = random_bytes(rng, n)
@@ -52,7 +43,7 @@ def test_every_length_up_to_300(backend):
             assert sha256_prefixed(prefix, data) == hashlib.sha256(bytes([prefix]) + data).digest(), (n, prefix)
 
 
-def test_block_boundaries_and_large(backend):
+def test_block_boundaries_and_large(sha256_backend):
     rng = random.Random(512)
     for n in BOUNDARY_LENGTHS:
         data = random_bytes(rng, n)
@@ -60,7 +51,7 @@ def test_block_boundaries_and_large(backend):
         assert sha256_prefixed(0, data) == hashlib.sha256(b"\x00" + data).digest(), n
 
 
-def test_bytes_like_inputs(backend):
+def test_bytes_like_inputs(sha256_backend):
     data = bytes(range(200))
     want = hashlib.sha256(data).digest()
     assert sha256(bytearray(data)) == want
@@ -83,7 +74,7 @@ def test_refuses_non_bytes():
         sha256_prefixed(256, b"")
 
 
-def test_streaming_any_chunking(backend):
+def test_streaming_any_chunking(sha256_backend):
     rng = random.Random(7)
     for n in [0, 1, 55, 56, 63, 64, 65, 127, 128, 129, 300, 1000, 5000]:
         data = random_bytes(rng, n)
@@ -96,7 +87,7 @@ def test_streaming_any_chunking(backend):
             assert binding._sha256_streamed(chunks) == want, (n, cuts)
 
 
-def test_many_matches_one_at_a_time(backend):
+def test_many_matches_one_at_a_time(sha256_backend):
     """The batch entry point groups messages of different lengths (SHA-NI interleaves two, AVX2 runs eight lanes,
     a short lane idling while the longest finishes; a last group of 3..7 uses idle lanes, of 1..2 scalar code)."""
     rng = random.Random(11)
@@ -107,7 +98,7 @@ def test_many_matches_one_at_a_time(backend):
         assert binding._sha256_many(messages, prefix=1) == [hashlib.sha256(b"\1" + m).digest() for m in messages]
 
 
-def test_many_long_and_equal_lengths(backend):
+def test_many_long_and_equal_lengths(sha256_backend):
     """Groups where every lane has the same block count (AVX2 skips its per-lane blend) and lanes far apart."""
     rng = random.Random(12)
     for size in [0, 55, 64, 100, 4096]:
@@ -138,7 +129,7 @@ def test_batches_match_the_scalar_backend():
 
 
 @pytest.mark.parametrize("in_place", [False, True])
-def test_pairs_reduce_a_level(backend, in_place):
+def test_pairs_reduce_a_level(sha256_backend, in_place):
     rng = random.Random(13)
     for npairs in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 16, 17, 33]:
         level = random_bytes(rng, 64 * npairs)

@@ -20,24 +20,7 @@ from mpt.db import MemoryDB
 from mpt.hasher import HasherPool, get_default_pool
 from mpt.runtime import set_hash_threads
 
-from conftest import trie_of
-
-
-def _run(workers):
-    errors = []
-
-    def guard(fn):
-        try:
-            fn()
-        except BaseException as e:  # noqa: BLE001 - reported by the main thread
-            errors.append(e)
-
-    threads = [threading.Thread(target=guard, args=(w,)) for w in workers]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
+from conftest import in_background, run_in_threads, trie_of
 
 
 def test_independent_tries_in_threads():
@@ -62,7 +45,7 @@ def test_independent_tries_in_threads():
             results[i] = t.hash()
         return run
 
-    _run([worker(i) for i in range(8)])
+    run_in_threads([worker(i) for i in range(8)])
     assert results == expected
 
 
@@ -86,18 +69,8 @@ def test_readers_share_a_committed_trie():
             assert shared.hash() == root
         return run
 
-    _run([reader(s) for s in range(8)])
+    run_in_threads([reader(s) for s in range(8)])
     assert dict(shared.items()) == model
-
-
-@pytest.fixture
-def hash_threads():
-    """Let the batched hasher use 2 OpenMP threads for the test, then restore the setting."""
-    old = set_hash_threads(2)
-    try:
-        yield 2
-    finally:
-        set_hash_threads(old)
 
 
 def _models(count, size, seed):
@@ -143,7 +116,7 @@ def test_level_parallel_hashing_in_threads(hash_threads):
                 results[i].append((s.hash(), secure_trie_root(list(models[i].items())[:300])))
         return run
 
-    _run([worker(i) for i in range(8)])
+    run_in_threads([worker(i) for i in range(8)])
     for i in range(8):
         assert [r for r in results[i] if isinstance(r, bytes)] == [expected[i]] * 4
         assert all(a == b for a, b in (r for r in results[i] if isinstance(r, tuple)))
@@ -173,7 +146,7 @@ def test_readers_hash_a_shared_unhashed_trie(hash_threads):
                 assert shared.hash() == expected
             return run
 
-        _run([reader(s) for s in range(8)])
+        run_in_threads([reader(s) for s in range(8)])
 
 
 def test_proofs_verify_concurrently():
@@ -201,7 +174,7 @@ def test_proofs_verify_concurrently():
                                           range_proof) is True
         return run
 
-    _run([verifier(s) for s in range(8)])
+    run_in_threads([verifier(s) for s in range(8)])
 
 
 def test_threads_commit_into_one_memorydb():
@@ -220,7 +193,7 @@ def test_threads_commit_into_one_memorydb():
             roots[i] = t.hash()
         return run
 
-    _run([writer(i) for i in range(8)])
+    run_in_threads([writer(i) for i in range(8)])
     assert roots == [_stack_root(m) for m in models]
 
     def reader(i):
@@ -230,7 +203,7 @@ def test_threads_commit_into_one_memorydb():
                 assert dict(t.items()) == models[(i + j) % 8]
         return run
 
-    _run([reader(i) for i in range(8)])
+    run_in_threads([reader(i) for i in range(8)])
 
 
 def test_lmdb_store_shared_by_a_writer_and_readers(tmp_path):
@@ -278,7 +251,7 @@ def test_lmdb_store_shared_by_a_writer_and_readers(tmp_path):
         return run
 
     try:
-        _run([writer] + [reader(s) for s in range(7)])
+        run_in_threads([writer] + [reader(s) for s in range(7)])
         assert store.resizes > 0
         assert store.head() == published[-1][1]
         last = version(59)
@@ -288,7 +261,7 @@ def test_lmdb_store_shared_by_a_writer_and_readers(tmp_path):
             for k, v in last.items():
                 assert shared.get(k) == v
 
-        _run([read_all] * 8)
+        run_in_threads([read_all] * 8)
         assert dict(shared.items()) == last
     finally:
         store.close()
@@ -309,7 +282,7 @@ def test_hasher_pool_never_hands_one_hasher_to_two_threads():
                 in_use.remove(id(h))
             pool.put(h)
 
-    _run([user for _ in range(8)])
+    run_in_threads([user for _ in range(8)])
     assert pool.idle <= 3
 
 
@@ -336,7 +309,7 @@ def test_lmdb_map_adoption_waits_for_the_writer(tmp_path):
         store._adopt_map_size()
 
     try:
-        _run([writer, adopter])
+        run_in_threads([writer, adopter])
         assert store.get(b"\x01" * 32) == b"node"
     finally:
         store.close()
@@ -375,7 +348,7 @@ def test_copies_updated_and_committed_in_threads():
             roots[i] = t.commit()
         return run
 
-    _run([worker(i) for i in range(8)])
+    run_in_threads([worker(i) for i in range(8)])
     assert roots == [_stack_root(m) for m in expected_models]
     assert base.hash() == _stack_root(shared_model)
     assert dict(Trie(db, base_root).items()) == base_model
@@ -487,73 +460,65 @@ def test_hash_while_an_update_loads_nodes_raises():
     t.update(first, b"first")                       # the root is dirty now: hash() has work to do
     model[first] = b"first"
     db.pause = True
-    writer = threading.Thread(target=t.update, args=(key, b"new"))
-    writer.start()
-    try:
-        assert db.inside.wait(10)
-        with pytest.raises(RuntimeError, match="hash\\(\\) called while an update or delete"):
-            t.hash()
-        with pytest.raises(RuntimeError, match="commit\\(\\) called while an update or delete"):
-            t.commit()
-    finally:
-        db.pause = False
-        db.go_on.set()
-        writer.join(10)
+    with in_background(t.update, key, b"new", timeout=10):
+        try:
+            assert db.inside.wait(10)
+            with pytest.raises(RuntimeError, match="hash\\(\\) called while an update or delete"):
+                t.hash()
+            with pytest.raises(RuntimeError, match="commit\\(\\) called while an update or delete"):
+                t.commit()
+        finally:
+            db.pause = False
+            db.go_on.set()
     model[key] = b"new"
     assert t.hash() == trie_root(model)
 
 
-@pytest.mark.parametrize("threads", [1, 2])
-def test_writes_while_another_thread_hashes_raise(threads):
+@pytest.mark.parametrize("hash_threads", [1, 2], indirect=True)
+def test_writes_while_another_thread_hashes_raise(hash_threads):
     rng = random.Random(11)
     model = {rng.randbytes(32): rng.randbytes(60) for _ in range(30000)}
     expected = trie_root(model)
-    old = set_hash_threads(threads)
-    try:
-        for _attempt in range(5):
-            t = trie_of(model)
-            started = threading.Event()
-            done = threading.Event()
-            outcome = {"raised": 0, "applied": 0}
+    for _attempt in range(5):
+        t = trie_of(model)
+        started = threading.Event()
+        done = threading.Event()
+        outcome = {"raised": 0, "applied": 0}
 
-            def writer():
-                started.wait()
-                key = b"\x02" * 32
-                while not done.is_set():
-                    try:
-                        t.update(key, b"w")
-                    except RuntimeError as e:
-                        assert "trie changed during hash()" in str(e)
-                        outcome["raised"] += 1
-                        continue
-                    outcome["applied"] += 1
-                    # Undo it, so that the trie hashes to the model's root whenever the hash started.
-                    try:
-                        t.delete(key)
-                    except RuntimeError:
-                        # hash() started in between: retry the delete once it is done.
-                        while True:
-                            try:
-                                t.delete(key)
-                                break
-                            except RuntimeError:
-                                outcome["raised"] += 1
-                    break
+        def writer():
+            started.wait()
+            key = b"\x02" * 32
+            while not done.is_set():
+                try:
+                    t.update(key, b"w")
+                except RuntimeError as e:
+                    assert "trie changed during hash()" in str(e)
+                    outcome["raised"] += 1
+                    continue
+                outcome["applied"] += 1
+                # Undo it, so that the trie hashes to the model's root whenever the hash started.
+                try:
+                    t.delete(key)
+                except RuntimeError:
+                    # hash() started in between: retry the delete once it is done.
+                    while True:
+                        try:
+                            t.delete(key)
+                            break
+                        except RuntimeError:
+                            outcome["raised"] += 1
+                break
 
-            w = threading.Thread(target=writer)
-            w.start()
+        with in_background(writer):
             started.set()
             root = t.hash()
             done.set()
-            w.join()
-            assert t.get(b"\x02" * 32) is None
-            assert root == expected or outcome["applied"]
-            assert t.hash() == expected
-            if outcome["raised"]:
-                return
-        pytest.skip("the writer thread never ran while hash() did (scheduling)")
-    finally:
-        set_hash_threads(old)
+        assert t.get(b"\x02" * 32) is None
+        assert root == expected or outcome["applied"]
+        assert t.hash() == expected
+        if outcome["raised"]:
+            return
+    pytest.skip("the writer thread never ran while hash() did (scheduling)")
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -581,7 +546,7 @@ def test_copies_sharing_nodes_hash_concurrently(threads):
             def run():
                 results[i] = copies[i].hash()
             return run
-        _run([worker(i) for i in range(8)])
+        run_in_threads([worker(i) for i in range(8)])
     finally:
         set_hash_threads(old)
     assert results == expected

@@ -26,7 +26,7 @@ class BuildRootMemory:
         try:
             import mpt.parallel  # noqa: F401
         except ImportError as e:
-            raise NotImplementedError(str(e))
+            raise NotImplementedError(str(e)) from None
         self._measured = measure_in_subprocess(name)
 
     def track_peak_rss(self, name):

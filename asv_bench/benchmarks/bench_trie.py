@@ -170,7 +170,7 @@ def _make_class(group: str, members: List[Tuple[Optional[str], Any]]) -> type:
             self._case = case
             self._state = _state(case, fresh=False)
         except ImportError as e:
-            raise _skip_if_unavailable(e)
+            raise _skip_if_unavailable(e) from None
         # asv reads `timer` again after setup, so each parameter gets its own batch size.
         self.timer = _PerOpTimer(case.ops_per_sample)
 

@@ -240,7 +240,7 @@ def _unit_table(results: List[Result], unit: str, getter: Callable[[Result], Opt
             continue
         entry = base.get(r.name)
         ov = None if entry is None else entry.get(_BASE_KEYS[unit])
-        if ov is None:
+        if entry is None or ov is None:
             old.add(None)
             vs.append("(new)" if entry is None else "")
             continue
@@ -255,7 +255,7 @@ def _unit_table(results: List[Result], unit: str, getter: Callable[[Result], Opt
     if g_new is not None and (base is None or g_old is not None):
         names.append("geomean")
         new.add(fmt(g_new))
-        if base is not None:
+        if g_old is not None:
             old.add(fmt(g_old))
             vs.append(_delta(g_old, g_new))
     if base is None:

@@ -1,13 +1,15 @@
 """Benchmark workloads, bit-identical to the data go-ethereum's trie benchmarks and tests use.
 
 Each workload comes with the root geth computes over it, so a wrong byte anywhere shows up as a wrong root
-(the "Benchmarks" page of the documentation, docs/benchmarks.rst, lists them). The data is generated in Python; account values are RLP-encoded and keys hashed
-with mpt's own RLP and Keccak, so ``python -m mpt.bench`` runs on a plain install (the reference
-implementation needs pycryptodome, a test dependency). The known roots guard the data either way:
+(the "Benchmarks" page of the documentation, docs/benchmarks.rst, lists them). The data is generated in Python;
+account values are RLP-encoded and keys hashed with mpt's own RLP and Keccak, so ``python -m mpt.bench`` runs on
+a plain install (the reference implementation needs pycryptodome, a test dependency). The known roots guard the
+data either way:
 tests/test_workloads.py checks them with the pure-Python reference trie.
 
 * :class:`GoRand` -- an exact port of Go's ``math/rand`` (``rand.New(rand.NewSource(seed))``).
-* :func:`make_accounts` / :func:`account_keys` -- geth's ``makeAccounts``; :data:`ACCOUNT_ROOTS`, :data:`TINY_TRIE_CASES`.
+* :func:`make_accounts` / :func:`account_keys` -- geth's ``makeAccounts``; :data:`ACCOUNT_ROOTS`,
+  :data:`TINY_TRIE_CASES`.
 * :func:`random_trie_items` -- geth's ``randomTrie`` data (seeded, since geth uses crypto/rand).
 * :func:`gentxs200` -- the 200 signed transactions of geth's DeriveSha benchmark; :data:`GENTXS200_ROOT`.
 * :func:`insert_100k_items` -- geth's StackTrie ``Insert100K``; :data:`INSERT_100K_ROOT`.

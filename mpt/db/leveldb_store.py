@@ -23,6 +23,8 @@ from mpt.errors import StoreClosedError, StoreError
 
 _plyvel = None
 
+HEAD_KEY = b"mpt:head"      # the head root of an Ethereum trie (Trie.commit(set_head=True)), as in LMDBStore
+
 
 def _import_plyvel():
     global _plyvel
@@ -172,12 +174,27 @@ class LevelDBStore:
         self._db.delete(bytes(key))
 
     @contextmanager
-    def write_batch(self):
+    def write_batch(self, head=None):
         """A batch whose puts and deletes are applied in one atomic LevelDB write when the block exits without
-        an exception (in call order: the last operation on a key wins); an exception writes nothing."""
+        an exception (in call order: the last operation on a key wins); an exception writes nothing.
+
+        ``head=root`` records an Ethereum trie's root as the store's head (key ``b"mpt:head"``) in the same
+        write, as LMDBStore does; a Trie reopens with ``Trie(store, root=store.head())``."""
         self._check_writable()
+        if head is not None and len(head) != 32:
+            raise ValueError("a head root must be a 32-byte hash")
         with self._db.write_batch(transaction=True) as batch:
             yield LevelDBBatch(batch)
+            if head is not None:
+                batch.put(HEAD_KEY, bytes(head))
+
+    def head(self):
+        """The root recorded by ``write_batch(head=...)`` / ``set_head``, or None."""
+        return self.get(HEAD_KEY)
+
+    def set_head(self, root):
+        with self.write_batch(head=root):
+            pass
 
     # -------------------------------------------------------------------------------------- lifetime
 

@@ -102,17 +102,27 @@ class MemoryDB:
     def iterate(self, start=None, end=None, reverse=False):
         """(key, value) pairs with start <= key < end (None: unbounded) in key order, or in reverse order.
 
-        The sorted key list is kept until the next write that changes the key set, so repeated scans of an unchanged database cost a
-        binary search each; the first scan after a write sorts the keys again. Writes made while iterating
+        The sorted key list is kept until the next write that changes the key set, so repeated scans of an
+        unchanged database cost a binary search each; the first full scan after a write sorts the keys again (a
+        bounded scan then sorts only the keys in its range). Writes made while iterating
         are not seen (the scan runs over the key list of its start)."""
         keys = self._sorted
+        data = self._data
         # Writers that fill the dict directly (the trie committer) add keys without dropping the list: a new key
         # changes the length, and overwrites leave the key set as it was.
-        if keys is None or len(keys) != len(self._data):
-            keys = self._sorted = sorted(self._data)
+        if keys is None or len(keys) != len(data):
+            if start is not None and end is not None:
+                # A bounded scan after writes (IAVL's version lookups): sort only the keys in range.
+                keys = sorted([k for k in data if start <= k < end])
+                order = range(len(keys) - 1, -1, -1) if reverse else range(len(keys))
+                for i in order:
+                    v = data.get(keys[i])
+                    if v is not None:
+                        yield keys[i], v
+                return
+            keys = self._sorted = sorted(data)
         lo = 0 if start is None else bisect_left(keys, start)
         hi = len(keys) if end is None else bisect_left(keys, end)
-        data = self._data
         order = range(hi - 1, lo - 1, -1) if reverse else range(lo, hi)
         for i in order:
             k = keys[i]

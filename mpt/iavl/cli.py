@@ -22,7 +22,7 @@ import json
 import os
 import sys
 
-from mpt.cli import CommandError, UsageError
+from mpt.cli import ArgumentParser, CommandError, UsageError
 
 STORES = ("leveldb", "lmdb")
 _LINE = '{"key":"%s","value":%s,"version":%d,"height":%d}\n'
@@ -67,9 +67,10 @@ def add_parser(subparsers):
     return p
 
 
-class _IntermixedParser(argparse.ArgumentParser):
+class _IntermixedParser(ArgumentParser):
     """Options and positionals in any order: ``import DB --version 6 nodes.jsonl`` (plain argparse would take
-    the optional FILE as missing once DB is followed by an option, and then refuse nodes.jsonl)."""
+    the optional FILE as missing once DB is followed by an option, and then refuse nodes.jsonl). Usage errors are
+    one line, as with every command (mpt.cli.ArgumentParser)."""
 
     _intermixed = False
 
@@ -219,9 +220,9 @@ def _import(args):
     try:
         store = _open_store(args, write=True)
         try:
-            tree = MutableTree(store)
-            tree.load()
-            root = tree.import_nodes(_read_lines(source, name), args.version)
+            # Not load(): on an empty store that would already write the fast-storage record, and a refused
+            # import must leave the store as it was.
+            root = MutableTree(store).import_nodes(_read_lines(source, name), args.version)
         finally:
             store.close()
     finally:

@@ -75,8 +75,11 @@ cdef class ExportNode:
     """
 
     def __init__(self, key, value, version, height):
-        cdef object v = _index(version)
-        cdef object h = _index(height)
+        cdef object v, h
+        if self.key is not None:
+            raise TypeError("ExportNode objects are immutable")
+        v = _index(version)
+        h = _index(height)
         self.key = _as_bytes(key, "key")
         self.value = None if value is None else _as_bytes(value, "value")
         if not 0 <= v <= MAX_VERSION:

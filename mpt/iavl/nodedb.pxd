@@ -17,6 +17,7 @@ cdef class NodeDB:
     cdef Node load_root(self, int64_t version, bint *found)
     cdef int64_t c_latest_version(self) except -2
     cdef tuple get_fast_node(self, bytes key)
+    cdef bytes fast_value(self, bytes key, int64_t *version)
     cdef int write_version(self, int64_t version, Node root, list new_nodes, bint legacy, dict fast_additions,
                            set fast_removals, bint fast_storage) except -1
 

@@ -35,7 +35,7 @@ from mpt.iavl.node cimport (
 )
 from mpt.varint cimport MAX_VARINT_LEN64, put_uvarint, put_varint, read_uvarint, unzigzag
 
-from mpt.db.memory import prefix_range
+from mpt.db.memory import MemoryDB, prefix_range
 from mpt.errors import CorruptTreeError, MissingNodeError, NodeDecodeError, VersionError
 
 NODE_PREFIX = b"s"
@@ -154,7 +154,19 @@ cdef bint _same_node(Node a, Node b) except -1:
     return a.c_hash() == b.c_hash()
 
 
-cdef int _push_children(NodeDB ndb, list stack, Node node) except -1:
+cdef Node _read(NodeDB ndb, bytes ref, dict known, dict remember):
+    cdef Node node
+    if known is not None:
+        node = known.get(ref)
+        if node is not None:
+            return node
+    node = ndb.get_node(ref)
+    if remember is not None:
+        remember[ref] = node
+    return node
+
+
+cdef int _push_children(NodeDB ndb, list stack, Node node, dict known, dict remember) except -1:
     """Push a stored inner node's children (right, then left: popped in pre-order), checked."""
     cdef InnerNode inner
     cdef Node left, right
@@ -164,9 +176,9 @@ cdef int _push_children(NodeDB ndb, list stack, Node node) except -1:
     inner = <InnerNode>node
     lref = inner._left_ref if inner._left_ref is not None else inner._left_hash
     rref = inner._right_ref if inner._right_ref is not None else inner._right_hash
-    left = ndb.get_node(lref)
+    left = _read(ndb, lref, known, remember)
     check_child(node, left, False)
-    right = ndb.get_node(rref)
+    right = _read(ndb, rref, known, remember)
     check_child(node, right, True)
     check_children(node, left, right)
     stack.append((right, rref))
@@ -184,7 +196,12 @@ cdef class NodeDB:
 
     def __init__(self, db):
         self.db = db
-        self._get = db.get
+        if type(db) is MemoryDB and type(db._data) is dict:
+            # The dict's own get: no Python frame per node read. Holding it also keeps the trie committer from
+            # swapping in a new dict under us (it only replaces a dict that nothing else references).
+            self._get = db._data.get
+        else:
+            self._get = db.get
         self._latest = -1
         self._legacy_latest = 0
         raw = self._get(STORAGE_VERSION_KEY)
@@ -375,6 +392,25 @@ cdef class NodeDB:
             return None
         return _decode_fast_node(key, data)
 
+    cdef bytes fast_value(self, bytes key, int64_t *version):
+        """key's fast node value (None if it has none), its versionLastUpdatedAt in version[0]: get's hot path,
+        without the tuple and int of get_fast_node."""
+        cdef object data = self._get(F + key)
+        cdef const uint8_t *p
+        cdef Py_ssize_t n, pos
+        cdef uint64_t u, length
+        if data is None:
+            return None
+        p = <const uint8_t *>PyBytes_AS_STRING(data)
+        n = PyBytes_GET_SIZE(data)
+        pos = read_uvarint(p, 0, n, &u)
+        if pos >= 0:
+            pos = read_uvarint(p, pos, n, &length)
+        if pos < 0 or length > <uint64_t>(n - pos):
+            raise CorruptTreeError("malformed IAVL fast node f%s: %s" % (key.hex(), (<bytes>data).hex()))
+        version[0] = unzigzag(u)
+        return PyBytes_FromStringAndSize(<const char *>p + pos, <Py_ssize_t>length)
+
     def fast_node(self, key):
         return self.get_fast_node(bytes(key))
 
@@ -459,27 +495,34 @@ cdef class NodeDB:
 
     # ------------------------------------------------------------------------------------------ pruning
 
-    def _orphans(self, int64_t prev_version, int64_t cur_version, prev_ref, cur_ref):
+    def _orphans(self, int64_t prev_version, int64_t cur_version, prev_ref, cur_ref, dict prev_nodes=None,
+                 dict cur_nodes=None):
         """Go's traverseOrphans: the nodes of prev_version's tree that cur_version's tree no longer holds, as
         (node, reference). Both trees are walked in pre-order; the current walk stops at each node of
-        prev_version or older (shared with the previous tree) and the previous walk skips that subtree."""
-        cdef list cur = [] if not cur_ref else [(self.get_node(cur_ref), cur_ref)]
-        cdef list prev = [] if not prev_ref else [(self.get_node(prev_ref), prev_ref)]
+        prev_version or older (shared with the previous tree) and the previous walk skips that subtree.
+
+        prev_nodes: nodes already read by reference (the previous step's cur_nodes: pruning walks version v + 1
+        as the current tree, then as the previous one); cur_nodes collects what the current walk reads."""
+        cdef list cur = [] if not cur_ref else [(_read(self, cur_ref, None, cur_nodes), cur_ref)]
+        cdef list prev = [] if not prev_ref else [(_read(self, prev_ref, prev_nodes, None), prev_ref)]
         cdef Node node, org = None
         cdef list out = []
+        cdef bytes ref, org_ref = None
         while prev:
             while org is None and cur:
                 node, ref = cur.pop()
                 if node.version <= prev_version:
                     org = node
+                    org_ref = ref
                 else:
-                    _push_children(self, cur, node)
+                    _push_children(self, cur, node, None, cur_nodes)
             node, ref = prev.pop()
-            if org is not None and _same_node(node, org):
+            # The same reference is the same node; else compare as Go does, by hash (_same_node).
+            if org is not None and (ref == org_ref or _same_node(node, org)):
                 org = None
             else:
                 out.append((node, ref))
-                _push_children(self, prev, node)
+                _push_children(self, prev, node, prev_nodes, None)
         return out
 
     def _ref_or_none(self, int64_t version):
@@ -516,13 +559,15 @@ cdef class NodeDB:
                 refs[version] = self._ref_or_none(version)
             return refs[version]
 
+        known = {}
         with self.db.write_batch() as batch:
             for v in range(first, to_version + 1):
                 root_ref = ref_of(v)
+                seen = {}
                 if root_ref:
                     next_ref = ref_of(v + 1)
                     if next_ref is not None:
-                        for orphan, ref in self._orphans(v, v + 1, root_ref, next_ref):
+                        for orphan, ref in self._orphans(v, v + 1, root_ref, next_ref, known, seen):
                             if len(ref) == HASH_SIZE:
                                 batch.delete(N + ref)
                             else:
@@ -542,4 +587,5 @@ cdef class NodeDB:
                     root.nonce = 0
                     batch.put(S + make_node_key(v, 0), root._to_bytes(FORMAT_V1))
                     deleted += 1
+                known = seen
         return deleted

@@ -145,7 +145,6 @@ cdef inline void _put_inner_suffix(uint8_t *out, Node node) noexcept:
 cdef int _hash_siblings(list nodes) except -1:
     """Compute (or find cached) the hash of the child each inner node's op carries."""
     cdef Py_ssize_t i
-    cdef InnerNode inner
     cdef bytes h
     for i in range(PyList_GET_SIZE(nodes) - 1):
         h = _sibling_hash(<InnerNode>PyList_GET_ITEM(nodes, i), _goes_left(nodes, i))

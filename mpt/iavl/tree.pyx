@@ -229,7 +229,8 @@ cdef class MutableTree:
         """The value at key in the working tree, or default (through the fast index first, as Go's Get)."""
         cdef bytes k = _as_bytes(key, "key")
         cdef Node node
-        cdef tuple fast
+        cdef bytes value
+        cdef int64_t updated_at
         if self.root is None:
             return default
         if self.fast_storage:
@@ -240,13 +241,13 @@ cdef class MutableTree:
             if self._fast_removals and k in self._fast_removals:
                 return default
             if self._fast_reads:
-                fast = self.ndb.get_fast_node(k)
-                if fast is None:
+                value = self.ndb.fast_value(k, &updated_at)
+                if value is None:
                     # The fast index is the latest version's state: absent there, absent in the tree.
                     if self.version == self.ndb._latest:
                         return default
-                elif <int64_t>fast[1] <= self.version:
-                    return fast[0]
+                elif updated_at <= self.version:
+                    return value
         node = self._leaf_for(self.root, k)
         if node is not None and _compare(k, node.key) == 0:
             return node._value
@@ -642,7 +643,7 @@ cdef class MutableTree:
     cdef Node _proof_root(self, object version):
         """The root a proof is made in: the working tree (version None, like Go's MutableTree, whose proof
         methods are its working ImmutableTree's) with every hash computed, or saved version ``version``."""
-        cdef bint found
+        cdef bint found = False
         cdef int64_t v
         cdef Node root
         if version is None:

@@ -128,6 +128,21 @@ def message_bytes(data, name: str = "data") -> bytes:
                         % (name, type(data).__name__)) from None
 
 
+def commitment_bytes(proof, name: str = "proof") -> bytes:
+    """The wire form of a CommitmentProof given as bytes-like data or as a generated protobuf message. A generated
+    ExistenceProof or NonExistenceProof (told by its DESCRIPTOR's full name, as cosmpy's classes carry it) is
+    wrapped into the CommitmentProof case that holds it."""
+    raw = message_bytes(proof, name)
+    if type(proof) is not bytes:
+        full_name = getattr(getattr(proof, "DESCRIPTOR", None), "full_name", "")
+        if isinstance(full_name, str):
+            if full_name.endswith(".NonExistenceProof"):
+                return b"\x12" + _varint(len(raw)) + raw
+            if full_name.endswith(".ExistenceProof"):
+                return b"\x0a" + _varint(len(raw)) + raw
+    return raw
+
+
 # ------------------------------------------------------------------------------------------- wire decoding
 
 def _read_varint(data: bytes, pos: int, end: int, what: str) -> Tuple[int, int]:

@@ -14,7 +14,7 @@ from mpt._sha256 import sha256
 from mpt.errors import ProofError
 from mpt.ics23.messages import (
     BatchEntry, BatchProof, CommitmentProof, CompressedExistenceProof, ExistenceProof, HashOp, InnerOp, InnerSpec,
-    LeafOp, LengthOp, NonExistenceProof, ProofSpec, frozen, message_bytes,
+    LeafOp, LengthOp, NonExistenceProof, ProofSpec, commitment_bytes, frozen,
 )
 
 # Go's ExistenceProof.CheckAgainstSpec reads max_depth 0 as this.
@@ -632,7 +632,7 @@ def _commitment(proof) -> CommitmentProof:
         return CommitmentProof(exist=proof)
     if isinstance(proof, NonExistenceProof):
         return CommitmentProof(nonexist=proof)
-    return CommitmentProof.from_bytes(message_bytes(proof, "proof"))
+    return CommitmentProof.from_bytes(commitment_bytes(proof, "proof"))
 
 
 def verify_membership_objects(spec, root, proof, key, value) -> bool:

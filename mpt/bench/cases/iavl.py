@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import deque
 from functools import lru_cache
 from itertools import repeat
-from typing import List
+from typing import Any, List, Tuple
 
 from mpt.bench.registry import Case, expect
 from mpt.bench.workloads import (
@@ -217,18 +217,14 @@ _IAVL_EXPORT_SIZE = 100000
 
 
 @lru_cache(maxsize=None)
-def _iavl_saved_tree(n: int):
-    """A saved MemoryDB tree of n 16-byte random keys with 32-byte values (Go math/rand seeded 49872768940) and
-    its export stream. Shared by the export and import cases: exporting does not change the tree."""
-    from mpt.bench.workloads import GoRand
+def _iavl_export_stream() -> Tuple[Any, ...]:
+    """The export stream of the saved Set100K+Save tree (100K 16-byte keys with 32-byte values, seeded)."""
+    from mpt.bench.cases.iavl_trees import _saved_tree
     from mpt.iavl import MutableTree
 
-    r = GoRand(49872768940)
-    tree = MutableTree()
-    for _ in range(n):
-        tree.set(r.read(16), r.read(32))
-    tree.save_version()
-    return tree, tuple(tree.export())
+    tree = MutableTree(_saved_tree("MemoryDB")[0])
+    tree.load()
+    return tuple(tree.export())
 
 
 def _iavl_check_stream(nodes, n: int) -> None:
@@ -237,47 +233,61 @@ def _iavl_check_stream(nodes, n: int) -> None:
     expect("leaves in key order", leaves, sorted(leaves))
 
 
-def _iavl_export() -> Case:
+def _iavl_export(kind: str) -> Case:
     def setup():
-        return _iavl_saved_tree(_IAVL_EXPORT_SIZE)[0]
+        # A tree opened on the store, as Go's exporter reads a saved version: every node is read and decoded.
+        from mpt.bench.cases.iavl_trees import _saved_tree
+        from mpt.iavl import MutableTree
+
+        tree = MutableTree(_saved_tree(kind)[0])
+        tree.load()
+        return tree
 
     def op(tree):
         # Consumed at C speed: the case measures the exporter, not a Python loop around it.
         deque(tree.export(), maxlen=0)
 
     def check(tree):
-        nodes = list(tree.export())
+        nodes = tuple(tree.export())
         _iavl_check_stream(nodes, _IAVL_EXPORT_SIZE)
-        expect("export", tuple(nodes), _iavl_saved_tree(_IAVL_EXPORT_SIZE)[1])
+        expect("export", nodes, _iavl_export_stream())
 
     return Case(
-        name="IAVLTree/Export100K", group="IAVLTree/Export100K", size=_IAVL_EXPORT_SIZE, setup=setup, op=op,
-        check=check, small=False,
-        doc="MutableTree.export() of a saved 100K-key tree (16-byte keys, 32-byte values; 199,999 ExportNodes in "
-            "Go's exporter order), MemoryDB, nodes in memory",
+        name="IAVLTree/Export100K/%s" % kind, group="IAVLTree/Export100K", size=_IAVL_EXPORT_SIZE, setup=setup,
+        op=op, check=check, stateful=True, small=False,
+        doc="MutableTree.export() of the saved Set100K+Save tree just opened on %s (199,999 ExportNodes in Go's "
+            "exporter order, every node read from the store)" % kind,
     )
 
 
-def _iavl_import() -> Case:
+def _iavl_import(kind: str) -> Case:
     def setup():
-        tree, nodes = _iavl_saved_tree(_IAVL_EXPORT_SIZE)
-        return nodes, tree.hash()
+        from mpt.bench.cases.iavl_trees import _SCRATCH
+
+        return _iavl_export_stream(), _SCRATCH.new(kind)
 
     def op(state):
-        from mpt.db import MemoryDB
         from mpt.iavl import MutableTree
 
-        return MutableTree(MemoryDB()).import_nodes(state[0], 1)
+        return MutableTree(state[1]).import_nodes(state[0], 1)
 
     def check(state):
+        from mpt.bench.cases.iavl_trees import _saved_tree
+        from mpt.iavl import MutableTree
+
         _iavl_check_stream(state[0], _IAVL_EXPORT_SIZE)
-        expect("imported root", op(state), state[1])
+        source = MutableTree(_saved_tree("MemoryDB")[0])
+        source.load()
+        expect("imported root", op(state), source.hash())
+        reopened = MutableTree(state[1])
+        expect("reopened version", reopened.load(), 1)
+        expect("reopened root", reopened.hash(), source.hash())
 
     return Case(
-        name="IAVLTree/Import100K", group="IAVLTree/Import100K", size=_IAVL_EXPORT_SIZE, setup=setup, op=op,
-        check=check, small=False,
-        doc="MutableTree.import_nodes() of the Export100K stream into an empty MemoryDB tree: checks, node keys, "
-            "hashes, v1 encodings, one batch",
+        name="IAVLTree/Import100K/%s" % kind, group="IAVLTree/Import100K", size=_IAVL_EXPORT_SIZE, setup=setup,
+        op=op, check=check, stateful=True, small=False,
+        doc="MutableTree.import_nodes() of the Export100K stream into an empty tree on %s: checks, node keys, "
+            "hashes, v1 encodings and one batch, then the fast nodes Go's LoadVersion writes" % kind,
     )
 
 
@@ -286,8 +296,10 @@ def cases() -> List[Case]:
     out = [_iavl_max_encoded_size(fmt) for fmt in _IAVL_FORMATS]
     out += [_iavl_encode(size, fmt) for size in ("small", "large") for fmt in _IAVL_FORMATS]
     out += [_iavl_decode(size, fmt) for size in ("small", "large") for fmt in _IAVL_FORMATS]
-    out += [_iavl_set(), _iavl_save_version(), _iavl_tree_hash(), _iavl_export(), _iavl_import()]
+    out += [_iavl_set(), _iavl_save_version(), _iavl_tree_hash()]
     from mpt.bench.cases import iavl_trees     # the tree on a node store (MemoryDB, LevelDB)
 
     out += iavl_trees.cases(Case, expect)
+    kinds = [k for k in iavl_trees.STORES if k == "MemoryDB" or iavl_trees._leveldb_available()]
+    out += [_iavl_export(kind) for kind in kinds] + [_iavl_import(kind) for kind in kinds]
     return out

@@ -91,7 +91,7 @@ _ICS23_PROVE_BATCH = 1000
 @lru_cache(maxsize=None)
 def _ics23_prove_tree(n: int):
     """A saved n-key tree (16-byte random keys, 32-byte values, Go math/rand) and _ICS23_PROVE_BATCH of its keys
-    in random order (the tree of Go iavl's GetMembershipProof benchmark)."""
+    in random order (the tree of the benchmark page's GetMembershipProof row)."""
     from mpt.bench.workloads import GoRand
     from mpt.iavl import MutableTree
 
