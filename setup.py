@@ -59,7 +59,9 @@ MODULES = {
 # Modules that call our C SHA-256 link the static library built once from sha256.c ("mpt_sha256").
 SHA256_MODULES = {"mpt._sha256.binding", "mpt.merkle", "mpt.iavl.node", "mpt.iavl.tree", "mpt.ics23.wire"}
 
-# -O2 for the Cython modules; the hand-written C libraries (Keccak, SHA-256) keep -O3 (HOT_C_ARGS).
+# -O2 for the Cython modules (it compiles faster, and HashFixedSize/10K, MerkleRoot/10K and the IAVLNode codecs
+# measured no slower than with -O3); the hand-written C libraries (Keccak, SHA-256) keep -O3 (HOT_C_ARGS).
+# MPT_OPT / MPT_HOT_OPT override the two levels for such comparisons.
 extra_compile_args = [os.environ.get("MPT_OPT", "-O2"), "-fno-strict-aliasing"]
 HOT_C_ARGS = [os.environ.get("MPT_HOT_OPT", "-O3"), "-fno-strict-aliasing"]
 define_macros = []
