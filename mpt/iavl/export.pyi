@@ -20,8 +20,9 @@ class ExportNode:
 
 @final
 class Exporter(Iterator[ExportNode]):
-    def __init__(self, tree: Any, root: Any, version: int) -> None:
-        """Made by ``MutableTree.export(version)``; not meant to be called directly."""
+    """Made by ``MutableTree.export``."""
+
+    def __init__(self, tree: Any, root: Any, version: int) -> None: ...
     @property
     def version(self) -> int: ...
     def __iter__(self) -> Exporter: ...
