@@ -541,3 +541,22 @@ def test_inspect_cli_on_corrupt_lmdb_store(tmp_path, capsys):
         s.delete(b"s" + node_key(1, 2))
     assert main(["inspect", "--db", str(tmp_path / "lmdb"), "--iavl"]) == 1
     assert "incomplete" in capsys.readouterr().err
+
+
+def test_load_upgrades_a_store_without_fast_nodes_as_go_does(store):
+    """Go's LoadVersion turns fast storage on (enableFastStorageAndCommitIfNotEnabled): every key of the loaded
+    version gets a fast node at that version, stale ones go, and the storage version names the latest."""
+    plain = MutableTree(store, fast_storage=False)
+    for i in range(50):
+        plain.set(b"k%02d" % i, b"v%d" % i)
+    plain.save_version()
+    plain.remove(b"k07")
+    plain.save_version()
+    assert not list(store.iterate(*prefix_range(b"f"))) and store.get(b"mstorage_version") is None
+    store.put(b"f" + b"stale", encode_fast_node(1, b"x"))
+    tree = MutableTree(store)
+    assert tree.load() == 2
+    fast = [(k[1:], decode_fast_node(v)) for k, v in store.iterate(*prefix_range(b"f"))]
+    assert fast == [(k, (v, 2)) for k, v in plain.items()]
+    assert store.get(b"mstorage_version") == b"1.1.0-2" and tree.ndb.fast_storage_enabled()
+    assert tree.get(b"k07") is None and tree.get(b"k08") == b"v8"

@@ -95,7 +95,8 @@ def encode_fast_node(int64_t version, bytes value):
     return _fast_node_bytes(version, value)
 
 
-cdef tuple _decode_fast_node(bytes key, bytes data):
+cdef bytes _fast_node_value(bytes key, bytes data, int64_t *version):
+    """The value of a fast node's bytes, its versionLastUpdatedAt in version[0]."""
     cdef const uint8_t *p = <const uint8_t *>PyBytes_AS_STRING(data)
     cdef Py_ssize_t n = PyBytes_GET_SIZE(data), pos
     cdef uint64_t u, length
@@ -104,8 +105,15 @@ cdef tuple _decode_fast_node(bytes key, bytes data):
         pos = read_uvarint(p, pos, n, &length)
     if pos < 0 or length > <uint64_t>(n - pos):
         raise CorruptTreeError("malformed IAVL fast node f%s: %s" % (key.hex(), data.hex()))
+    version[0] = unzigzag(u)
     # Go's DeserializeNode ignores bytes after the value; so do we.
-    return PyBytes_FromStringAndSize(<const char *>p + pos, <Py_ssize_t>length), unzigzag(u)
+    return PyBytes_FromStringAndSize(<const char *>p + pos, <Py_ssize_t>length)
+
+
+cdef tuple _decode_fast_node(bytes key, bytes data):
+    cdef int64_t version
+    cdef bytes value = _fast_node_value(key, data, &version)
+    return value, version
 
 
 def decode_fast_node(bytes data, bytes key=b""):
@@ -395,21 +403,10 @@ cdef class NodeDB:
     cdef bytes fast_value(self, bytes key, int64_t *version):
         """key's fast node value (None if it has none), its versionLastUpdatedAt in version[0]: get's hot path,
         without the tuple and int of get_fast_node."""
-        cdef object data = self._get(F + key)
-        cdef const uint8_t *p
-        cdef Py_ssize_t n, pos
-        cdef uint64_t u, length
+        data = self._get(F + key)
         if data is None:
             return None
-        p = <const uint8_t *>PyBytes_AS_STRING(data)
-        n = PyBytes_GET_SIZE(data)
-        pos = read_uvarint(p, 0, n, &u)
-        if pos >= 0:
-            pos = read_uvarint(p, pos, n, &length)
-        if pos < 0 or length > <uint64_t>(n - pos):
-            raise CorruptTreeError("malformed IAVL fast node f%s: %s" % (key.hex(), (<bytes>data).hex()))
-        version[0] = unzigzag(u)
-        return PyBytes_FromStringAndSize(<const char *>p + pos, <Py_ssize_t>length)
+        return _fast_node_value(key, data, version)
 
     def fast_node(self, key):
         return self.get_fast_node(bytes(key))

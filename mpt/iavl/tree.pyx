@@ -93,7 +93,7 @@ cdef inline int _height(Node n) noexcept:
 
 @cython.final
 cdef class MutableTree:
-    """A versioned IAVL tree over a node database (MemoryDB by default, or mpt.db.LMDBStore).
+    """A versioned IAVL tree over a node database (MemoryDB by default, mpt.db.LMDBStore, mpt.db.LevelDBStore).
 
     ``MutableTree(db=None, *, format="v1", fast_storage=True)``: ``format`` is how new nodes are stored, ``"v1"``
     (iavl >= 1.0) or ``"legacy"`` (iavl v0.x); both are read. ``fast_storage=False`` is Go's
