@@ -640,9 +640,9 @@ cdef class Proof:
 
     def verify(self, root_hash, leaf):
         """Check that leaf is item ``index`` of the tree whose root is root_hash (CometBFT ``Proof.Verify``).
-        Returns True; raises ProofError saying what failed. (The caller hands the leaf in, so, like
-        :func:`mpt.ics23.verify_membership`, the answer is yes or an exception; :func:`mpt.verify_proof` returns
-        the value because it reads it out of the proof.)"""
+        Returns True; raises ProofError saying what failed. (It checks a given item, like
+        :func:`mpt.ics23.verify_membership`; the verifiers that answer a lookup by key, such as
+        :func:`mpt.verify_proof`, return the value instead.)"""
         if root_hash is None:
             raise ProofError("invalid root hash: cannot be nil")
         if not isinstance(root_hash, (bytes, bytearray, memoryview)):
