@@ -259,6 +259,7 @@ def test_verifiers_return_what_the_table_says():
     assert proofs[1].verify(root, b"b") is True
     with pytest.raises(ProofError):
         proofs[1].verify(root, b"x")
+    assert merkle.verify_tx_proof(merkle.tx_proof(leaves, 2)) is True
     # ICS23 is handed the value: True, or ProofError.
     iavl = mpt.iavl.MutableTree()
     iavl[b"k"] = b"v"
