@@ -2,13 +2,13 @@
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Literal, final
 
+from typing_extensions import deprecated
+
 if TYPE_CHECKING:
     from mpt.ics23 import CommitmentProof
 
 from mpt.iavl.export import Exporter, ExportNode
 from mpt.iavl.nodedb import NodeDB
-
-from typing_extensions import deprecated
 
 EMPTY_ROOT: bytes
 """sha256(b""): the root hash of the empty tree."""
