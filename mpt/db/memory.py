@@ -104,8 +104,8 @@ class MemoryDB:
 
         The sorted key list is kept until the next write that changes the key set, so repeated scans of an
         unchanged database cost a binary search each; the first full scan after a write sorts the keys again (a
-        bounded scan then sorts only the keys in its range). Writes made while iterating
-        are not seen (the scan runs over the key list of its start)."""
+        bounded scan then sorts only the keys in its range). The scan runs over the keys there were when it
+        started: keys added meanwhile are not seen, keys deleted meanwhile are skipped."""
         keys = self._sorted
         data = self._data
         # Writers that fill the dict directly (the trie committer) add keys without dropping the list: a new key
