@@ -461,7 +461,7 @@ def plot_peers(doc: Dict[str, Any], ours: Dict[str, Measure], peers: Dict[str, D
                 ax.annotate("%.0f×" % (m.median / mpt_at[s]), (s, m.median), textcoords="offset points",
                             xytext=(6, 0), fontsize=8, color=COLORS.get(impl, "#9467bd"), va="center")
     handles, labels = ax.get_legend_handles_labels()
-    order = sorted(range(len(labels)), key=lambda i: ("side by side" in labels[i], not labels[i].startswith("mpt")))
+    order = sorted(range(len(labels)), key=lambda i: (SIDE_BY_SIDE_RUN in labels[i], not labels[i].startswith("mpt")))
     ax.legend([handles[i] for i in order], [labels[i] for i in order], fontsize=7, loc="lower right")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     _footer(fig, doc)

@@ -9,8 +9,9 @@ The first byte picks the mode:
   the key, value and root the proof itself names (so that verification runs as deep as the bytes allow).
 
 Contract, both modes: decoding gives a ProofError or a message that re-encodes to bytes decoding to the same
-message; calculate_root from the bytes equals the decoded message's; the reference decodes exactly the inputs mpt decodes; verification returns True or raises ProofError,
-and mpt's answer equals the reference's; the wire verifier proves nothing the object verifier refuses.
+message; calculate_root from the bytes equals the decoded message's; the reference decodes exactly the inputs
+mpt decodes; verification returns True or raises ProofError, and mpt's answer equals the reference's; the wire
+verifier proves nothing the object verifier refuses.
 """
 import hashlib
 
@@ -138,7 +139,7 @@ def check_real(inp: FuzzInput) -> None:
         assert (verify_membership(TENDERMINT_SPEC, root, proof, key, value) if value is not None
                 else verify_non_membership(TENDERMINT_SPEC, root, proof, key)) is True
     except ProofError as exc:
-        raise AssertionError("a real proof was refused: %s" % exc)
+        raise AssertionError("a real proof was refused: %s" % exc) from exc
     data = bytearray(proof)
     for _ in range(inp.int_below(4)):
         if not data:

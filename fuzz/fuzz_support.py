@@ -16,8 +16,8 @@ from typing import List, Optional, Sequence, Tuple, Union
 
 # Every harness in this folder (fuzz_<target>.py), in the order fuzz/run.py runs them. fuzz/run.py,
 # fuzz/make_corpus.py and tests/test_fuzz_corpus.py all read this one list; the test checks it against the files.
-TARGETS = ("rlp", "node", "proof", "range_proof", "eip1186", "trie_ops", "merkle", "iavl_node", "ics23",
-           "abci_query")
+TARGETS = ("rlp", "node", "proof", "range_proof", "eip1186", "trie_ops", "merkle", "iavl_node", "iavl_import",
+           "ics23", "abci_query")
 
 # Must match MAX_DECODE_DEPTH in mpt/rlp.pxd: lists nested deeper than this are rejected, not decoded.
 MAX_DECODE_DEPTH = 1024

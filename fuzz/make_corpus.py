@@ -21,6 +21,7 @@ from mpt import SecureTrie, Trie, keccak256, rlp  # noqa: E402
 from mpt.eip1186 import get_proof  # noqa: E402
 
 import fuzz_eip1186  # noqa: E402
+import fuzz_iavl_import  # noqa: E402  (the seeds name its edits by their index in EDITS)
 import fuzz_iavl_node  # noqa: E402, F401  (imported here so the seeds and the harness agree on the format byte)
 import fuzz_proof  # noqa: E402
 import fuzz_range_proof  # noqa: E402
@@ -234,6 +235,40 @@ def iavl_node_seeds() -> Dict[str, bytes]:
     return seeds
 
 
+def iavl_import_seeds() -> Dict[str, bytes]:
+    """Trees of three versions exported and imported as they are, then with each kind of edit, and a few streams
+    no tree exports (FuzzInput layout: keys with their versions, edits, the import version)."""
+    keys = [(b"k%02d" % i, i % 3) for i in range(20)] + [(b"k%02d" % i, 2) for i in range(0, 20, 4)]
+
+    def scenario(keys, edits=(), version_choice=1):
+        b = InputBuilder().byte(len(keys))
+        for key, v in keys:
+            b.chunk(key).byte(v)
+        b.byte(len(edits))
+        for edit in edits:
+            b.byte(fuzz_iavl_import.EDITS.index(edit[0]))
+            for part in edit[1:]:
+                b.chunk(part) if isinstance(part, bytes) else b.byte(part)
+        return b.byte(version_choice).build()
+
+    return {
+        "empty": scenario([]),
+        "one-leaf": scenario([(b"a", 0)]),
+        "three-versions": scenario(keys),
+        "import-as-version-4": scenario(keys, version_choice=2),
+        "import-as-version-2": scenario(keys, version_choice=0),
+        "edit-key": scenario(keys, [("key", 3, b"k00")]),
+        "edit-leaf-value": scenario(keys, [("value", 0, 0, b"new")]),
+        "edit-value-none": scenario(keys, [("value", 0, 1)]),
+        "edit-version": scenario(keys, [("version", 5, 5)]),
+        "edit-height": scenario(keys, [("height", 2, 3)]),
+        "drop-root": scenario(keys, [("drop", 39)]),
+        "duplicate-leaf": scenario(keys, [("duplicate", 0)]),
+        "move-leaf": scenario(keys, [("move", 0, 5)]),
+        "four-edits": scenario(keys, [("drop", 1), ("duplicate", 1), ("height", 4, 0), ("move", 7, 2)]),
+    }
+
+
 def abci_query_seeds() -> Dict[str, bytes]:
     """Real answers and MerkleProofs (untampered and tampered) and hostile JSON / bytes (first byte: the mode)."""
     import fuzz_abci_query as h
@@ -292,6 +327,7 @@ SEEDS = {
     "trie_ops": trie_ops_seeds,
     "merkle": merkle_seeds,
     "iavl_node": iavl_node_seeds,
+    "iavl_import": iavl_import_seeds,
     "ics23": ics23_seeds,
     "abci_query": abci_query_seeds,
 }

@@ -2,9 +2,12 @@
 IAVL trees with ICS23 proofs.
 
 ``mpt.Trie``, ``SecureTrie``, ``StackTrie``, proofs and ``build_root`` for Ethereum; ``mpt.merkle`` for CometBFT's
-RFC 6962 trees; ``mpt.iavl`` for the Cosmos SDK's IAVL trees.
+RFC 6962 trees; ``mpt.iavl`` for the Cosmos SDK's IAVL trees; ``mpt.ics23`` for ICS23 proof verification. The
+top-level names without a family prefix (``EMPTY_ROOT``, ``decode_node``, ``verify_proof``, ...) are Ethereum's;
+each family module has its own ``EMPTY_ROOT`` (and ``mpt.iavl.decode_node`` decodes IAVL nodes).
 """
 import os as _os
+import typing as _typing
 
 # The batched hasher's optional worker threads (MPT_HASH_THREADS) are OpenMP's, and libgomp's default is to
 # spin while waiting for work: on a machine whose cores are busy with other processes, the spinning workers and
@@ -27,6 +30,25 @@ from mpt.parallel import build_root  # noqa: E402
 
 from mpt._version import __version__  # noqa: E402, F401 - the single source (mpt/_version.py)
 
+# mpt.iavl and mpt.ics23 are reachable after `import mpt` like mpt.merkle, but imported on first use: together
+# they would add their node database, store and protobuf-message modules to every `import mpt`.
+_LAZY_SUBMODULES = ("iavl", "ics23")
+
+if _typing.TYPE_CHECKING:
+    from mpt import iavl, ics23  # noqa: F401 - what __getattr__ returns, for type checkers
+
+
+def __getattr__(name):
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module("mpt." + name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY_SUBMODULES))
+
 __all__ = [
     "EMPTY_CODE_HASH",
     "EMPTY_ROOT",
@@ -46,6 +68,8 @@ __all__ = [
     "decode_node",
     "derive_sha",
     "derive_sha_trie",
+    "iavl",
+    "ics23",
     "keccak256",
     "merkle",
     "rlp",

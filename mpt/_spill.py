@@ -17,7 +17,7 @@ import tempfile
 try:
     import fcntl
 except ImportError:         # pragma: no cover - Windows
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]
 
 PREFIX = "mpt-build-root-"
 LOCK_NAME = "lock"

@@ -154,6 +154,16 @@ def parse_base64(value, field: str = "data", size: Optional[int] = None, *,
     URL-safe letters, no stray bits in the last character); ``size`` demands an exact length."""
     if not isinstance(value, str):
         raise _fail(error, "%s: expected a base64 string, got %s" % (field, type(value).__name__))
+    # Fast path, same acceptance: a string that is the canonical encoding of what the lenient decoder reads from
+    # it passes every check below (the pattern and the strict decode are 4x slower on a kilobyte proof).
+    try:
+        out = binascii.a2b_base64(value)
+        if binascii.b2a_base64(out, newline=False) == value.encode("ascii"):
+            if size is not None and len(out) != size:
+                raise _fail(error, "%s: expected %d bytes, got %d" % (field, size, len(out)))
+            return out
+    except (binascii.Error, ValueError):    # bad padding, non-ASCII: the checks below say which
+        pass
     if not _BASE64.fullmatch(value):
         raise _fail(error, "%s: %s is not padded base64" % (field, _show(value)))
     try:

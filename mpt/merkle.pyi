@@ -3,15 +3,15 @@ from contextlib import AbstractContextManager
 from typing import Any, Iterable, Mapping, Optional, Union, final
 
 from _typeshed import ReadableBuffer
+from typing_extensions import deprecated
 
 from mpt.ics23 import CommitmentProof
 
 __all__ = [
-    "EMPTY_HASH",
+    "EMPTY_ROOT",
     "MAX_AUNTS",
     "Proof",
     "data_hash",
-    "empty_hash",
     "hashing_threads",
     "header_hash",
     "inner_hash",
@@ -25,7 +25,10 @@ __all__ = [
     "verify_tx_proof",
 ]
 
+EMPTY_ROOT: bytes
+"""sha256(b""): the root of the empty tree."""
 EMPTY_HASH: bytes
+"""Deprecated name of EMPTY_ROOT (a DeprecationWarning when read)."""
 MAX_AUNTS: int
 
 _Json = Union[Mapping[str, Any], str, bytes, bytearray]
@@ -60,6 +63,7 @@ def proofs(items: Iterable[ReadableBuffer]) -> tuple[bytes, list[Proof]]: ...
 def proof(items: Iterable[ReadableBuffer], index: int) -> Proof: ...
 def leaf_hash(leaf: ReadableBuffer) -> bytes: ...
 def inner_hash(left: ReadableBuffer, right: ReadableBuffer) -> bytes: ...
+@deprecated("use mpt.merkle.EMPTY_ROOT")
 def empty_hash() -> bytes: ...
 def verify_tx_proof(obj: _Json, data_hash: Optional[Union[ReadableBuffer, str]] = None) -> bool: ...
 def tx_proof(txs: Iterable[ReadableBuffer], index: int) -> dict[str, Any]: ...

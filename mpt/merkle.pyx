@@ -46,6 +46,7 @@ import base64
 import contextlib
 import json
 import re
+import warnings
 from collections.abc import Mapping
 
 from mpt.errors import ProofError
@@ -55,11 +56,10 @@ from mpt.jsonrpc import parse_base64, parse_data
 share_sha256_backend()
 
 __all__ = [
-    "EMPTY_HASH",
+    "EMPTY_ROOT",
     "MAX_AUNTS",
     "Proof",
     "data_hash",
-    "empty_hash",
     "hashing_threads",
     "header_hash",
     "inner_hash",
@@ -88,7 +88,16 @@ cdef const unsigned char LEAF_PREFIX = 0
 cdef const unsigned char INNER_PREFIX = 1
 cdef int64_t _INT64_MAX = 0x7FFFFFFFFFFFFFFF
 
-EMPTY_HASH = bytes.fromhex("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+EMPTY_ROOT = bytes.fromhex("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")  # sha256(b"")
+
+
+def __getattr__(name):
+    # EMPTY_ROOT is every family's name for the empty tree's root; the old name stays for one release.
+    if name == "EMPTY_HASH":
+        warnings.warn("mpt.merkle.EMPTY_HASH is deprecated; use mpt.merkle.EMPTY_ROOT", DeprecationWarning,
+                      stacklevel=2)
+        return EMPTY_ROOT
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 """Root of the empty tree: sha256(b"")."""
 
 
@@ -417,7 +426,7 @@ cdef bytes _root_of(items, bint hash_txs):
     if hash_txs:
         return _root_of_txs(seq)
     if n == 0:
-        return EMPTY_HASH
+        return EMPTY_ROOT
     threads = _threads_for(n)
     cdef _Scratch s = _take_scratch(n, _merkle_fold_slots(n, threads))
     try:
@@ -438,7 +447,7 @@ cdef bytes _root_of_txs(seq):
     cdef _Scratch s = _leaf_hashes(seq, False, True, &n)
     try:
         if n == 0:
-            return EMPTY_HASH
+            return EMPTY_ROOT
         threads = _threads_for(n)
         if threads > 1 or n > _NOGIL_BYTES // 128:
             with nogil:
@@ -454,7 +463,7 @@ def root(items):
     """Merkle root (CometBFT ``HashFromByteSlices``) of an iterable of bytes-like leaves.
 
     A list or tuple of ``bytes`` is the fast path; any other iterable is read into a list first. The empty tree
-    has root ``sha256(b"")`` (:data:`EMPTY_HASH`)."""
+    has root ``sha256(b"")`` (:data:`EMPTY_ROOT`)."""
     return _root_of(items, False)
 
 
@@ -631,7 +640,9 @@ cdef class Proof:
 
     def verify(self, root_hash, leaf):
         """Check that leaf is item ``index`` of the tree whose root is root_hash (CometBFT ``Proof.Verify``).
-        Returns True; raises ProofError saying what failed."""
+        Returns True; raises ProofError saying what failed. (It checks a given item, like
+        :func:`mpt.ics23.verify_membership`; the verifiers that answer a lookup by key, such as
+        :func:`mpt.verify_proof`, return the value instead.)"""
         if root_hash is None:
             raise ProofError("invalid root hash: cannot be nil")
         if not isinstance(root_hash, (bytes, bytearray, memoryview)):
@@ -725,7 +736,7 @@ cdef tuple _proofs_of(items, Py_ssize_t only):
         if only >= 0 and <size_t>only >= n:
             raise IndexError(f"proof index {only} out of range for {n} items")
         if n == 0:
-            return EMPTY_HASH, []
+            return EMPTY_ROOT, []
         if n > _NOGIL_BYTES // 128:
             with nogil:
                 levels = _all_levels(s.hashes, n, offsets, counts)
@@ -764,7 +775,7 @@ def _root_recursive(items):
     cdef unsigned char out[32]
     try:
         if n == 0:
-            return EMPTY_HASH
+            return EMPTY_ROOT
         _recursive(s.hashes, n, out)
         return PyBytes_FromStringAndSize(<char*>out, HASH_LEN)
     finally:
@@ -810,8 +821,10 @@ def inner_hash(left, right):
 
 
 def empty_hash():
-    """Root of the empty tree, sha256(b"")."""
-    return EMPTY_HASH
+    """Deprecated: the root of the empty tree, sha256(b""); use :data:`EMPTY_ROOT`."""
+    warnings.warn("mpt.merkle.empty_hash() is deprecated; use mpt.merkle.EMPTY_ROOT", DeprecationWarning,
+                  stacklevel=2)
+    return EMPTY_ROOT
 
 
 # ---------------------------------------------------------------------------------------------------------------

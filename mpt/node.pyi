@@ -56,4 +56,5 @@ class ValueNode(Node):
 def decode_node(
     blob: bytes | bytearray | memoryview, node_hash: bytes | None = None
 ) -> Union[FullNode, ShortNode]:
-    """Decode a node from its RLP encoding with geth's strictness; NodeDecodeError for anything else."""
+    """Decode an Ethereum trie node from its RLP encoding with geth's strictness; NodeDecodeError for anything
+    else. (``mpt.decode_node`` is this one; IAVL nodes are decoded by ``mpt.iavl.decode_node``.)"""

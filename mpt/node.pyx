@@ -443,7 +443,8 @@ cdef Node decode_node_c(bytes node_hash, const unsigned char *data, Py_ssize_t l
 
 
 def decode_node(blob, node_hash=None):
-    """Decode a node from its RLP encoding with geth's strictness (plus the extra checks above).
+    """Decode an Ethereum trie node from its RLP encoding with geth's strictness (plus the extra checks above).
+    (``mpt.decode_node`` is this one; IAVL nodes are decoded by :func:`mpt.iavl.decode_node`.)
 
     Raises NodeDecodeError for anything that is not a valid node.
     """

@@ -4,7 +4,8 @@ from typing import Any, Callable, Optional, Union
 
 from typing_extensions import TypeAlias
 
-__all__ = ["build_root", "build_shard_records", "choose_shard_nibbles", "MAX_SHARD_NIBBLES"]
+__all__ = ["build_root", "build_shard_records", "check_workers", "choose_shard_nibbles", "MAX_SHARD_NIBBLES",
+           "MAX_WORKERS"]
 
 _BytesLike: TypeAlias = Union[bytes, bytearray, memoryview]
 _ShardResult: TypeAlias = tuple[int, int, bytes, Optional[bytes], Optional[bytes], int]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `make valgrind`: the test suite under valgrind memcheck, against mpt built as it ships (-O3, plus the -g that
-# CPython's own CFLAGS carry).
+# `make valgrind`: the test suite under valgrind memcheck, against mpt built with the flags it ships with plus
+# debug information (MPT_DEBUG_INFO=1: -g, which release builds drop), so that reports name source lines.
 #
 #   bash scripts/valgrind.sh                                  # the whole suite (slow: see docs/memory_safety.rst)
 #   bash scripts/valgrind.sh tests/test_rlp.py -k decode      # any pytest arguments
@@ -44,7 +44,7 @@ fi
 echo "valgrind.sh: interpreter $PYTHON ($("$PYTHON" -V))"
 
 OUT="${MPT_VALGRIND_DIR:-$ROOT/build/valgrind}"
-sandbox_build "$OUT"
+sandbox_build "$OUT" MPT_DEBUG_INFO=1
 LOGS="$(cd "$OUT" && pwd)/logs"
 rm -rf "$LOGS"
 mkdir -p "$LOGS"

@@ -234,8 +234,8 @@ def test_response_shape():
     refused(resp, "code must be a number")
     for height, match in (("0", "positive"), ("-1", "positive"), ("6.0", "decimal"), ("+6", "decimal"),
                           (" 6", "decimal"), ("06", "decimal"), ("6_0", "decimal"), ("\uff16", "decimal"),
-                          (True, "decimal"), ("99999999999999999999", "decimal"),
-                          (1 << 64, "int64")):
+                          (True, "decimal"), ("99999999999999999999", "out of range"),
+                          (1 << 64, "out of range")):
         resp = response_of(load("present.json"))
         resp["height"] = height
         refused(resp, match)
@@ -363,7 +363,7 @@ def test_ibc_refusals():
     ibc_refused("field 2", proof + b"\x12\x00", APP_HASH, path, value)
     ibc_refused("truncated|claims", proof[:-1], APP_HASH, path, value)
     ibc_refused("root", proof, b"\x00" * 31, path, value)
-    ibc_refused("plain hex", proof, "0x" + APP_HASH.hex(), path, value)
+    ibc_refused("root: .* is not hex data", proof, "0x" + APP_HASH.hex(), path, value)
     assert first_len is None or first_len > 0
 
 
@@ -491,7 +491,7 @@ def test_wire_fast_path_is_taken_and_agrees_with_op_by_op(monkeypatch):
     assert verify_abci_query(load("present.json"), APP_HASH) == PRESENT_VALUE
     assert verify_abci_query(load("absent.json"), APP_HASH) is None
     for name in ("present.json", "absent.json"):
-        for i, e in _flip_every_byte(load(name), 1):
+        for _i, e in _flip_every_byte(load(name), 1):
             with pytest.raises(ProofError):
                 verify_abci_query(e, APP_HASH)
 

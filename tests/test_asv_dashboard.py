@@ -6,8 +6,8 @@ metric, with the attributes the suite relies on, and a cheap case runs through t
 Slow (skipped without Chromium, without asv/Cython in this interpreter, or without the dashboard's npm assets
 in their cache: the suite fetches nothing): ``asv_bench/run.sh`` with K=1 and a ``-b`` filter takes HEAD's
 compiled modules from this checkout's build, benchmarks HashFixedSize/10 and publishes the offline dashboard into
-a temporary directory; the page is served on 127.0.0.1 and loaded in headless Chromium, which must draw the HashFixedSize
-graph with the measured point, while the page references and requests nothing but local files.
+a temporary directory; the page is served on 127.0.0.1 and loaded in headless Chromium, which must draw the
+HashFixedSize graph with the measured point, while the page references and requests nothing but local files.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from mpt.db import MemoryDB
 from mpt.errors import CorruptTreeError, ExportImportError, MptError, VersionError
-from mpt.iavl import EMPTY_HASH, ExportNode, MutableTree
+from mpt.iavl import EMPTY_ROOT, ExportNode, MutableTree
 
 from conftest import VECTORS
 
@@ -199,7 +199,7 @@ def test_import_older_root_refers_from_the_import_version():
 
 def test_import_empty_stream_and_single_leaf():
     tree = MutableTree()
-    assert tree.import_nodes([], 3) == EMPTY_HASH
+    assert tree.import_nodes([], 3) == EMPTY_ROOT
     assert tree.version == 3 and len(tree) == 0 and list(tree.export()) == []
     assert tree.db.get(b"s" + (3).to_bytes(8, "big") + (1).to_bytes(4, "big")) == b""
     one = MutableTree()
@@ -414,3 +414,21 @@ def test_a_changed_stream_is_refused_or_imported_as_it_is(keys, data):
     reopened = MutableTree(tree.db)
     assert reopened.load() == 2 and list(reopened.export()) == stream
     assert [k for k, _ in reopened.items()] == sorted(k for k, _ in reopened.items())
+
+
+def test_node_keys_with_many_versions():
+    """300 versions (the importer's per-version counters grow many times): Go's node keys, Go's root."""
+    source = MutableTree()
+    for v in range(300):
+        source.set(b"%05d" % (v * 7919 % 300), b"v%d" % v)
+        source.save_version()
+    stream = list(source.export())
+    tree = MutableTree()
+    assert tree.import_nodes(stream, 300) == source.hash()
+    seen, want = {}, set()
+    for n in stream[:-1]:
+        seen[n.version] = seen.get(n.version, 0) + 1
+        want.add(b"s" + n.version.to_bytes(8, "big") + (seen[n.version] + 1).to_bytes(4, "big"))
+    want.add(b"s" + stream[-1].version.to_bytes(8, "big") + (1).to_bytes(4, "big"))
+    assert {k for k in tree.db._data if k[:1] == b"s"} == want
+    assert len({n.version for n in stream}) > 100

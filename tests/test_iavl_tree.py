@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from mpt.bench.workloads import GoRand
 from mpt.db import MemoryDB
 from mpt.errors import VersionError
-from mpt.iavl import EMPTY_HASH, MutableTree, decode_node, node_key
+from mpt.iavl import EMPTY_ROOT, MutableTree, decode_node, node_key
 
 from conftest import load_vector
 
@@ -124,13 +124,13 @@ def test_known_small_tree_hash():
 def test_empty_tree_and_versions():
     db = MemoryDB()
     tree = MutableTree(db)
-    assert tree.hash() == EMPTY_HASH == hashlib.sha256(b"").digest()
-    assert tree.save_version() == (EMPTY_HASH, 1)
+    assert tree.hash() == EMPTY_ROOT == hashlib.sha256(b"").digest()
+    assert tree.save_version() == (EMPTY_ROOT, 1)
     tree.set(b"a", b"1")
     h2, _ = tree.save_version()
     assert tree.remove(b"a") == b"1"
     assert tree.remove(b"a") is None
-    assert tree.save_version() == (EMPTY_HASH, 3)
+    assert tree.save_version() == (EMPTY_ROOT, 3)
     t = MutableTree(db)
     assert t.load() == 3 and len(t) == 0
     t.load_version(2)
@@ -144,7 +144,7 @@ def test_empty_tree_and_versions():
         t.save_version()
     t.load_version(2)
     t.remove(b"a")
-    assert t.save_version() == (EMPTY_HASH, 3)
+    assert t.save_version() == (EMPTY_ROOT, 3)
 
 
 def test_set_rejects_none_and_get_default():
@@ -293,11 +293,11 @@ def test_reverse_iteration_same_range():
         assert list(tree.keys(ascending=False)) == ordered[::-1]
         assert list(reversed(tree)) == ordered[::-1]
         lo, hi = ordered[5], ordered[20]
-        assert list(tree.iterate(lo, hi, ascending=False)) == [(k, k + b"!") for k in ordered[5:20]][::-1]
-        assert list(tree.iterate(lo, hi)) == [(k, k + b"!") for k in ordered[5:20]]
+        assert list(tree.items(lo, hi, ascending=False)) == [(k, k + b"!") for k in ordered[5:20]][::-1]
+        assert list(tree.items(lo, hi)) == [(k, k + b"!") for k in ordered[5:20]]
         assert list(tree.values(end=b"\x50", ascending=False)) == [k + b"!" for k in ordered if k < b"\x50"][::-1]
         assert list(tree.keys(b"\x50", b"\x50", ascending=False)) == []
-    assert list(MutableTree().iterate(ascending=False)) == []
+    assert list(MutableTree().items(ascending=False)) == []
 
 
 def test_get_versioned_available_versions_and_rollback():
@@ -344,7 +344,7 @@ def test_get_versioned_available_versions_and_rollback():
     fresh = MutableTree()
     fresh.set(b"a", b"b")
     fresh.rollback()
-    assert fresh.hash() == EMPTY_HASH and len(fresh) == 0
+    assert fresh.hash() == EMPTY_ROOT and len(fresh) == 0
 
 
 @settings(max_examples=40, deadline=None)

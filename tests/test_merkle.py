@@ -55,7 +55,7 @@ def test_rfc6962_hasher_vectors(sha256_backend):
     }
     for v in VECTORS["rfc6962_test_vectors"]:
         assert got[v["op"]](v).hex() == v["want"], v["desc"]
-    assert merkle.empty_hash() == merkle.EMPTY_HASH == hashlib.sha256(b"").digest()
+    assert merkle.EMPTY_ROOT == hashlib.sha256(b"").digest()
 
 
 def test_tree_test_vectors(sha256_backend):
@@ -213,7 +213,7 @@ def test_any_iterable_and_bytes_like_leaves():
     assert merkle.proofs(iter(leaves))[0] == want
     assert merkle.header_hash(leaves) == want
     assert merkle.data_hash(leaves) == ref.root([hashlib.sha256(x).digest() for x in leaves])
-    assert merkle.data_hash([]) == merkle.EMPTY_HASH
+    assert merkle.data_hash([]) == merkle.EMPTY_ROOT
 
 
 def test_bad_leaves_are_type_errors():
@@ -238,7 +238,7 @@ def test_proof_index_out_of_range():
         merkle.proof([b"a", b"b"], -1)
     with pytest.raises(IndexError):
         merkle.proof([], 0)
-    assert merkle.proofs([]) == (merkle.EMPTY_HASH, [])
+    assert merkle.proofs([]) == (merkle.EMPTY_ROOT, [])
 
 
 @settings(max_examples=60, deadline=None)

@@ -23,7 +23,8 @@ below 1 or above the import version, inner nodes with a value and leaves without
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from libc.stdint cimport int64_t, uint8_t
+from cpython.mem cimport PyMem_Calloc, PyMem_Free
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp
 
 from mpt.iavl.node cimport MAX_HEIGHT, InnerNode, LeafNode, Node
@@ -171,6 +172,58 @@ cdef class Exporter:
             self._state[top + 1] = 0
 
 
+cdef struct _VersionCount:
+    int64_t version         # 0: an empty slot (node versions start at 1)
+    uint32_t count
+
+
+cdef class _NonceCounter:
+    """Nodes seen per version (Go's importer ``nonces``): an open-addressing table of int64 -> uint32, so the
+    count of a node costs no Python int (versions of a real chain are far above the small-int cache)."""
+    cdef _VersionCount *slots
+    cdef Py_ssize_t mask, used
+
+    def __cinit__(self):
+        self.slots = <_VersionCount *>PyMem_Calloc(16, sizeof(_VersionCount))
+        if self.slots == NULL:
+            raise MemoryError()
+        self.mask = 15
+
+    def __dealloc__(self):
+        PyMem_Free(self.slots)
+
+    cdef int64_t next(self, int64_t version) except -1:
+        """Count one more node of version; returns the new count."""
+        cdef Py_ssize_t i = <Py_ssize_t>((<uint64_t>version * 0x9E3779B97F4A7C15ULL) >> 32) & self.mask
+        while self.slots[i].version != 0 and self.slots[i].version != version:
+            i = (i + 1) & self.mask
+        if self.slots[i].version == 0:
+            if 2 * (self.used + 1) > self.mask + 1:
+                self._grow()
+                return self.next(version)
+            self.slots[i].version = version
+            self.used += 1
+        self.slots[i].count += 1
+        return self.slots[i].count
+
+    cdef int _grow(self) except -1:
+        cdef _VersionCount *old = self.slots
+        cdef Py_ssize_t n = self.mask + 1, i, j
+        cdef _VersionCount *new = <_VersionCount *>PyMem_Calloc(2 * n, sizeof(_VersionCount))
+        if new == NULL:
+            raise MemoryError()
+        self.slots = new
+        self.mask = 2 * n - 1
+        for i in range(n):
+            if old[i].version != 0:
+                j = <Py_ssize_t>((<uint64_t>old[i].version * 0x9E3779B97F4A7C15ULL) >> 32) & self.mask
+                while new[j].version != 0:
+                    j = (j + 1) & self.mask
+                new[j] = old[i]
+        PyMem_Free(old)
+        return 0
+
+
 cdef inline Py_ssize_t _position_error(Py_ssize_t position, ExportNode en, str problem) except -1:
     raise ExportImportError("export stream node %d (key %s, height %d, version %d): %s" % (
         position, en.key.hex(), en.height, en.version, problem))
@@ -186,7 +239,8 @@ def import_nodes(tree, nodes, version):
     cdef list stack = []            # the subtrees built so far, waiting for their parent
     cdef list lows = []             # the smallest key of each of them
     cdef list built = []            # every node, in stream order, for the one write at the end
-    cdef dict nonces = {}           # per version: nodes of that version seen so far
+    cdef _NonceCounter nonces = _NonceCounter()     # per version: nodes of that version seen so far
+    cdef int64_t count
     cdef bytes last_leaf = None
     cdef bytes low
     cdef Py_ssize_t position = -1, n
@@ -253,11 +307,10 @@ def import_nodes(tree, nodes, version):
             del stack[n - 2:]
             del lows[n - 2:]
         # Go: nonces[version]++, nonce = nonces[version] + 1 (nonce 1 is kept for the root).
-        n = nonces.get(en.version, 0) + 1
-        if n >= 0xFFFFFFFF:
+        count = nonces.next(en.version)
+        if count >= 0xFFFFFFFF:
             _position_error(position, en, "more nodes of one version than a uint32 nonce can number")
-        nonces[en.version] = n
-        node.nonce = <unsigned int>(n + 1)
+        node.nonce = <uint32_t>(count + 1)
         stack.append(node)
         lows.append(low)
         built.append(node)

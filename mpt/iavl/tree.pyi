@@ -2,13 +2,18 @@
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Literal, final
 
+from typing_extensions import deprecated
+
 if TYPE_CHECKING:
     from mpt.ics23 import CommitmentProof
 
 from mpt.iavl.export import Exporter, ExportNode
 from mpt.iavl.nodedb import NodeDB
 
+EMPTY_ROOT: bytes
+"""sha256(b""): the root hash of the empty tree."""
 EMPTY_HASH: bytes
+"""Deprecated name of EMPTY_ROOT (a DeprecationWarning when read)."""
 
 @final
 class MutableTree:
@@ -40,7 +45,8 @@ class MutableTree:
     def get_with_index(self, key: bytes) -> tuple[int, bytes | None]:
         """(rank of key in key order, value or None)."""
     def get_by_index(self, index: int) -> tuple[bytes, bytes] | tuple[None, None]: ...
-    def has(self, key: bytes) -> bool: ...
+    def has(self, key: bytes) -> bool:
+        """iavl's Has: the same as ``key in tree``."""
     def remove(self, key: bytes) -> bytes | None:
         """The removed value, or None when the key was absent."""
     def hash(self) -> bytes:
@@ -59,6 +65,7 @@ class MutableTree:
     def items(
         self, start: bytes | None = None, end: bytes | None = None, ascending: bool = True
     ) -> Iterator[tuple[bytes, bytes]]: ...
+    @deprecated("use MutableTree.items")
     def iterate(
         self, start: bytes | None = None, end: bytes | None = None, ascending: bool = True
     ) -> Iterator[tuple[bytes, bytes]]: ...
@@ -70,6 +77,11 @@ class MutableTree:
     def __reversed__(self) -> Iterator[bytes]: ...
     def __len__(self) -> int: ...
     def __contains__(self, key: bytes, /) -> bool: ...
+    def __getitem__(self, key: bytes, /) -> bytes:
+        """The value at key; KeyError if absent."""
+    def __setitem__(self, key: bytes, value: bytes, /) -> None: ...
+    def __delitem__(self, key: bytes, /) -> None:
+        """remove(key); KeyError if absent."""
     def membership_proof(self, key: bytes, version: int | None = None) -> CommitmentProof:
         """ICS23 proof that key is in the working tree (None) or saved version ``version`` (Go iavl's
         GetMembershipProof, byte for byte). ProofError if key is absent, VersionError if no such version."""

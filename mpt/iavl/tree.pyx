@@ -44,6 +44,8 @@ from mpt.iavl.node cimport (
 )
 from mpt.iavl.nodedb cimport NodeDB, check_child, check_children
 
+import warnings
+
 from mpt.db.memory import MemoryDB, check_database
 from mpt.errors import VersionError
 
@@ -54,8 +56,17 @@ cdef bytes _empty_hash():
     return (<char *>out)[:HASH_SIZE]
 
 
-EMPTY_HASH = _empty_hash()
+EMPTY_ROOT = _empty_hash()
 """sha256 of nothing: the hash of an empty tree (iavl's ``Hash()`` of a nil root)."""
+
+
+def __getattr__(name):
+    # EMPTY_ROOT is every family's name for the empty tree's root; the old name stays for one release.
+    if name == "EMPTY_HASH":
+        warnings.warn("mpt.iavl.tree.EMPTY_HASH is deprecated; use mpt.iavl.EMPTY_ROOT", DeprecationWarning,
+                      stacklevel=2)
+        return EMPTY_ROOT
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 cdef inline bytes _as_bytes(object b, str what):
@@ -322,10 +333,27 @@ cdef class MutableTree:
         return node.key, node._value
 
     def has(self, key):
+        """iavl's Has: whether key is in the working tree (the same as ``key in tree``)."""
         return self.get(key) is not None
 
     def __contains__(self, key):
         return self.get(key) is not None
+
+    def __getitem__(self, key):
+        """``tree[key]``: the value at key in the working tree; KeyError if it is absent."""
+        value = self.get(key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __setitem__(self, key, value):
+        """``tree[key] = value``: :meth:`set`."""
+        self.set(key, value)
+
+    def __delitem__(self, key):
+        """``del tree[key]``: :meth:`remove`; KeyError if key is absent."""
+        if self.remove(key) is None:
+            raise KeyError(key)
 
     def __len__(self):
         return 0 if self.root is None else self.root.size
@@ -377,7 +405,8 @@ cdef class MutableTree:
                     stack.append(self._right(node))
 
     def iterate(self, start=None, end=None, ascending=True):
-        """iavl's Iterator(start, end, ascending): (key, value) pairs, start inclusive, end exclusive."""
+        """Deprecated second name of :meth:`items` (iavl's Iterator(start, end, ascending))."""
+        warnings.warn("MutableTree.iterate is deprecated; use MutableTree.items", DeprecationWarning, stacklevel=2)
         return self.items(start, end, ascending)
 
     def keys(self, start=None, end=None, ascending=True):
@@ -570,7 +599,7 @@ cdef class MutableTree:
     def hash(self):
         """The root hash of the working tree (iavl's WorkingHash; the saved root right after save_version)."""
         if self.root is None:
-            return EMPTY_HASH
+            return EMPTY_ROOT
         return self._hash_new(self.root)
 
     def working_hash(self):
@@ -611,7 +640,7 @@ cdef class MutableTree:
         cdef bytes root_hash = self.hash()
         existing = self._load_root(v, &found)
         if found:
-            existing_hash = EMPTY_HASH if existing is None else existing.c_hash()
+            existing_hash = EMPTY_ROOT if existing is None else existing.c_hash()
             if existing_hash != root_hash:
                 raise VersionError("version %d was already saved to a different hash %s" % (v, existing_hash.hex()))
             self.root = existing

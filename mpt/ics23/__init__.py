@@ -12,19 +12,9 @@ from mpt.ics23.messages import (
 )
 from mpt.ics23.ops import (
     DEFAULT_MAX_DEPTH, IAVL_SPEC, SMT_SPEC, TENDERMINT_SPEC, decompress, do_hash, is_left_most, is_left_neighbor,
-    is_right_most, verify_membership_objects, verify_non_membership_objects,
+    is_right_most,
 )
-
-try:
-    from mpt.ics23.wire import calculate_root, verify_membership, verify_non_membership
-except ImportError:  # a source tree without its compiled modules: the object verifier alone
-    verify_membership = verify_membership_objects
-    verify_non_membership = verify_non_membership_objects
-
-    def calculate_root(proof):
-        """The root a proof leads to (Go CommitmentProof.Calculate), checked against no spec."""
-        from mpt.ics23.ops import _commitment
-        return _commitment(proof).calculate_root()
+from mpt.ics23.wire import calculate_root, verify_membership, verify_non_membership
 
 __all__ = [
     "BatchEntry", "BatchProof", "calculate_root", "CommitmentProof", "CompressedBatchEntry", "CompressedBatchProof",

@@ -14,13 +14,12 @@ hash), and as the light client's ``ABCIQueryWithOptions`` checks the response ar
 height > 0). ``ics23:smt`` ops (the SDK's experimental SMT store, never in its default proof runtime) are refused
 like any other op type rootmulti's ``DefaultProofRuntime`` does not register.
 """
-import binascii
 import json
-import re
 from collections.abc import Mapping
 from typing import Any, Optional, Union
 
 from mpt.errors import ProofError
+from mpt.jsonrpc import parse_base64, parse_data, parse_decimal
 
 __all__ = ["verify_abci_query"]
 
@@ -28,59 +27,28 @@ OP_IAVL = "ics23:iavl"
 OP_SIMPLE = "ics23:simple"
 OP_SMT = "ics23:smt"
 
-_HEX = re.compile(r"(?:[0-9a-fA-F]{2})*\Z")
-_DECIMAL = re.compile(r"-?(?:0|[1-9][0-9]{0,18})\Z")     # canonical: no leading zeros, "+", spaces
-_INT64_MAX = (1 << 63) - 1
-
 
 # ---------------------------------------------------------------------------------------------------------------
-# strict field parsing
+# strict field parsing (mpt.jsonrpc's readers, failing with ProofError)
 # ---------------------------------------------------------------------------------------------------------------
 
 def _b64(value, what):
     """A base64 JSON field as bytes (None for JSON null / a missing field stays None)."""
     if value is None:
         return None
-    if not isinstance(value, str):
-        raise ProofError(f"{what} must be a base64 string, not {type(value).__name__}")
-    try:
-        raw = binascii.a2b_base64(value)
-        canonical = binascii.b2a_base64(raw, newline=False) == value.encode("ascii")
-    except (binascii.Error, ValueError) as e:       # bad padding, non-ASCII text
-        raise ProofError(f"{what} is not valid standard base64 ({e}): {value!r:.60}") from None
-    if not canonical:
-        # The lenient decoder skips characters outside the alphabet (spaces, newlines, "-_"); encoding back
-        # gives the one canonical spelling, so any of those, and non-zero padding bits, show up here.
-        raise ProofError(f"{what} is not canonical standard base64: {value!r:.60}")
-    return raw
+    return parse_base64(value, what, error=ProofError)
 
 
 def _int64(value, what):
-    """An int64 JSON field: a decimal string as CometBFT writes them (a JSON number is taken too)."""
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise ProofError(f"{what} must be a decimal string, not {type(value).__name__}")
-    if isinstance(value, str):
-        if not _DECIMAL.match(value):
-            raise ProofError(f"{what} must be a decimal string, got {value!r:.40}")
-        value = int(value)
-    if not -_INT64_MAX - 1 <= value <= _INT64_MAX:
-        raise ProofError(f"{what} {value} does not fit in an int64")
-    return value
+    """An int64 JSON field: a canonical decimal string as CometBFT writes them (a JSON number is taken too)."""
+    return parse_decimal(value, what, 63, signed=True, error=ProofError)
 
 
 def parse_hash_argument(value, what):
     """A 32-byte hash given as bytes-like or as plain hex text (no 0x, no spaces or underscores)."""
-    if isinstance(value, str):
-        if not _HEX.match(value):
-            raise ProofError(f"{what} must be plain hex (no 0x, spaces or underscores), got {value!r:.80}")
-        raw = bytes.fromhex(value)
-    elif isinstance(value, (bytes, bytearray, memoryview)):
-        raw = bytes(value)
-    else:
+    if not isinstance(value, (str, bytes, bytearray, memoryview)):
         raise TypeError(f"{what} must be bytes or a hex string, not {type(value).__name__}")
-    if len(raw) != 32:
-        raise ProofError(f"{what} must be 32 bytes (a SHA-256 root), got {len(raw)}")
-    return raw
+    return parse_data(value, what, 32, prefix=False, error=ProofError)
 
 
 def key_argument(value, what):

@@ -5,12 +5,10 @@ does not (one ``error: ...`` line saying why, from mpt.cli.run_command), 2 for u
 file that is not JSON, bad hex).
 """
 import json
-import re
 import sys
 
 from mpt.cli import UsageError
-
-_HEX = re.compile(r"(?:[0-9a-fA-F]{2})*\Z")
+from mpt.jsonrpc import parse_data
 
 
 def add_parser(subparsers):
@@ -35,12 +33,7 @@ def add_parser(subparsers):
 
 
 def _hex_arg(text, name, size=None):
-    if not _HEX.match(text):
-        raise UsageError(f"{name} {text!r:.80} is not plain hex")
-    raw = bytes.fromhex(text)
-    if size is not None and len(raw) != size:
-        raise UsageError(f"{name} must be {size} bytes ({2 * size} hex digits), got {len(raw)} bytes")
-    return raw
+    return parse_data(text, name, size, prefix=False, error=UsageError)
 
 
 def _read(path):

@@ -132,13 +132,13 @@ def verify_ibc_merkle_proof(proof: Any, root: Union[bytes, bytearray, memoryview
     from mpt.ics23.abci import parse_hash_argument
 
     sdk_specs = specs is None
-    if sdk_specs:
-        specs = [IAVL_SPEC, TENDERMINT_SPEC]
+    if specs is None:
+        spec_list = [IAVL_SPEC, TENDERMINT_SPEC]
     else:
         if isinstance(specs, (str, bytes)) or not hasattr(specs, "__iter__"):
             raise TypeError(f"specs must be a list of ProofSpec, not {type(specs).__name__}")
-        specs = list(specs)
-        for i, spec in enumerate(specs):
+        spec_list = list(specs)
+        for i, spec in enumerate(spec_list):
             if not isinstance(spec, ProofSpec):
                 raise TypeError(f"specs[{i}] must be a ProofSpec, not {type(spec).__name__}")
 
@@ -151,10 +151,10 @@ def verify_ibc_merkle_proof(proof: Any, root: Union[bytes, bytearray, memoryview
     parts = _split_merkle_proof(proof)
     if not parts:
         raise ProofError("proof cannot be empty")
-    if len(specs) != len(parts):
-        raise ProofError(f"length of specs: {len(specs)} not equal to length of proof: {len(parts)}")
-    if len(keys) != len(specs):
-        raise ProofError(f"path length {len(keys)} not same as proof {len(specs)}")
+    if len(spec_list) != len(parts):
+        raise ProofError(f"length of specs: {len(spec_list)} not equal to length of proof: {len(parts)}")
+    if len(keys) != len(spec_list):
+        raise ProofError(f"path length {len(keys)} not same as proof {len(spec_list)}")
     if any(len(k) == 0 for k in keys):
         raise ProofError("path keys must not be empty")
     if value is not None and len(value) == 0:
@@ -167,7 +167,7 @@ def verify_ibc_merkle_proof(proof: Any, root: Union[bytes, bytearray, memoryview
         return True
     proofs = _decode_parts(parts)
     if value is not None:
-        _chained_membership(root_hash, specs, proofs, keys, value, 0)
+        _chained_membership(root_hash, spec_list, proofs, keys, value, 0)
         return True
     kind = proofs[0].which()
     if kind == "exist":
@@ -176,6 +176,6 @@ def verify_ibc_merkle_proof(proof: Any, root: Union[bytes, bytearray, memoryview
         raise ProofError(f"expected a non-existence proof at index 0, got {kind or 'an empty proof'}")
     from mpt.ics23.abci import run_commitment_op
 
-    subroot = run_commitment_op(specs[0], proofs[0], keys[-1], None, "proof #0")
-    _chained_membership(root_hash, specs, proofs, keys, subroot, 1)
+    subroot = run_commitment_op(spec_list[0], proofs[0], keys[-1], None, "proof #0")
+    _chained_membership(root_hash, spec_list, proofs, keys, subroot, 1)
     return True

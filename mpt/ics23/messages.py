@@ -17,7 +17,7 @@ import base64
 import binascii
 import json
 from enum import IntEnum
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from mpt.errors import ProofError
 
@@ -251,7 +251,8 @@ def _decode_into(msg, data: bytes, pos: int, end: int) -> None:
                 raise ProofError("%s.%s has more than %d entries" % (name, attr, arg))
             continue
         if wire != _WIRE_OF_KIND[kind]:
-            raise ProofError("%s: wrong wire type %s for field %s at offset %d" % (name, _WIRE_NAMES[wire], attr, tag_at))
+            raise ProofError("%s: wrong wire type %s for field %s at offset %d"
+                             % (name, _WIRE_NAMES[wire], attr, tag_at))
         if kind == _BYTES:
             start, pos = _read_length(data, pos, end, "%s.%s" % (name, attr))
             object.__setattr__(msg, attr, data[start:pos])
@@ -321,7 +322,7 @@ def _varint_field(tag: bytes, value: int, out: list) -> None:
 
 
 def _encode(msg, out: bytearray) -> None:
-    for field, (attr, kind, arg) in msg._FIELDS_IN_ORDER:
+    for field, (attr, kind, _arg) in msg._FIELDS_IN_ORDER:
         value = getattr(msg, attr)
         if kind == _BYTES:
             if value:
@@ -735,7 +736,7 @@ class _OneOf(_Message):
         if len(chosen) > 1:
             raise TypeError("%s takes at most one of %s, got %s" % (type(self).__name__, ", ".join(values),
                                                                      ", ".join(chosen)))
-        for attr, kind, cls in self._SCHEMA.values():
+        for attr, _kind, cls in self._SCHEMA.values():
             object.__setattr__(self, attr, _check_message(values[attr], cls, attr))
 
     @property
@@ -757,6 +758,8 @@ class _OneOf(_Message):
 
 class BatchEntry(_OneOf):
     __slots__ = ("exist", "nonexist")
+    exist: Optional[ExistenceProof]
+    nonexist: Optional[NonExistenceProof]
     _SCHEMA = {1: ("exist", _ONEOF, ExistenceProof), 2: ("nonexist", _ONEOF, NonExistenceProof)}
 
     def __init__(self, *, exist=None, nonexist=None) -> None:
@@ -800,6 +803,8 @@ class CompressedNonExistenceProof(_Message):
 
 class CompressedBatchEntry(_OneOf):
     __slots__ = ("exist", "nonexist")
+    exist: Optional["CompressedExistenceProof"]
+    nonexist: Optional["CompressedNonExistenceProof"]
     _SCHEMA = {1: ("exist", _ONEOF, CompressedExistenceProof), 2: ("nonexist", _ONEOF, CompressedNonExistenceProof)}
 
     def __init__(self, *, exist=None, nonexist=None) -> None:
@@ -820,6 +825,10 @@ class CommitmentProof(_OneOf):
     """What a Cosmos store hands out: one of an existence, non-existence, batch or compressed batch proof."""
 
     __slots__ = ("exist", "nonexist", "batch", "compressed")
+    exist: Optional[ExistenceProof]
+    nonexist: Optional[NonExistenceProof]
+    batch: Optional[BatchProof]
+    compressed: Optional[CompressedBatchProof]
     _SCHEMA = {1: ("exist", _ONEOF, ExistenceProof), 2: ("nonexist", _ONEOF, NonExistenceProof),
                3: ("batch", _ONEOF, BatchProof), 4: ("compressed", _ONEOF, CompressedBatchProof)}
 

@@ -1,5 +1,5 @@
 """Verify ICS23 proofs straight from their protobuf bytes (compiled; SHA-256 in C)."""
-from typing import Optional, Protocol, Union
+from typing import Optional, Protocol, Union, final
 
 from _typeshed import ReadableBuffer
 
@@ -10,6 +10,7 @@ class _Serializable(Protocol):
 
 _Proof = Union[CommitmentProof, ExistenceProof, NonExistenceProof, ReadableBuffer, _Serializable]
 
+@final
 class CompiledSpec: ...
 
 def verify_membership(spec: ProofSpec, root: ReadableBuffer, proof: _Proof, key: ReadableBuffer,

@@ -1,13 +1,13 @@
 # cython: language_level=3
 """Verify ICS23 proofs straight from their protobuf bytes: no message objects, SHA-256 in C.
 
-The wire verifier only ever answers "proven". It reads the canonical form Go's Marshal writes (each field once,
-in field-number order, no unknown fields, one-byte tags and enum values) into C structs pointing into the input,
-applies every check of cosmos/ics23's ``VerifyMembership`` / ``VerifyNonMembership`` and hashes from the input
-bytes. Anything else (another encoding, a batch, a spec it cannot run, a check that fails) goes to the object
-verifier in mpt.ics23.ops, which decides with the same rules and raises ProofError saying why. So a refusal costs
-a full decode, and acceptance is the object verifier's: tests/test_ics23_wire.py checks that the two agree on
-real, random and tampered proofs.
+The wire verifier only ever answers "proven". It reads the canonical form Go's Marshal writes (each field
+once, in field-number order, no unknown fields, one-byte tags, enum values below 2**31) into C structs pointing
+into the input, applies every check of cosmos/ics23's ``VerifyMembership`` / ``VerifyNonMembership`` and hashes
+from the input bytes. Anything else (another encoding, a batch, a spec it cannot run, a check that fails) goes to
+the object verifier in mpt.ics23.ops, which decides with the same rules and raises ProofError saying why. So a
+refusal costs a full decode, and acceptance is the object verifier's: tests/test_ics23_wire.py checks that the
+two agree on real, random and tampered proofs (and scripts/asan.sh runs them under ASan and UBSan).
 """
 cimport cython
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
