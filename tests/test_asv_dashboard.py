@@ -288,10 +288,14 @@ def _serve(directory: Path):
     return server, log
 
 
-def _path_without(program: str) -> str:
-    """PATH without the folders that hold program."""
-    return os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep)
-                           if d and not os.access(os.path.join(d, program), os.X_OK))
+def _path_without(program: str, shim_dir: Path) -> str:
+    """PATH where program fails at once: a stub of that name in shim_dir comes first. (Leaving program's folders
+    out of PATH would also hide what lives beside it, /usr/bin's bash and git among them.)"""
+    shim_dir.mkdir(parents=True, exist_ok=True)
+    stub = shim_dir / program
+    stub.write_text("#!/bin/sh\necho '%s is out of reach in this test' >&2\nexit 127\n" % program)
+    stub.chmod(0o755)
+    return os.pathsep.join([str(shim_dir), os.environ.get("PATH", "")])
 
 
 def test_dashboard_test_skips_instead_of_fetching(tmp_path, monkeypatch):
@@ -339,7 +343,7 @@ def test_offline_dashboard_renders_hash_graph(tmp_path):
     # HEAD's compiled modules come from this checkout's in-place build (MPT_ASV_PREBUILT): the suite never compiles
     # the package a second time. npm is out of reach: the assets come from the cache the skip above checked.
     env = dict(os.environ, K="1", PYTHON=sys.executable, ASV_CONFIG=str(conf_path), MPT_ASV_PREBUILT=str(ROOT),
-               MPT_ASV_BUILD_ROOT=str(tmp_path / "builds"), PATH=_path_without("npm"))
+               MPT_ASV_BUILD_ROOT=str(tmp_path / "builds"), PATH=_path_without("npm", tmp_path / "no-npm"))
     env.pop("COMMITS", None)
     proc = subprocess.run(["bash", str(ASV_BENCH / "run.sh"), "-b", FILTER], env=env, cwd=str(ROOT),
                           capture_output=True, text=True, timeout=900)
