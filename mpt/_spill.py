@@ -12,6 +12,7 @@ moment) is left alone. Where ``fcntl`` does not exist (Windows) nothing is recla
 """
 import os
 import shutil
+import stat
 import tempfile
 
 try:
@@ -45,10 +46,17 @@ def reclaim(parent):
             continue
         run_dir = os.path.join(parent, name)
         try:
-            fd = os.open(os.path.join(run_dir, LOCK_NAME), os.O_RDONLY)
+            # O_NONBLOCK | O_NOFOLLOW: a FIFO or a symlink planted under that name in a shared spill directory
+            # must not block this run or lead it elsewhere.
+            fd = os.open(os.path.join(run_dir, LOCK_NAME),
+                         os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
         except OSError:     # no lock file (yet, or not ours): leave it alone
             continue
         try:
+            st = os.fstat(fd)
+            # Only a regular lock file of this user's runs counts; anything else is not ours to delete.
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+                continue
             if _try_lock(fd):
                 shutil.rmtree(run_dir, ignore_errors=True)
                 if not os.path.exists(run_dir):

@@ -569,3 +569,27 @@ def _uvarint(n):
         n >>= 7
     out.append(n)
     return bytes(out)
+
+
+def test_compressed_paths_longer_than_the_spec_are_refused_before_hashing():
+    # A compressed path names ops by index: 1024 uses of one 1 MiB lookup op would make Calculate hash 1 GiB.
+    import base64 as _b64
+    import json as _json
+
+    from mpt.ics23 import (CommitmentProof, CompressedBatchEntry, CompressedBatchProof, CompressedExistenceProof,
+                           HashOp, InnerOp, LeafOp, LengthOp, verify_abci_query)
+
+    big = InnerOp(HashOp.SHA256, b"\x01" * (1 << 20), b"")
+    leaf = LeafOp(HashOp.SHA256, HashOp.NO_HASH, HashOp.SHA256, LengthOp.VAR_PROTO, b"\x00")
+    entry = CompressedBatchEntry(exist=CompressedExistenceProof(b"k", b"v", leaf, [0] * 1024))
+    raw = CommitmentProof(compressed=CompressedBatchProof([entry], [big])).to_bytes()
+
+    def b64(b):
+        return _b64.b64encode(b).decode()
+
+    answer = {"code": 0, "key": b64(b"k"), "value": b64(b"v"), "height": "5",
+              "proofOps": {"ops": [{"type": "ics23:iavl", "key": b64(b"k"), "data": b64(raw)},
+                                   {"type": "ics23:simple", "key": b64(b"bank"), "data": b64(raw)}]}}
+    with pytest.raises(ProofError, match="compressed batch entry 0 has a path of 1024 inner ops, more than the "
+                                         "spec's limit of 128"):
+        verify_abci_query(_json.dumps(answer), b"\0" * 32)

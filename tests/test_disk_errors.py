@@ -279,3 +279,19 @@ def test_build_root_dask_without_dask_names_the_extra(monkeypatch):
         build_root_dask([])
     assert isinstance(info.value, MissingExtraError) and isinstance(info.value, MptError)
     assert info.value.name == "dask"
+
+
+def test_a_fifo_named_lock_in_a_shared_spill_dir_neither_blocks_nor_is_deleted(tmp_path):
+    # Anyone who can write to a shared spill directory (/tmp) can plant a FIFO named like a run's lock file:
+    # opening it for reading would block the next run forever.
+    from mpt._spill import SpillDir
+
+    planted = tmp_path / "mpt-build-root-planted"
+    planted.mkdir()
+    os.mkfifo(planted / "lock")
+    spill = SpillDir(str(tmp_path))
+    try:
+        assert os.path.isdir(spill.path) and spill.path != str(planted)
+    finally:
+        spill.close()
+    assert planted.is_dir()     # not a run of ours: left alone

@@ -160,3 +160,19 @@ def test_export_into_a_closed_pipe_is_quiet(store_a):
                        capture_output=True, text=True, env=env, timeout=120)
     assert r.stdout == GO_EXPORT.splitlines(keepends=True)[0]
     assert r.stderr == ""
+
+
+def test_non_ascii_prefix_and_deeply_nested_lines_are_one_error_line(tmp_path):
+    pytest.importorskip("plyvel")
+    dst = tmp_path / "application.db"
+    r = run_cli("iavl", "import", str(dst), "--store", "leveldb", "--prefix", "s/k:bänk/", "--version", "1",
+                stdin='{"key":"61","value":"31","version":1,"height":0}\n')
+    assert r.returncode == 0, r.stderr
+    from mpt.db import LevelDBStore
+
+    with LevelDBStore(dst, readonly=True) as store:     # the prefix is the command line's UTF-8 bytes
+        assert all(k.startswith("s/k:bänk/".encode()) for k, _ in store.iterate(None, None))
+    assert run_cli("iavl", "export", str(dst), "--prefix", "s/k:bänk/").returncode == 0
+    assert_one_error(run_cli("inspect", "--db", str(dst), "--prefix", "€"), 2, "no IAVL tree")
+    assert_one_error(run_cli("iavl", "import", str(tmp_path / "other.db"), "--store", "leveldb", "--version", "1",
+                             stdin="[" * 100000 + "\n"), 2, "nested too deeply")

@@ -552,7 +552,10 @@ def test_proof_json_numbers_say_what_is_wrong(total, message):
 def test_proof_json_number_rules_are_documented():
     import pathlib
 
-    text = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "merkle.rst").read_text()
+    page = pathlib.Path(__file__).resolve().parent.parent / "docs" / "merkle.rst"
+    if not page.exists():
+        pytest.skip("docs/ is not beside the tests (scripts/smoke_install.py tests an installed copy)")
+    text = page.read_text()
     assert '``"03"``' in text and '``"+3"``' in text and "encoding/json" in text
 
 

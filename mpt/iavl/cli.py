@@ -132,7 +132,8 @@ def _open_store(args, write):
         if not write:
             raise UsageError("no store at %s" % args.db)
         raise UsageError("%s does not hold a store yet: pass --store leveldb or --store lmdb to create one" % args.db)
-    prefix = args.prefix.encode("latin-1")
+    # The bytes the command line gave (UTF-8, undecodable bytes kept): Cosmos store names are UTF-8.
+    prefix = os.fsencode(args.prefix)
     try:
         if kind == "lmdb":
             from mpt.db import LMDBStore
@@ -251,4 +252,6 @@ def _read_lines(source, name):
                               d["version"], d["height"])
         except ValueError as e:     # json.JSONDecodeError, bad hex, out-of-range fields (ExportImportError)
             raise UsageError("%s line %d: %s" % (name, number, e)) from None
+        except RecursionError:      # json.loads of a deeply nested line
+            raise UsageError("%s line %d: JSON nested too deeply" % (name, number)) from None
         yield node

@@ -115,7 +115,7 @@ def run_inspect(args):
         if leveldb:
             from mpt.db.leveldb_store import LevelDBStore
 
-            store = LevelDBStore(args.db, readonly=True, prefix=args.prefix.encode("latin-1"))
+            store = LevelDBStore(args.db, readonly=True, prefix=os.fsencode(args.prefix))
             kind = "LevelDB"
         else:
             from mpt.db.lmdb_store import LMDBStore

@@ -149,11 +149,32 @@ def show_key(key):
     return key.hex()
 
 
+def _check_compressed_depth(spec, proof, where):
+    """Refuse a compressed batch whose paths are longer than the spec allows, before any hashing.
+
+    A compressed path names its inner ops by index, so a short proof can name one large lookup op a thousand
+    times and make Calculate hash a thousand times its own size; the spec's depth limit (ics23's 128 when
+    max_depth is 0) would refuse such a path anyway, only after that work. Uncompressed paths carry every op
+    and cost time linear in their size."""
+    compressed = proof.compressed
+    if compressed is None:
+        return
+    limit = spec.max_depth if spec.max_depth > 0 else 128
+    for number, entry in enumerate(compressed.entries):
+        sides = (entry.exist,) if entry.exist is not None else (
+            () if entry.nonexist is None else (entry.nonexist.left, entry.nonexist.right))
+        for side in sides:
+            if side is not None and len(side.path) > limit:
+                raise ProofError(f"{where}: compressed batch entry {number} has a path of {len(side.path)} inner "
+                                 f"ops, more than the spec's limit of {limit}")
+
+
 def run_commitment_op(spec, proof, key, value, where):
     """The SDK's CommitmentOp.Run: the proof's own root, after checking it proves key -> value (value None:
     proves key absent)."""
     from mpt.ics23 import verify_membership, verify_non_membership
 
+    _check_compressed_depth(spec, proof, where)
     root = _calculate(proof, where)
     if value is None and proof.nonexist is not None and proof.nonexist.key != key:
         # Go's VerifyNonMembership never reads the proof's own key; every store that makes these proofs sets it
