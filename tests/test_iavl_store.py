@@ -104,8 +104,12 @@ def test_leveldb_errors(tmp_path):
         LevelDBStore(tmp_path / "bad")
     with LevelDBStore(tmp_path / "db", create=True) as s:
         s.put(b"k", b"v")
-    with pytest.raises(StoreError, match="cannot create a read-only"):
+    with pytest.raises(StoreError, match="cannot be both created and read-only"):
         LevelDBStore(tmp_path / "new", create=True, readonly=True)
+    (tmp_path / "empty").mkdir()          # an existing empty directory: no database is written into it either
+    with pytest.raises(StoreError, match="cannot be both created and read-only"):
+        LevelDBStore(tmp_path / "empty", create=True, readonly=True)
+    assert list((tmp_path / "empty").iterdir()) == []
     ro = LevelDBStore(tmp_path / "db", readonly=True)
     assert ro.get(b"k") == b"v"
     for write in (lambda: ro.put(b"a", b"b"), lambda: ro.delete(b"k"), lambda: ro.write_batch().__enter__()):
@@ -131,7 +135,7 @@ def test_leveldb_locked_by_another_process(tmp_path):
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "ready"
-        with pytest.raises(StoreError, match="locked by another process"):
+        with pytest.raises(StoreError, match=r"is locked \(a running node, or another open store"):
             LevelDBStore(tmp_path / "db")
     finally:
         holder.stdin.close()

@@ -88,6 +88,9 @@ class LevelDBStore:
             raise TypeError("prefix must be bytes, not %s" % type(prefix).__name__)
         self.prefix = bytes(prefix)
         self.closed = False
+        if create and self.readonly:
+            raise StoreError("a LevelDB cannot be both created and read-only (%s): create it first, then open "
+                             "it with readonly=True" % self.path)
         if os.path.exists(self.path) and not os.path.isdir(self.path):
             raise StoreError("%s is a file, not a LevelDB directory" % self.path)
         if not os.path.isdir(self.path):
@@ -103,8 +106,8 @@ class LevelDBStore:
         except plyvel.IOError as e:
             text = _text(e)
             if "lock" in text.lower():
-                raise StoreError("the LevelDB at %s is locked by another process (a running node holds its "
-                                 "LOCK file): stop it or open a copy (%s)" % (self.path, text)) from None
+                raise StoreError("the LevelDB at %s is locked (a running node, or another open store in "
+                                 "this or another process, holds its LOCK file): close it or open a copy (%s)" % (self.path, text)) from None
             raise StoreError("cannot open the LevelDB at %s: %s" % (self.path, text)) from None
         except plyvel.Error as e:
             raise StoreError("%s is not a readable LevelDB: %s" % (self.path, _text(e))) from None
