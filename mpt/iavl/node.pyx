@@ -2,16 +2,16 @@
 # cython: binding=False
 """IAVL node codecs (cosmos/iavl node.go): the legacy v0.x format, the v1 format and PR #673's stream-vbyte.
 
-Layouts (varint = Go binary.PutVarint, i.e. zigzag + LEB128; bytes(x) = uvarint(len(x)) || x):
+Layouts (varint = Go binary.PutVarint, i.e. zigzag + LEB128; bytes(x) = uvarint(len(x)) || x)::
 
-* legacy:  varint(height) varint(size) varint(version) bytes(key) | leaf: bytes(value)
-                                                                   | inner: bytes(leftHash) bytes(rightHash)
-* v1:      varint(height) varint(size) bytes(key) | leaf: bytes(value)
-                                                  | inner: 0x20 hash varint(mode) left right
-           (the version lives in the 12-byte NodeKey, the database key; a child is varint(version) varint(nonce),
-           or 0x20 || 32-byte hash when its mode bit says it is a legacy node)
-* vbyte:   int8 height, control byte, 4 x uint32 stream-vbyte [version, size lo, size hi, len(key)], key
-           | leaf: value (raw, to the end) | inner: leftHash(32) rightHash(32)
+    * legacy:  varint(height) varint(size) varint(version) bytes(key) | leaf: bytes(value)
+                                                                       | inner: bytes(leftHash) bytes(rightHash)
+    * v1:      varint(height) varint(size) bytes(key) | leaf: bytes(value)
+                                                      | inner: 0x20 hash varint(mode) left right
+               (the version lives in the 12-byte NodeKey, the database key; a child is varint(version) varint(nonce),
+               or 0x20 || 32-byte hash when its mode bit says it is a legacy node)
+    * vbyte:   int8 height, control byte, 4 x uint32 stream-vbyte [version, size lo, size hi, len(key)], key
+               | leaf: value (raw, to the end) | inner: leftHash(32) rightHash(32)
 
 The hash is the same for all three: sha256(varint(height) varint(size) varint(version) | leaf: bytes(key)
 0x20 sha256(value) | inner: bytes(leftHash) bytes(rightHash)).
