@@ -1,4 +1,5 @@
 """Trie nodes: FullNode (branch), ShortNode (extension or leaf), HashNode, ValueNode; strict decoding."""
+from _typeshed import ReadableBuffer
 from collections.abc import Iterable
 from typing import Union, final
 
@@ -54,6 +55,6 @@ class ValueNode(Node):
         """The stored value, never empty."""
 
 def decode_node(
-    blob: bytes | bytearray | memoryview, node_hash: bytes | None = None
+    blob: ReadableBuffer, node_hash: bytes | None = None
 ) -> Union[FullNode, ShortNode]:
     """Decode a node from its RLP encoding with geth's strictness; NodeDecodeError for anything else."""

@@ -26,6 +26,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport int64_t, uint8_t
 from libc.string cimport memcmp
 
+from mpt.bytes_like cimport as_bytes, as_bytes_or_none
 from mpt.iavl.node cimport MAX_HEIGHT, InnerNode, LeafNode, Node
 from mpt.iavl.nodedb cimport describe
 
@@ -45,14 +46,6 @@ cdef extern from *:
     #endif
     """
     void MPT_PREFETCH(const void *p) noexcept nogil
-
-
-cdef inline bytes _as_bytes(object b, str what):
-    if type(b) is bytes:
-        return <bytes>b
-    if isinstance(b, (bytearray, memoryview)):
-        return bytes(b)
-    raise TypeError("ExportNode %s must be bytes, not %s" % (what, type(b).__name__))
 
 
 cdef inline int _compare(bytes a, bytes b) noexcept:
@@ -77,8 +70,8 @@ cdef class ExportNode:
     def __init__(self, key, value, version, height):
         cdef object v = _index(version)
         cdef object h = _index(height)
-        self.key = _as_bytes(key, "key")
-        self.value = None if value is None else _as_bytes(value, "value")
+        self.key = as_bytes(key, "key")
+        self.value = as_bytes_or_none(value, "value")
         if not 0 <= v <= MAX_VERSION:
             raise ExportImportError("an ExportNode version is an int64 of at least 0, not %d" % v)
         if not 0 <= h <= MAX_HEIGHT:
