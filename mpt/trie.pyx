@@ -6,7 +6,7 @@ unchanged subtree keeps its cached hash and `copy()` costs O(1).
 """
 cimport cython
 from cpython.ref cimport Py_REFCNT
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport uint8_t
 from libc.string cimport memcmp
 
@@ -226,7 +226,8 @@ cdef class Trie:
             return value
         if n is None:
             changed[0] = True
-            return ShortNode.new(hexkey[pos:], value)
+            # Key tails straight from the key's bytes (a slice expression would build a slice object first).
+            return ShortNode.new(PyBytes_FromStringAndSize(<const char *>k + pos, klen - pos), value)
         if type(n) is ShortNode:
             sn = <ShortNode>n
             sk = <const uint8_t *>PyBytes_AS_STRING(sn.key)
@@ -255,7 +256,7 @@ cdef class Trie:
                                                              &child_changed))
             if matchlen == 0:
                 return branch
-            return ShortNode.new(hexkey[pos:pos + matchlen], branch)
+            return ShortNode.new(PyBytes_FromStringAndSize(<const char *>k + pos, matchlen), branch)
         if type(n) is FullNode:
             fn = <FullNode>n
             idx = k[pos]
