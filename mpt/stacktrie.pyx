@@ -125,15 +125,20 @@ cdef inline STFrame *_push_frame(STBuilder *b, size_t depth) noexcept nogil:
     return &b.frames[b.nframes - 1]
 
 
-cdef inline int _frame_put(STFrame *f, uint8_t slot, const uint8_t *data, size_t n, bint is_ref) noexcept nogil:
-    if _grow(&f.buf, &f.buf_cap, f.buf_len + n) < 0:
-        return -1
-    memcpy(f.buf + f.buf_len, data, n)
+cdef inline void _frame_record(STFrame *f, uint8_t slot, size_t n, bint is_ref) noexcept nogil:
+    # The n bytes just written at the end of f's buffer are the child in slot.
     f.off[slot] = f.buf_len
     f.len[slot] = n
     f.is_ref[slot] = is_ref
     f.mask |= (<uint32_t>1) << slot
     f.buf_len += n
+
+
+cdef inline int _frame_put(STFrame *f, uint8_t slot, const uint8_t *data, size_t n, bint is_ref) noexcept nogil:
+    if _grow(&f.buf, &f.buf_cap, f.buf_len + n) < 0:
+        return -1
+    memcpy(f.buf + f.buf_len, data, n)
+    _frame_record(f, slot, n, is_ref)
     return 0
 
 
@@ -179,11 +184,7 @@ cdef int _emit_pending(STBuilder *b, STFrame *f) noexcept nogil:
         _put_leaf(f.buf + f.buf_len, rest, n, b.pvalue, b.pvalue_len)
     else:
         _put_ext(f.buf + f.buf_len, rest, n, b.pref, b.pref_len)
-    f.off[slot] = f.buf_len
-    f.len[slot] = size
-    f.is_ref[slot] = False
-    f.mask |= (<uint32_t>1) << slot
-    f.buf_len += size
+    _frame_record(f, slot, size, False)
     return 0
 
 

@@ -27,7 +27,7 @@ from libc.stdint cimport int64_t, uint8_t
 from libc.string cimport memcmp
 
 from mpt.bytes_like cimport as_bytes, as_bytes_or_none
-from mpt.iavl.node cimport MAX_HEIGHT, InnerNode, LeafNode, Node
+from mpt.iavl.node cimport MAX_HEIGHT, InnerNode, LeafNode, Node, compare_keys
 from mpt.iavl.nodedb cimport describe
 
 from operator import index as _index
@@ -46,14 +46,6 @@ cdef extern from *:
     #endif
     """
     void MPT_PREFETCH(const void *p) noexcept nogil
-
-
-cdef inline int _compare(bytes a, bytes b) noexcept:
-    cdef Py_ssize_t na = PyBytes_GET_SIZE(a), nb = PyBytes_GET_SIZE(b)
-    cdef int r = memcmp(PyBytes_AS_STRING(a), PyBytes_AS_STRING(b), <size_t>(na if na < nb else nb))
-    if r != 0:
-        return -1 if r < 0 else 1
-    return (na > nb) - (na < nb)
 
 
 @cython.final
@@ -204,7 +196,7 @@ def import_nodes(tree, nodes, version):
         if h == 0:
             if en.value is None:
                 _position_error(position, en, "a leaf (height 0) without a value")
-            if last_leaf is not None and _compare(en.key, last_leaf) <= 0:
+            if last_leaf is not None and compare_keys(en.key, last_leaf) <= 0:
                 _position_error(position, en, ("a duplicate key" if en.key == last_leaf else
                                                "leaf keys must ascend, and %s came before it" % last_leaf.hex()))
             node = LeafNode.new(en.key, en.value, en.version)

@@ -40,6 +40,7 @@ from mpt.iavl.node cimport (
     LeafNode,
     Node,
     NodeFormat,
+    compare_keys,
     parse_format,
     sha256_into,
 )
@@ -57,15 +58,6 @@ cdef bytes _empty_hash():
 
 EMPTY_HASH = _empty_hash()
 """sha256 of nothing: the hash of an empty tree (iavl's ``Hash()`` of a nil root)."""
-
-
-cdef inline int _compare(bytes a, bytes b) noexcept:
-    """bytes.Compare: -1, 0 or 1."""
-    cdef Py_ssize_t na = PyBytes_GET_SIZE(a), nb = PyBytes_GET_SIZE(b)
-    cdef int r = memcmp(PyBytes_AS_STRING(a), PyBytes_AS_STRING(b), <size_t>(na if na < nb else nb))
-    if r != 0:
-        return -1 if r < 0 else 1
-    return (na > nb) - (na < nb)
 
 
 cdef inline int _height(Node n) noexcept:
@@ -211,7 +203,7 @@ cdef class MutableTree:
         if node is None:
             return None
         while node.height != 0:
-            if _compare(k, node.key) < 0:
+            if compare_keys(k, node.key) < 0:
                 node = self._left(node)
             else:
                 node = self._right(node)
@@ -240,7 +232,7 @@ cdef class MutableTree:
                 elif <int64_t>fast[1] <= self.version:
                     return fast[0]
         node = self._leaf_for(self.root, k)
-        if node is not None and _compare(k, node.key) == 0:
+        if node is not None and compare_keys(k, node.key) == 0:
             return node._value
         return default
 
@@ -266,7 +258,7 @@ cdef class MutableTree:
             elif <int64_t>fast[1] <= v:
                 return fast[0]
         node = self._leaf_for(root, k)
-        if node is not None and _compare(k, node.key) == 0:
+        if node is not None and compare_keys(k, node.key) == 0:
             return node._value
         return default
 
@@ -281,14 +273,14 @@ cdef class MutableTree:
         if node is None:
             return 0, None
         while node.height != 0:
-            if _compare(k, node.key) < 0:
+            if compare_keys(k, node.key) < 0:
                 node = self._left(node)
             else:
                 # Everything in the left subtree sorts before k.
                 right = self._right(node)
                 index += node.size - right.size
                 node = right
-        c = _compare(node.key, k)
+        c = compare_keys(node.key, k)
         if c < 0:
             return index + 1, None
         if c > 0:
@@ -349,12 +341,12 @@ cdef class MutableTree:
         while stack:
             node = stack.pop()
             if node.height == 0:
-                if (lo is None or _compare(node.key, lo) >= 0) and (hi is None or _compare(node.key, hi) < 0):
+                if (lo is None or compare_keys(node.key, lo) >= 0) and (hi is None or compare_keys(node.key, hi) < 0):
                     yield node.key, node._value
                 continue
             # Left subtree holds keys < node.key, the right one keys >= node.key: skip what the range excludes.
-            go_right = hi is None or _compare(node.key, hi) < 0
-            go_left = lo is None or _compare(lo, node.key) < 0
+            go_right = hi is None or compare_keys(node.key, hi) < 0
+            go_left = lo is None or compare_keys(lo, node.key) < 0
             # The stack pops last-in first: push the side to visit second first.
             if asc:
                 if go_right:
@@ -448,7 +440,7 @@ cdef class MutableTree:
         cdef int c
         cdef InnerNode inner
         if node.height == 0:
-            c = _compare(key, node.key)
+            c = compare_keys(key, node.key)
             if c == 0:
                 updated[0] = True
                 return LeafNode.new(key, value, wv)
@@ -462,7 +454,7 @@ cdef class MutableTree:
                 inner.right_node = LeafNode.new(key, value, wv)
             return inner
         node = self._mutable(node)
-        if _compare(key, node.key) < 0:
+        if compare_keys(key, node.key) < 0:
             (<InnerNode>node).left_node = self._set((<InnerNode>node).left_node, key, value, updated)
         else:
             (<InnerNode>node).right_node = self._set((<InnerNode>node).right_node, key, value, updated)
@@ -490,14 +482,14 @@ cdef class MutableTree:
         """iavl's recursiveRemove. Sets _rm_found/_rm_value, and _rm_newkey (the new leftmost key) on the way up."""
         cdef Node child
         if node.height == 0:
-            if _compare(key, node.key) == 0:
+            if compare_keys(key, node.key) == 0:
                 self._rm_found = True
                 self._rm_value = node._value
                 self._rm_newkey = None
                 return None
             self._rm_found = False
             return node
-        if _compare(key, node.key) < 0:
+        if compare_keys(key, node.key) < 0:
             child = self._remove(self._left(node), key)
             if not self._rm_found:
                 return node
@@ -704,7 +696,7 @@ cdef class MutableTree:
                     node = left
                     continue
                 i -= left.size
-            elif _compare(k, node.key) < 0:
+            elif compare_keys(k, node.key) < 0:
                 if inner._right_hash is None:
                     self._right(node)
                 _prefetch_node(<PyObject *>inner._right_hash)
@@ -717,7 +709,7 @@ cdef class MutableTree:
             rank += inner.size - node.size
         nodes[depth] = node
         del nodes[depth + 1:]
-        if not by_index and _compare(node.key, k) < 0:
+        if not by_index and compare_keys(node.key, k) < 0:
             rank += 1
         return nodes, rank
 
