@@ -71,40 +71,11 @@ IAVL_PROOF = IAVL.membership_proof(b"k3")
 HASH = bytes(range(32))
 
 
-def _trie_update(key=b"key03", value=b"new"):
-    t = _trie()
-    t.update(key, value)
-    return t.hash()
-
-
-def _trie_delete(key):
-    t = _trie()
-    t.delete(key)
-    return t.hash()
-
-
-def _secure_update(key=b"acct", value=b"value"):
-    s = SecureTrie()
-    s.update(key, value)
-    return s.hash()
-
-
-def _stack(key=b"\x01\x02", value=b"value"):
-    st = StackTrie()
-    st.update(key, value)
-    return st.hash()
-
-
-def _iavl_set(key=b"k3", value=b"new"):
-    tree = _iavl()
-    tree.set(key, value)
-    return tree.working_hash()
-
-
-def _iavl_remove(key):
-    tree = _iavl()
-    tree.remove(key)
-    return tree.working_hash()
+def _root_after(make, change):
+    """The root of a fresh tree from make() after change(tree)."""
+    tree = make()
+    change(tree)
+    return tree.working_hash() if isinstance(tree, MutableTree) else tree.hash()
 
 
 def _inner(key=b"key", left_hash=HASH, right_hash=HASH):
@@ -116,17 +87,17 @@ def _inner(key=b"key", left_hash=HASH, right_hash=HASH):
 OPTIONAL = {"Trie root", "MutableTree.items start", "InnerNode left_hash",
             "merkle.Proof.verify root"}
 ENTRY_POINTS = [
-    ("Trie.update key", "key", b"key03", lambda x: _trie_update(key=x)),
-    ("Trie.update value", "value", b"new", lambda x: _trie_update(value=x)),
+    ("Trie.update key", "key", b"key03", lambda x: _root_after(_trie, lambda t: t.update(x, b"new"))),
+    ("Trie.update value", "value", b"new", lambda x: _root_after(_trie, lambda t: t.update(b"key03", x))),
     ("Trie.get", "key", b"key04", lambda x: TRIE.get(x)),
-    ("Trie.delete", "key", b"key04", _trie_delete),
+    ("Trie.delete", "key", b"key04", lambda x: _root_after(_trie, lambda t: t.delete(x))),
     ("Trie root", "root", TRIE_ROOT, lambda x: Trie(db=TRIE.db, root=x).hash()),
     ("Trie.items start", "start", b"key17", lambda x: list(TRIE.items(start=x))),
     ("Trie.prove", "key", b"key04", lambda x: TRIE.prove(x)),
-    ("SecureTrie.update key", "key", b"acct", lambda x: _secure_update(key=x)),
-    ("SecureTrie.update value", "value", b"value", lambda x: _secure_update(value=x)),
-    ("StackTrie.update key", "key", b"\x01\x02", lambda x: _stack(key=x)),
-    ("StackTrie.update value", "value", b"value", lambda x: _stack(value=x)),
+    ("SecureTrie.update key", "key", b"acct", lambda x: _root_after(SecureTrie, lambda t: t.update(x, b"value"))),
+    ("SecureTrie.update value", "value", b"value", lambda x: _root_after(SecureTrie, lambda t: t.update(b"acct", x))),
+    ("StackTrie.update key", "key", b"\x01\x02", lambda x: _root_after(StackTrie, lambda t: t.update(x, b"value"))),
+    ("StackTrie.update value", "value", b"value", lambda x: _root_after(StackTrie, lambda t: t.update(b"\x01\x02", x))),
     ("build_root key", "pair 0: key", b"key", lambda x: build_root([(x, b"value")])),
     ("build_root value", "pair 0: value", b"value", lambda x: build_root([(b"key", x)])),
     ("derive_sha", "derive_sha() items[0]", b"\xc2\x01\x02", lambda x: derive_sha([x])),
@@ -148,10 +119,10 @@ ENTRY_POINTS = [
     ("merkle.Proof.verify leaf", "leaf", LEAVES[2], lambda x: MERKLE_PROOFS[2].verify(MERKLE_ROOT, x)),
     ("merkle.Proof leaf_hash", "LeafHash", HASH, lambda x: merkle.Proof(1, 0, x).leaf_hash),
     ("merkle.map_root value", "map value", b"value", lambda x: merkle.map_root({"store": x})),
-    ("MutableTree.set key", "key", b"k3", lambda x: _iavl_set(key=x)),
-    ("MutableTree.set value", "value", b"new", lambda x: _iavl_set(value=x)),
+    ("MutableTree.set key", "key", b"k3", lambda x: _root_after(_iavl, lambda t: t.set(x, b"new"))),
+    ("MutableTree.set value", "value", b"new", lambda x: _root_after(_iavl, lambda t: t.set(b"k3", x))),
     ("MutableTree.get", "key", b"k4", lambda x: IAVL.get(x)),
-    ("MutableTree.remove", "key", b"k4", _iavl_remove),
+    ("MutableTree.remove", "key", b"k4", lambda x: _root_after(_iavl, lambda t: t.remove(x))),
     ("MutableTree.items start", "start", b"k7", lambda x: list(IAVL.items(start=x))),
     ("MutableTree.membership_proof", "key", b"k3", lambda x: IAVL.membership_proof(x).to_bytes()),
     ("LeafNode key", "key", b"key", lambda x: LeafNode(x, b"value", 1).hash),
