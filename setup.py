@@ -44,6 +44,7 @@ MODULES = {
     "mpt.stacktrie": True,
     "mpt.derive": True,
     "mpt.proof": True,
+    "mpt.rangeproof": True,
     "mpt.bench._alloc": True,
     "mpt._sha256.binding": False,
     "mpt.merkle": False,

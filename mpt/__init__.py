@@ -11,9 +11,10 @@ import typing as _typing
 
 # The batched hasher's optional worker threads (MPT_HASH_THREADS) are OpenMP's, and libgomp's default is to
 # spin while waiting for work: on a machine whose cores are busy with other processes, the spinning workers and
-# the hashing thread take turns by whole scheduler time slices (2.1 s instead of 0.09 s for 100K accounts on a
-# loaded 2-core VM). Sleeping waiters cost microseconds per batch instead. libgomp reads this when it is
-# loaded, so it is set before the first compiled module imports; a value the user set is kept.
+# the hashing thread take turns by whole scheduler time slices (an order of magnitude slower on a loaded
+# machine; docs/contributing/performance_notes.md). Sleeping waiters cost microseconds per batch instead. libgomp
+# reads this when it is loaded, so it is set before the first compiled module imports; a value the user set is
+# kept.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from mpt._keccak import keccak256  # noqa: E402 - after the OpenMP setting above
@@ -22,7 +23,8 @@ from mpt.node import FullNode, HashNode, ShortNode, ValueNode, decode_node  # no
 from mpt.secure import EMPTY_CODE_HASH, SecureTrie  # noqa: E402
 from mpt.stacktrie import StackTrie  # noqa: E402
 from mpt.derive import derive_sha, derive_sha_trie  # noqa: E402
-from mpt.proof import verify_proof, verify_range_proof  # noqa: E402
+from mpt.proof import verify_proof  # noqa: E402
+from mpt.rangeproof import verify_range_proof  # noqa: E402
 from mpt.trie import EMPTY_ROOT, Trie  # noqa: E402
 from mpt import rlp  # noqa: E402
 from mpt import merkle  # noqa: E402 - CometBFT / RFC 6962 binary Merkle trees (SHA-256)

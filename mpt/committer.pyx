@@ -176,7 +176,7 @@ cdef int _commit(Node n, WriteBuffer path, Py_ssize_t plen, WriteBuffer out, Nod
     elif type(n) is ShortNode:
         c = <PyObject *>(<ShortNode>n).val
         # A leaf (leaf_value set) has nothing to commit below it; asking saves a read of its ValueNode, which
-        # the hashing pass did not bring into the cache either (CommitAfterHashFixedSize/10K 1.5x without).
+        # the hashing pass did not bring into the cache either (CommitAfterHashFixedSize: a large share).
         if (<ShortNode>n).leaf_value == NULL and _needs_commit(c):
             key = (<ShortNode>n).key
             nk = PyBytes_GET_SIZE(key)

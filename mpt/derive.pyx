@@ -6,11 +6,11 @@ in the order 1..127, 0, 128.. which is ascending once RLP-encoded (rlp(0) is 0x8
 ``impl="simple"``: a binary keccak Merkle tree over keccak(item) (klaytn DeriveShaSimple).
 ``impl="concat"``: keccak of the concatenation (klaytn DeriveShaConcat).
 """
-from cpython.buffer cimport PyObject_CheckBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport uint8_t
 
 from mpt._keccak.keccak cimport mpt_keccak256
+from mpt.bytes_like cimport as_bytes
 from mpt.stacktrie cimport StackTrie
 from mpt.trie cimport Trie
 
@@ -52,10 +52,7 @@ cdef list _as_bytes_list(items, str func):
                         % (func, type(items).__name__))
     for i, item in enumerate(items):
         if type(item) is not bytes:
-            if PyObject_CheckBuffer(item):      # any bytes-like object, as hashlib takes
-                item = bytes(memoryview(item))
-            else:
-                raise TypeError("item %d is %s; %s takes consensus-encoded bytes" % (i, type(item).__name__, func))
+            item = as_bytes(item, "%s() items[%d]" % (func, i))
         out.append(item)
     return out
 

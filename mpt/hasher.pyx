@@ -75,8 +75,8 @@ cdef inline void _prefetch_object(const void *p) noexcept nogil:
     # such an object spans three lines whenever it starts late in one: a ShortNode (88 bytes: its key, val and
     # leaf_value pointers at 64, 72 and 80) at offset 48 has leaf_value in its third line; a 32-byte key's
     # nibbles (98 bytes as bytes) and an account value (about 110) from offset 32 on. Asked for two lines, the
-    # pass took the third as a serial miss on a large part of the leaves (HashFixedSize/100K 0.75x with three;
-    # docs/performance.md). The extra prefetch of a line the object does not reach costs one instruction.
+    # pass took the third as a serial miss on a large part of the leaves (measured: docs/contributing/
+    # performance_notes.md). The extra prefetch of a line the object does not reach costs one instruction.
     MPT_PREFETCH(p)
     MPT_PREFETCH(<const char *>p + 64)
     MPT_PREFETCH(<const char *>p + 128)
@@ -465,9 +465,8 @@ cdef Py_ssize_t _visit_full(HashPass *p, PyObject *n, int *height) noexcept nogi
     # (ShortNode.leaf_value: the ValueNode is never read), a branch's other lines and children; (3) the keys and
     # value bytes of the leaves one level down. Going two levels down lets a branch above the bottom one (at 100K
     # accounts: about 16 children and 24 leaves below them) overlap all its leaves' misses, where a bottom branch
-    # alone has 1-3 leaves to overlap (HashFixedSize/100K: 0.90x, /10K and /1K within noise). Skipping the
-    # ValueNode took one round and one dependent miss per leaf away (0.89x at 100K, 0.94x at 10K;
-    # docs/performance.md).
+    # alone has 1-3 leaves to overlap. Skipping the ValueNode took one round and one dependent miss per leaf
+    # away (both measured: docs/contributing/performance_notes.md).
     for j in range(cnt):
         c = kids[j]
         if _has_hash(c):
@@ -780,7 +779,7 @@ cdef class Hasher:
     cdef bytes root_hash(self, Node root):
         """The root hash of the tree under root, as bytes."""
         # The batched pass runs without the GIL whatever the backend (with SIMD lanes it also wins at every
-        # size: 20 accounts, 9.7 against 15.9 us on AVX2); hash_node then only hashes a root under 32 bytes.
+        # size, down to 20 accounts); hash_node then only hashes a root under 32 bytes.
         self.hash_levels(root, hash_threads())
         self.hash_node(root, True)
         return PyBytes_FromStringAndSize(<char *>self.digest, HASH_LENGTH)

@@ -23,7 +23,7 @@ hashes from the leaf's sibling up to the root's child). Anything CometBFT refuse
 """
 
 cimport cython
-from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_CheckBuffer, PyObject_GetBuffer
+from cpython.buffer cimport PyBuffer_Release
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from cpython.object cimport PyObject
@@ -32,6 +32,7 @@ from cpython.sequence cimport PySequence_Fast_GET_ITEM, PySequence_Fast_GET_SIZE
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcmp, memcpy, memmove
 
+from mpt.bytes_like cimport as_bytes, get_bytes_view
 from mpt.runtime cimport hash_threads, mark_openmp_used
 from mpt._sha256.sha256 cimport (
     mpt_sha256,
@@ -78,7 +79,7 @@ cdef enum:
     # Below this many bytes to hash, dropping and re-taking the GIL costs more than it lets other threads do.
     _NOGIL_BYTES = 65536
     # Below this many leaves a root is hashed on the calling thread whatever the hashing-thread setting: the
-    # work (~150 us on SHA-NI) is not much more than waking an OpenMP team on a loaded machine.
+    # work is not much more than waking an OpenMP team on a loaded machine.
     _THREADS_MIN_LEAVES = 2048
 
 MAX_AUNTS = _MAX_AUNTS
@@ -186,16 +187,12 @@ cdef class _Scratch:
             if type(item) is bytes:
                 self.ptrs[i] = <const unsigned char*>PyBytes_AS_STRING(item)
                 self.lens[i] = <size_t>PyBytes_GET_SIZE(item)
-            elif PyObject_CheckBuffer(item):
-                # PyBUF_SIMPLE: a C-contiguous byte buffer (else BufferError); the export pins its size.
-                PyObject_GetBuffer(item, &self.views[self.exported], PyBUF_SIMPLE)
+            else:
+                # A C-contiguous byte buffer, else TypeError; the export pins its size.
+                get_bytes_view(item, &self.views[self.exported], f"items[{i}]")
                 self.ptrs[i] = <const unsigned char*>self.views[self.exported].buf
                 self.lens[i] = <size_t>self.views[self.exported].len
                 self.exported += 1
-            elif isinstance(item, str):
-                raise TypeError(f"Merkle leaves must be bytes-like, not str (item {i}); encode it first")
-            else:
-                raise TypeError(f"Merkle leaves must be bytes-like, not {type(item).__name__} (item {i})")
             Py_INCREF(item)
             self.items[i] = obj
             self.held = i + 1
@@ -558,13 +555,7 @@ cdef _RootError _root_from_aunts(int64_t index, int64_t total, const unsigned ch
 
 cdef bytes _as_hash(value, str what):
     """value as 32 bytes, or ProofError."""
-    cdef bytes b
-    if isinstance(value, bytes):
-        b = <bytes>value
-    elif isinstance(value, (bytearray, memoryview)):
-        b = bytes(value)
-    else:
-        raise TypeError(f"{what} must be bytes, not {type(value).__name__}")
+    cdef bytes b = as_bytes(value, what)
     if len(b) != HASH_LEN:
         raise ProofError(f"expected {what} size to be {HASH_LEN}, got {len(b)}")
     return b
@@ -645,8 +636,7 @@ cdef class Proof:
         :func:`mpt.verify_proof`, return the value instead.)"""
         if root_hash is None:
             raise ProofError("invalid root hash: cannot be nil")
-        if not isinstance(root_hash, (bytes, bytearray, memoryview)):
-            raise TypeError(f"root_hash must be bytes, not {type(root_hash).__name__}")
+        root_hash = as_bytes(root_hash, "root_hash")
         want = leaf_hash(leaf)
         if want != self.leaf_hash:
             raise ProofError(f"invalid leaf hash: wanted {want.hex().upper()} got {self.leaf_hash.hex().upper()}")
@@ -802,9 +792,7 @@ def leaf_hash(leaf):
         mpt_sha256_prefixed(LEAF_PREFIX, <const unsigned char*>PyBytes_AS_STRING(leaf),
                             <size_t>PyBytes_GET_SIZE(leaf), out)
         return PyBytes_FromStringAndSize(<char*>out, HASH_LEN)
-    if not PyObject_CheckBuffer(leaf):
-        raise TypeError(f"a Merkle leaf must be bytes-like, not {type(leaf).__name__}")
-    PyObject_GetBuffer(leaf, &view, PyBUF_SIMPLE)
+    get_bytes_view(leaf, &view, "leaf")
     try:
         mpt_sha256_prefixed(LEAF_PREFIX, <const unsigned char*>view.buf, <size_t>view.len, out)
     finally:
@@ -949,9 +937,7 @@ cdef bytes _sha256_digest(data):
     if type(data) is bytes:
         mpt_sha256(<const unsigned char*>PyBytes_AS_STRING(data), <size_t>PyBytes_GET_SIZE(data), out)
         return PyBytes_FromStringAndSize(<char*>out, HASH_LEN)
-    if not PyObject_CheckBuffer(data):
-        raise TypeError(f"a transaction must be bytes-like, not {type(data).__name__}")
-    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    get_bytes_view(data, &view, "tx")
     try:
         mpt_sha256(<const unsigned char*>view.buf, <size_t>view.len, out)
     finally:
@@ -976,12 +962,8 @@ cdef bytes _map_key(key):
             b = (<str>key).encode("utf-8")
         except UnicodeEncodeError as e:
             raise ValueError(f"map key {key!r:.60} is not encodable as UTF-8: {e.reason}") from None
-    elif isinstance(key, bytes):
-        b = <bytes>key
-    elif PyObject_CheckBuffer(key):
-        b = bytes(memoryview(key).cast("B"))
     else:
-        raise TypeError(f"a map key must be str or bytes-like, not {type(key).__name__}")
+        b = as_bytes(key, "map key")
     if len(b) == 0:
         # The SDK's assertValidKey panics on an empty key: no such map exists on a chain.
         raise ValueError("map keys must not be empty")
@@ -989,11 +971,7 @@ cdef bytes _map_key(key):
 
 
 cdef bytes _map_value(value):
-    if isinstance(value, bytes):
-        return <bytes>value
-    if isinstance(value, str) or not PyObject_CheckBuffer(value):
-        raise TypeError(f"a map value must be bytes-like, not {type(value).__name__}")
-    return bytes(memoryview(value).cast("B"))
+    return as_bytes(value, "map value")
 
 
 cdef list _map_entries(mapping):

@@ -1,4 +1,5 @@
 """Trie nodes: FullNode (branch), ShortNode (extension or leaf), HashNode, ValueNode; strict decoding."""
+from _typeshed import ReadableBuffer
 from collections.abc import Iterable
 from typing import Union, final
 
@@ -54,7 +55,7 @@ class ValueNode(Node):
         """The stored value, never empty."""
 
 def decode_node(
-    blob: bytes | bytearray | memoryview, node_hash: bytes | None = None
+    blob: ReadableBuffer, node_hash: bytes | None = None
 ) -> Union[FullNode, ShortNode]:
     """Decode an Ethereum trie node from its RLP encoding with geth's strictness; NodeDecodeError for anything
     else. (``mpt.decode_node`` is this one; IAVL nodes are decoded by ``mpt.iavl.decode_node``.)"""

@@ -11,6 +11,7 @@ from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
 from libc.stdint cimport uint8_t
 from libc.string cimport memcpy
 
+from mpt.bytes_like cimport as_bytes
 from mpt.encoding cimport TERMINATOR, compact_size, write_compact, compact_to_hex_c
 from mpt.rlp cimport (MAX_HEADER_SIZE, RLPItem, WriteBuffer, header_size, put_header, read_item,
                       read_item_fast,
@@ -448,10 +449,7 @@ def decode_node(blob, node_hash=None):
 
     Raises NodeDecodeError for anything that is not a valid node.
     """
-    if isinstance(blob, (bytearray, memoryview)):
-        blob = bytes(blob)
-    if not isinstance(blob, bytes):
-        raise TypeError("decode_node() takes bytes, not %s" % type(blob).__name__)
+    blob = as_bytes(blob, "blob")
     if node_hash is not None and (not isinstance(node_hash, bytes) or len(node_hash) != HASH_LENGTH):
         raise TypeError("node_hash must be 32 bytes or None")
     return decode_node_c(node_hash, <const unsigned char *>PyBytes_AS_STRING(blob), PyBytes_GET_SIZE(blob))

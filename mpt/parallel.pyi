@@ -1,4 +1,5 @@
 """Roots of unsorted (key, value) pairs at any scale: shards built in parallel without the GIL."""
+from _typeshed import ReadableBuffer
 from collections.abc import Iterable, Mapping
 from typing import Any, Callable, Optional, Union
 
@@ -7,7 +8,6 @@ from typing_extensions import TypeAlias
 __all__ = ["build_root", "build_shard_records", "check_workers", "choose_shard_nibbles", "MAX_SHARD_NIBBLES",
            "MAX_WORKERS"]
 
-_BytesLike: TypeAlias = Union[bytes, bytearray, memoryview]
 _ShardResult: TypeAlias = tuple[int, int, bytes, Optional[bytes], Optional[bytes], int]
 
 MAX_SHARD_NIBBLES: int
@@ -18,7 +18,7 @@ def check_workers(workers: Optional[int], name: str = "workers") -> int:
     """A thread count: None gives the CPU count; TypeError for a non-integer, ValueError outside 1..MAX_WORKERS."""
 
 def build_root(
-    pairs: Union[Iterable[tuple[_BytesLike, _BytesLike]], Mapping[_BytesLike, _BytesLike]],
+    pairs: Union[Iterable[tuple[ReadableBuffer, ReadableBuffer]], Mapping[ReadableBuffer, ReadableBuffer]],
     *,
     workers: Optional[int] = None,
     shard_nibbles: Optional[int] = None,
@@ -29,7 +29,7 @@ def build_root(
 ) -> bytes:
     """The root hash of the trie holding ``pairs`` (any order; last duplicate wins; empty value deletes)."""
 
-def build_shard_records(records: _BytesLike, backend: int = -1) -> _ShardResult:
+def build_shard_records(records: ReadableBuffer, backend: int = -1) -> _ShardResult:
     """Build one shard from its records (u32le key length, u32le value length, key, value; input order)."""
 
 def build_shard_many(blobs: list[bytes], backend: int = -1) -> list[_ShardResult]:

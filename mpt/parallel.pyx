@@ -41,6 +41,7 @@ from libc.stdlib cimport qsort
 from libc.string cimport memcmp, memcpy, memset
 from posix.unistd cimport pread
 
+from mpt.bytes_like cimport as_bytes
 from mpt.stacktrie cimport (
     ST_LEAF,
     ST_NONE,
@@ -512,12 +513,11 @@ cdef void _free_arenas(Arena *arenas, size_t n) noexcept nogil:
         PyMem_RawFree(arenas)
 
 
-cdef inline bytes _as_bytes(object data, str what, Py_ssize_t index):
+cdef inline bytes _pair_bytes(object data, str what, Py_ssize_t index):
+    # The pair's index goes into the argument's name; the name is only built for a value that is not bytes.
     if type(data) is bytes:
         return <bytes>data
-    if isinstance(data, (bytearray, memoryview)):
-        return bytes(data)
-    raise TypeError("pair %d: %s must be bytes, not %s" % (index, what, type(data).__name__))
+    return as_bytes(data, "pair %d: %s" % (index, what))
 
 
 # Pairs each reader copies between two synchronisation points (a merge, a spill check, a progress update): large
@@ -611,16 +611,16 @@ cdef class _Partition:
         the pair's input position."""
         cdef bytes key, value
         if type(item) is tuple and PyTuple_GET_SIZE(item) == 2:
-            key = _as_bytes(<object>PyTuple_GET_ITEM(item, 0), "key", index)
-            value = _as_bytes(<object>PyTuple_GET_ITEM(item, 1), "value", index)
+            key = _pair_bytes(<object>PyTuple_GET_ITEM(item, 0), "key", index)
+            value = _pair_bytes(<object>PyTuple_GET_ITEM(item, 1), "value", index)
         else:
             try:
                 k, v = item
             except (TypeError, ValueError):
                 raise TypeError("pair %d: expected a (key, value) pair, got %s"
                                 % (index, type(item).__name__)) from None
-            key = _as_bytes(k, "key", index)
-            value = _as_bytes(v, "value", index)
+            key = _pair_bytes(k, "key", index)
+            value = _pair_bytes(v, "value", index)
         if <size_t>PyBytes_GET_SIZE(key) > 0xffffffff or <size_t>PyBytes_GET_SIZE(value) > 0xffffffff:
             raise ValueError("pair %d: keys and values are limited to 4 GiB" % index)
         if _append(arenas, self.k, self.nshards, <const uint8_t *>PyBytes_AS_STRING(key), <size_t>PyBytes_GET_SIZE(key),

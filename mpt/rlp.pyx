@@ -11,6 +11,8 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.stdint cimport uint8_t, uint64_t
 from libc.string cimport memcpy, memmove
 
+from mpt.bytes_like cimport get_bytes_view
+
 from mpt.errors import RLPDecodeError
 
 
@@ -179,12 +181,7 @@ def decode(data):
     """
     cdef Py_buffer view
     cdef Py_ssize_t end = 0
-    if isinstance(data, str):
-        raise TypeError("rlp.decode() takes bytes-like input, not str")
-    try:
-        PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
-    except TypeError:
-        raise TypeError("rlp.decode() takes bytes-like input, not %s" % type(data).__name__) from None
+    get_bytes_view(data, &view, "data")
     try:
         if view.len == 0:
             raise RLPDecodeError("empty input at offset 0")

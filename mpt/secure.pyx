@@ -4,7 +4,8 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from libc.stdint cimport uint8_t
 
 from mpt._keccak.keccak cimport mpt_keccak256
-from mpt.trie cimport Trie, check_bytes
+from mpt.bytes_like cimport as_bytes
+from mpt.trie cimport Trie
 
 from mpt.errors import RLPDecodeError
 from mpt.rlp import decode as rlp_decode, encode as rlp_encode
@@ -31,11 +32,11 @@ cdef bytes _slot_key(object slot):
         if slot < 0 or slot >= 1 << 256:
             raise ValueError("storage slot %d out of range" % slot)
         return slot.to_bytes(32, "big")
-    return check_bytes(slot, "slot")
+    return as_bytes(slot, "slot")
 
 
 cdef bytes _address(object address):
-    address = check_bytes(address, "address")
+    address = as_bytes(address, "address")
     if PyBytes_GET_SIZE(address) != 20:
         raise ValueError("an account address is 20 bytes, got %d" % PyBytes_GET_SIZE(address))
     return address
@@ -45,7 +46,7 @@ cdef class SecureTrie(Trie):
     """A Trie whose keys are keccak256 of the caller's keys (the state and storage tries)."""
 
     cdef bytes _trie_key(self, object key):
-        return _keccak(check_bytes(key, "key"))
+        return _keccak(as_bytes(key, "key"))
 
     # -------------------------------------------------------------------------------------- accounts
 
@@ -54,8 +55,8 @@ cdef class SecureTrie(Trie):
 
         address is the 20-byte account address (ValueError for another length)."""
         address = _address(address)
-        storage_root = check_bytes(storage_root, "storage_root")
-        code_hash = check_bytes(code_hash, "code_hash")
+        storage_root = as_bytes(storage_root, "storage_root")
+        code_hash = as_bytes(code_hash, "code_hash")
         if len(storage_root) != 32 or len(code_hash) != 32:
             raise ValueError("storage_root and code_hash are 32-byte hashes")
         if nonce < 0 or nonce >= 1 << 64:
@@ -93,7 +94,7 @@ cdef class SecureTrie(Trie):
                 raise ValueError("storage value %d out of range" % value)
             raw = value.to_bytes((value.bit_length() + 7) // 8, "big")
         else:
-            raw = check_bytes(value, "value")
+            raw = as_bytes(value, "value")
             if len(raw) > 32:
                 raise ValueError("storage values are at most 32 bytes, got %d" % len(raw))
             raw = raw.lstrip(b"\x00")

@@ -1,10 +1,9 @@
 """StackTrie: builds a trie root from keys given in strictly ascending order, in O(key length) memory."""
+from _typeshed import ReadableBuffer
 from collections.abc import Callable
 from typing import final
 
-from typing_extensions import Self, TypeAlias
-
-_BytesLike: TypeAlias = bytes | bytearray | memoryview
+from typing_extensions import Self
 
 @final
 class StackTrie:
@@ -15,7 +14,7 @@ class StackTrie:
     """
 
     def __new__(cls, on_node: Callable[[bytes, bytes, bytes], object] | None = None) -> Self: ...
-    def update(self, key: _BytesLike, value: _BytesLike) -> None:
+    def update(self, key: ReadableBuffer, value: ReadableBuffer) -> None:
         """Insert key -> value. Keys must be strictly ascending; values must not be empty."""
     def hash(self) -> bytes:
         """The root hash. Finalises the trie: further updates need reset() first."""

@@ -18,12 +18,13 @@ how mpt.parallel combines shard results into the top levels. Keys that are prefi
 branch) are allowed when ``allow_prefix`` is set; StackTrie refuses them, like geth.
 """
 cimport cython
-from cpython.buffer cimport PyObject_CheckBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_RawFree, PyMem_RawRealloc
 from libc.stdint cimport uint8_t, uint32_t
 from libc.string cimport memcpy, memset
 
+from mpt.bytes_like cimport as_bytes
+from mpt.rlp cimport header_size, put_header, string_size
 from mpt._keccak.keccak cimport (
     MPT_KECCAK_BACKENDS,
     mpt_keccak256,
@@ -59,41 +60,9 @@ cdef inline int _grow(uint8_t **buf, size_t *cap, size_t need) noexcept nogil:
     return 0
 
 
-cdef inline size_t _len_bytes(size_t n) noexcept nogil:
-    cdef size_t count = 0
-    while n:
-        count += 1
-        n >>= 8
-    return count
-
-
-cdef inline size_t _header_size(size_t n) noexcept nogil:
-    # An RLP string or list header for n payload bytes.
-    return 1 if n < 56 else 1 + _len_bytes(n)
-
-
-cdef inline uint8_t *_put_header(uint8_t *o, uint8_t base, size_t n) noexcept nogil:
-    # base 0x80 for strings, 0xc0 for lists
-    cdef size_t lb, i
-    if n < 56:
-        o[0] = <uint8_t>(base + n)
-        return o + 1
-    lb = _len_bytes(n)
-    o[0] = <uint8_t>(base + 55 + lb)
-    for i in range(lb):
-        o[lb - i] = <uint8_t>(n >> (8 * i))
-    return o + 1 + lb
-
-
-cdef inline size_t _str_size(const uint8_t *d, size_t n) noexcept nogil:
-    if n == 1 and d[0] < 0x80:
-        return 1
-    return _header_size(n) + n
-
-
 cdef inline uint8_t *_put_str(uint8_t *o, const uint8_t *d, size_t n) noexcept nogil:
     if not (n == 1 and d[0] < 0x80):
-        o = _put_header(o, 0x80, n)
+        o += put_header(o, 0x80, n)
     memcpy(o, d, n)
     return o + n
 
@@ -101,14 +70,14 @@ cdef inline uint8_t *_put_str(uint8_t *o, const uint8_t *d, size_t n) noexcept n
 cdef inline size_t _hp_size(size_t n) noexcept nogil:
     # Hex-prefix (compact) encoding of n nibbles, as an RLP string. One byte (n <= 1) is below 0x80: no header.
     cdef size_t hl = n // 2 + 1
-    return 1 if hl == 1 else _header_size(hl) + hl
+    return 1 if hl == 1 else <size_t>header_size(hl) + hl
 
 
 cdef inline uint8_t *_put_hp(uint8_t *o, const uint8_t *nib, size_t n, bint leaf) noexcept nogil:
     cdef size_t hl = n // 2 + 1, i
     cdef uint8_t flag = 2 if leaf else 0
     if hl > 1:
-        o = _put_header(o, 0x80, hl)
+        o += put_header(o, 0x80, hl)
     if n & 1:
         o[0] = <uint8_t>(((flag + 1) << 4) | nib[0])
         nib += 1
@@ -156,38 +125,43 @@ cdef inline STFrame *_push_frame(STBuilder *b, size_t depth) noexcept nogil:
     return &b.frames[b.nframes - 1]
 
 
-cdef inline int _frame_put(STFrame *f, uint8_t slot, const uint8_t *data, size_t n, bint is_ref) noexcept nogil:
-    if _grow(&f.buf, &f.buf_cap, f.buf_len + n) < 0:
-        return -1
-    memcpy(f.buf + f.buf_len, data, n)
+cdef inline void _frame_record(STFrame *f, uint8_t slot, size_t n, bint is_ref) noexcept nogil:
+    # The n bytes just written at the end of f's buffer are the child in slot.
     f.off[slot] = f.buf_len
     f.len[slot] = n
     f.is_ref[slot] = is_ref
     f.mask |= (<uint32_t>1) << slot
     f.buf_len += n
+
+
+cdef inline int _frame_put(STFrame *f, uint8_t slot, const uint8_t *data, size_t n, bint is_ref) noexcept nogil:
+    if _grow(&f.buf, &f.buf_cap, f.buf_len + n) < 0:
+        return -1
+    memcpy(f.buf + f.buf_len, data, n)
+    _frame_record(f, slot, n, is_ref)
     return 0
 
 
 cdef inline size_t _leaf_size(size_t n, const uint8_t *value, size_t value_len) noexcept nogil:
-    cdef size_t payload = _hp_size(n) + _str_size(value, value_len)
-    return _header_size(payload) + payload
+    cdef size_t payload = _hp_size(n) + <size_t>string_size(value, value_len)
+    return <size_t>header_size(payload) + payload
 
 
 cdef inline uint8_t *_put_leaf(uint8_t *o, const uint8_t *nib, size_t n, const uint8_t *value,
                                size_t value_len) noexcept nogil:
-    o = _put_header(o, 0xc0, _hp_size(n) + _str_size(value, value_len))
+    o += put_header(o, 0xc0, _hp_size(n) + <size_t>string_size(value, value_len))
     o = _put_hp(o, nib, n, True)
     return _put_str(o, value, value_len)
 
 
 cdef inline size_t _ext_size(size_t n, size_t ref_len) noexcept nogil:
     cdef size_t payload = _hp_size(n) + ref_len
-    return _header_size(payload) + payload
+    return <size_t>header_size(payload) + payload
 
 
 cdef inline uint8_t *_put_ext(uint8_t *o, const uint8_t *nib, size_t n, const uint8_t *ref,
                               size_t ref_len) noexcept nogil:
-    o = _put_header(o, 0xc0, _hp_size(n) + ref_len)
+    o += put_header(o, 0xc0, _hp_size(n) + ref_len)
     o = _put_hp(o, nib, n, False)
     memcpy(o, ref, ref_len)
     return o + ref_len
@@ -210,11 +184,7 @@ cdef int _emit_pending(STBuilder *b, STFrame *f) noexcept nogil:
         _put_leaf(f.buf + f.buf_len, rest, n, b.pvalue, b.pvalue_len)
     else:
         _put_ext(f.buf + f.buf_len, rest, n, b.pref, b.pref_len)
-    f.off[slot] = f.buf_len
-    f.len[slot] = size
-    f.is_ref[slot] = False
-    f.mask |= (<uint32_t>1) << slot
-    f.buf_len += size
+    _frame_record(f, slot, size, False)
     return 0
 
 
@@ -265,13 +235,13 @@ cdef int _finish_frame(STBuilder *b, STFrame *f, size_t start, const uint8_t **o
             if _notify(b, f.depth, which[i], digests + i * ST_HASH_LENGTH, ptrs[i], lens[i]) < 0:
                 return -1
     if f.has_value:
-        payload += _str_size(f.value, f.value_len)
+        payload += <size_t>string_size(f.value, f.value_len)
     else:
         payload += 1
-    size = _header_size(payload) + payload
+    size = <size_t>header_size(payload) + payload
     if _grow(&b.tmp, &b.tmp_cap, size) < 0:
         return -1
-    o = _put_header(b.tmp, 0xc0, payload)
+    o = b.tmp + put_header(b.tmp, 0xc0, payload)
     for i in range(16):
         if slot_hashed[i] >= 0:
             o[0] = 0xa0
@@ -301,7 +271,7 @@ cdef int _finish_frame(STBuilder *b, STFrame *f, size_t start, const uint8_t **o
         size = _ext_size(n, 33)
         if _grow(&b.tmp2, &b.tmp2_cap, size) < 0:
             return -1
-        o = _put_header(b.tmp2, 0xc0, _hp_size(n) + 33)
+        o = b.tmp2 + put_header(b.tmp2, 0xc0, _hp_size(n) + 33)
         o = _put_hp(o, b.prev + start, n, False)
         o[0] = 0xa0
         memcpy(o + 1, digest, ST_HASH_LENGTH)
@@ -398,13 +368,26 @@ cdef int st_add_key(STBuilder *b, const uint8_t *key, size_t key_len, const uint
     return st_add_nibbles(b, b.nib, 2 * key_len, ST_LEAF, value, value_len)
 
 
+cdef int _close_top_frame(STBuilder *b) noexcept nogil:
+    """Finish the top frame (there are at least two) into its slot of the frame below it, and pop it."""
+    cdef STFrame *f = &b.frames[b.nframes - 1]
+    cdef STFrame *parent = &b.frames[b.nframes - 2]
+    cdef const uint8_t *enc
+    cdef size_t enc_len
+    if _finish_frame(b, f, parent.depth + 1, &enc, &enc_len) < 0:
+        return -1
+    if _frame_put(parent, b.prev[parent.depth], enc, enc_len, False) < 0:
+        return -1
+    b.nframes -= 1
+    return 0
+
+
 cdef int st_add_nibbles(STBuilder *b, const uint8_t *nib, size_t n, int kind, const uint8_t *payload,
                         size_t payload_len) noexcept nogil:
     """Add an item at the path nib[:n]: a leaf (payload = value, borrowed) or a finished subtree (payload = the
     reference to its top branch, copied). Paths must ascend; the builder is unchanged when they do not."""
     cdef size_t L = 0
     cdef STFrame *f
-    cdef STFrame *parent
     cdef const uint8_t *enc
     cdef size_t enc_len
     cdef uint8_t *tmpbuf
@@ -435,13 +418,9 @@ cdef int st_add_nibbles(STBuilder *b, const uint8_t *nib, size_t n, int kind, co
                 return -1
             while f.depth > L:
                 if b.nframes >= 2 and b.frames[b.nframes - 2].depth >= L:
-                    parent = &b.frames[b.nframes - 2]
-                    if _finish_frame(b, f, parent.depth + 1, &enc, &enc_len) < 0:
+                    if _close_top_frame(b) < 0:
                         return -1
-                    if _frame_put(parent, b.prev[parent.depth], enc, enc_len, False) < 0:
-                        return -1
-                    b.nframes -= 1
-                    f = parent
+                    f = &b.frames[b.nframes - 1]
                 else:
                     # The new key parts from the old path above this branch: a new branch at L takes its place.
                     if _finish_frame(b, f, L + 1, &enc, &enc_len) < 0:
@@ -468,20 +447,11 @@ cdef int st_add_nibbles(STBuilder *b, const uint8_t *nib, size_t n, int kind, co
 
 cdef int _fold(STBuilder *b) noexcept nogil:
     # Close every frame but the bottom one (the pending item included); there is at least one frame.
-    cdef STFrame *f = &b.frames[b.nframes - 1]
-    cdef STFrame *parent
-    cdef const uint8_t *enc
-    cdef size_t enc_len
-    if _emit_pending(b, f) < 0:
+    if _emit_pending(b, &b.frames[b.nframes - 1]) < 0:
         return -1
     while b.nframes > 1:
-        parent = &b.frames[b.nframes - 2]
-        if _finish_frame(b, f, parent.depth + 1, &enc, &enc_len) < 0:
+        if _close_top_frame(b) < 0:
             return -1
-        if _frame_put(parent, b.prev[parent.depth], enc, enc_len, False) < 0:
-            return -1
-        b.nframes -= 1
-        f = parent
     return 0
 
 
@@ -578,15 +548,6 @@ cdef int _call_on_node(StackTrie st, const uint8_t *path, size_t path_len, const
     return 0
 
 
-cdef inline bytes _as_bytes(object data, str what):
-    # The key is copied into the builder; the value is kept (bytes are immutable, other buffers are copied).
-    if type(data) is bytes:
-        return <bytes>data
-    if PyObject_CheckBuffer(data):      # any bytes-like object (buffer protocol), as hashlib takes
-        return bytes(memoryview(data))
-    raise TypeError("%s must be a bytes-like object, not %s" % (what, type(data).__name__))
-
-
 cdef str _nibbles_hex(const uint8_t *nib, size_t n):
     return "".join(["%x" % nib[i] for i in range(n)])
 
@@ -622,8 +583,8 @@ cdef class StackTrie:
 
     cpdef update(self, object key, object value):
         """Insert key -> value. Keys must be strictly ascending; values must not be empty."""
-        cdef bytes k = _as_bytes(key, "key")
-        cdef bytes v = _as_bytes(value, "value")
+        cdef bytes k = as_bytes(key, "key")
+        cdef bytes v = as_bytes(value, "value")
         cdef int rc
         if self.hashed:
             raise ValueError("the stack trie was hashed already; call reset() to start a new one")

@@ -19,6 +19,9 @@ cdef class Trie:
         # update()/delete() calls running on this trie: a node load from a Python database may let another thread
         # in mid-mutation, and a hash() started then would read nodes the mutation is still changing.
         int _writers
+        # A tree rebuilt from a proof (new_private): no node of it was ever stored and nothing else holds one, so
+        # _insert changes every node in place and tracks nothing.
+        bint _private
 
     cdef bytes _trie_key(self, object key)
     cdef bytes _hex(self, object key)
@@ -28,6 +31,8 @@ cdef class Trie:
     cdef int _update(self, bytes hexkey, Node value) except -1
     cdef Node _delete(self, Node n, bytes hexkey, Py_ssize_t pos)
     cdef int _set_root(self, Node root) except -1
+    @staticmethod
+    cdef Trie new_private(Node root, object db)
     cdef int _track(self, Node n, bytes hexkey, Py_ssize_t pos) except -1
     cdef int _begin_write(self, str op) except -1
     cdef void _end_write(self) noexcept
@@ -40,4 +45,3 @@ cdef class Trie:
     cdef int _delete_key(self, object key, str caller) except -1
 
 
-cdef bytes check_bytes(object value, str what)

@@ -1,9 +1,9 @@
 """The Merkle Patricia Trie: get / update / delete / hash / commit / copy over copy-on-write nodes."""
+from _typeshed import ReadableBuffer
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal, Protocol, TypeVar, overload
 
-# Buffer: any bytes-like object (bytes, bytearray, memoryview...), copied to bytes on the way in.
-from typing_extensions import Buffer, Self
+from typing_extensions import Self
 
 from mpt.committer import NodeSet
 from mpt.node import FullNode, HashNode, Node, ShortNode
@@ -22,7 +22,7 @@ class Trie:
     """An Ethereum Merkle Patricia Trie."""
 
     def __init__(
-        self, db: _NodeReader | None = None, root: Buffer | None = None, *, verify_reads: bool = True
+        self, db: _NodeReader | None = None, root: ReadableBuffer | None = None, *, verify_reads: bool = True
     ) -> None: ...
     @property
     def db(self) -> Any:
@@ -31,12 +31,12 @@ class Trie:
     def last_commit(self) -> NodeSet | None:
         """NodeSet written by the last commit, or None."""
     @overload
-    def get(self, key: Buffer) -> bytes | None: ...
+    def get(self, key: ReadableBuffer) -> bytes | None: ...
     @overload
-    def get(self, key: Buffer, default: _T) -> bytes | _T: ...
-    def update(self, key: Buffer, value: Buffer) -> None:
+    def get(self, key: ReadableBuffer, default: _T) -> bytes | _T: ...
+    def update(self, key: ReadableBuffer, value: ReadableBuffer) -> None:
         """Set key to value; an empty value deletes the key (geth semantics)."""
-    def delete(self, key: Buffer) -> None:
+    def delete(self, key: ReadableBuffer) -> None:
         """Remove key; a missing key is not an error (geth semantics)."""
     def hash(self) -> bytes:
         """The root hash (EMPTY_ROOT for an empty trie)."""
@@ -53,16 +53,16 @@ class Trie:
     def commit(
         self, collect_leaves: bool, *, set_head: bool = False
     ) -> bytes | tuple[bytes, list[tuple[bytes, bytes]]]: ...
-    def items(self, start: Buffer = b"") -> Iterator[tuple[bytes, bytes]]:
+    def items(self, start: ReadableBuffer = b"") -> Iterator[tuple[bytes, bytes]]:
         """(key, value) pairs in ascending key order, from the first key >= start."""
-    def keys(self, start: Buffer = b"") -> Iterator[bytes]:
+    def keys(self, start: ReadableBuffer = b"") -> Iterator[bytes]:
         """Keys in ascending order, from the first key >= start."""
-    def values(self, start: Buffer = b"") -> Iterator[bytes]:
+    def values(self, start: ReadableBuffer = b"") -> Iterator[bytes]:
         """Values in ascending key order, from the first key >= start."""
     def __iter__(self) -> Iterator[bytes]: ...
     def node_iter(self) -> Iterator[tuple[bytes, bytes | None, bytes]]:
         """(path, hash or None, blob) of every node in pre-order."""
-    def prove(self, key: Buffer) -> list[bytes]:
+    def prove(self, key: ReadableBuffer) -> list[bytes]:
         """Merkle proof for key: node encodings from the root down."""
     def prove_many(self, keys: Iterable[bytes]) -> list[bytes]:
         """One deduplicated proof covering every key in keys."""
@@ -77,7 +77,7 @@ class Trie:
     def copy(self) -> Self:
         """An independent trie with the same content. O(1): nodes are shared copy-on-write."""
     def __copy__(self) -> Self: ...
-    def __getitem__(self, key: Buffer, /) -> bytes: ...
-    def __setitem__(self, key: Buffer, value: Buffer, /) -> None: ...
-    def __delitem__(self, key: Buffer, /) -> None: ...
-    def __contains__(self, key: Buffer, /) -> bool: ...
+    def __getitem__(self, key: ReadableBuffer, /) -> bytes: ...
+    def __setitem__(self, key: ReadableBuffer, value: ReadableBuffer, /) -> None: ...
+    def __delitem__(self, key: ReadableBuffer, /) -> None: ...
+    def __contains__(self, key: ReadableBuffer, /) -> bool: ...

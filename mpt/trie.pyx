@@ -6,13 +6,13 @@ unchanged subtree keeps its cached hash and `copy()` costs O(1).
 """
 cimport cython
 from cpython.ref cimport Py_REFCNT
-from cpython.buffer cimport PyObject_CheckBuffer
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport uint8_t
 from libc.string cimport memcmp
 
 from mpt._keccak.keccak cimport mpt_keccak256
 from mpt.encoding cimport TERMINATOR, keybytes_to_hex_c, prefix_length
+from mpt.bytes_like cimport as_bytes
 from mpt.committer cimport NodeSet, commit_trie
 from mpt.hasher cimport Hasher, HasherPool, default_pool
 from mpt.node cimport FullNode, HashNode, Node, ShortNode, ValueNode, decode_node_c
@@ -30,7 +30,7 @@ cdef bytes _EMPTY_ROOT = EMPTY_ROOT
 cdef object _MISSING = object()
 
 # mpt.proof and mpt.iterator import this module, so their functions are looked up on first use and kept: an
-# import statement inside a method costs about 100 ns a call (a tenth of a prove()).
+# import statement inside a method would cost a noticeable share of a prove() on every call.
 cdef object _prove = None
 cdef object _prove_many = None
 cdef object _iter_items = None
@@ -53,20 +53,6 @@ cdef object _iterator_function(bint nodes):
     return _iter_nodes if nodes else _iter_items
 
 
-cdef bytes check_bytes(object value, str what):
-    """value as exact bytes; TypeError naming the type otherwise.
-
-    Like hashlib, any bytes-like object (buffer protocol: bytearray, memoryview, array.array, bytes
-    subclasses...) is accepted and copied, so a caller reusing its buffer cannot change what the trie holds.
-    The exact-type check comes first: ``bytes``, the common case, costs one pointer comparison.
-    """
-    if type(value) is bytes:
-        return <bytes>value
-    if PyObject_CheckBuffer(value):
-        return bytes(memoryview(value))
-    raise TypeError("%s must be a bytes-like object, not %s" % (what, type(value).__name__))
-
-
 cdef inline FullNode _empty_branch():
     return FullNode.new()
 
@@ -85,6 +71,11 @@ cdef inline bint _owned_child(bint parent_owned, Node child) noexcept:
     trie after copy(), a caller of root_node, an iterator, a pending proof) adds a reference, and so does a
     copy of any node above it, so a shared node is never seen as owned."""
     return parent_owned and child is not None and Py_REFCNT(child) == 2
+
+
+cdef inline bint _owns(Trie t, bint parent_owned, Node child) noexcept:
+    """_owned_child, or always in a private trie (Trie.new_private), whose every node is its own."""
+    return t._private or _owned_child(parent_owned, child)
 
 
 cdef class Trie:
@@ -109,7 +100,7 @@ cdef class Trie:
         # A trie always has a database, so copies share it and a commit of one is visible to the others.
         self.db = MemoryDB() if db is None else check_database(db)
         if root is not None:
-            root = check_bytes(root, "root")
+            root = as_bytes(root, "root")
             if len(root) != HASH_LENGTH:
                 raise ValueError("root must be a 32-byte hash, got %d bytes" % len(root))
             if root != _EMPTY_ROOT:
@@ -121,7 +112,7 @@ cdef class Trie:
 
     cdef bytes _trie_key(self, object key):
         """The key as stored in the trie (SecureTrie hashes it)."""
-        return check_bytes(key, "key")
+        return as_bytes(key, "key")
 
     # -------------------------------------------------------------------------------------- resolving
 
@@ -216,7 +207,8 @@ cdef class Trie:
 
         owned: n is reachable only through this trie's own chain of exclusively held nodes (see _owned_child). A
         node that is owned and dirty (never stored) is changed in place instead of being copied: nobody else can
-        see it, and as it was never written there is no stored version whose path must be tracked.
+        see it, and as it was never written there is no stored version whose path must be tracked. In a private
+        trie (new_private) every node is both.
         """
         cdef Py_ssize_t klen = PyBytes_GET_SIZE(hexkey)
         cdef const uint8_t *k = <const uint8_t *>PyBytes_AS_STRING(hexkey)
@@ -234,7 +226,8 @@ cdef class Trie:
             return value
         if n is None:
             changed[0] = True
-            return ShortNode.new(hexkey[pos:], value)
+            # Key tails straight from the key's bytes (a slice expression would build a slice object first).
+            return ShortNode.new(PyBytes_FromStringAndSize(<const char *>k + pos, klen - pos), value)
         if type(n) is ShortNode:
             sn = <ShortNode>n
             sk = <const uint8_t *>PyBytes_AS_STRING(sn.key)
@@ -242,13 +235,14 @@ cdef class Trie:
             matchlen = prefix_length(sk, nk, k + pos, klen - pos)
             if matchlen == nk:
                 child = sn.val
-                nn = self._insert(child, hexkey, pos + matchlen, value, _owned_child(owned, child), &child_changed)
+                nn = self._insert(child, hexkey, pos + matchlen, value, _owns(self, owned, child), &child_changed)
                 if not child_changed:
                     return n
                 changed[0] = True
-                if owned and sn.dirty:
+                if owned and (sn.dirty or self._private):
                     sn.set_val(nn)
                     sn.has_hash = False
+                    sn.dirty = True
                     return sn
                 self._track(n, hexkey, pos)
                 return ShortNode.new(sn.key, nn)
@@ -262,19 +256,20 @@ cdef class Trie:
                                                              &child_changed))
             if matchlen == 0:
                 return branch
-            return ShortNode.new(hexkey[pos:pos + matchlen], branch)
+            return ShortNode.new(PyBytes_FromStringAndSize(<const char *>k + pos, matchlen), branch)
         if type(n) is FullNode:
             fn = <FullNode>n
             idx = k[pos]
             child = fn.child(idx)
-            nn = self._insert(child, hexkey, pos + 1, value, _owned_child(owned, child), &child_changed)
+            nn = self._insert(child, hexkey, pos + 1, value, _owns(self, owned, child), &child_changed)
             if not child_changed:
                 return n
             changed[0] = True
-            if owned and fn.dirty:
+            if owned and (fn.dirty or self._private):
                 if nn is not child:
                     fn.set_child(idx, nn)
                 fn.has_hash = False
+                fn.dirty = True
                 return fn
             self._track(n, hexkey, pos)
             fn = fn.copy()
@@ -397,15 +392,15 @@ cdef class Trie:
 
     cdef int _track(self, Node n, bytes hexkey, Py_ssize_t pos) except -1:
         """Note that the stored node at hexkey[:pos] is being replaced (for the NodeSet's deleted paths)."""
-        # Stored nodes are those with a hash, and the root whatever its size.
-        if not n.dirty and (n.has_hash or pos == 0):
+        # Stored nodes are those with a hash, and the root whatever its size (a private trie has none).
+        if not n.dirty and (n.has_hash or pos == 0) and not self._private:
             self._touched.add(hexkey[:pos])
         return 0
 
     cdef int _update(self, bytes hexkey, Node value) except -1:
         cdef Node root = self.root
         cdef bint changed = False
-        root = self._insert(root, hexkey, 0, value, _owned_child(True, root), &changed)
+        root = self._insert(root, hexkey, 0, value, _owns(self, True, root), &changed)
         if changed:
             # The root may have changed in place: the cached root hash goes whether or not it is a new object.
             self.root = root
@@ -418,9 +413,22 @@ cdef class Trie:
             self._root_hash = None
         return 0
 
+    @staticmethod
+    cdef Trie new_private(Node root, object db):
+        """A trie over root that owns every node of it and stores none (a tree rebuilt from a proof): _update
+        changes the nodes in place and tracks no paths. No MemoryDB of its own: a hash node is read from db (and
+        checked against its hash). Never committed."""
+        cdef Trie t = Trie.__new__(Trie)
+        t.db = db
+        t.verify_reads = True
+        t._touched = set()
+        t._private = True
+        t.root = root
+        return t
+
     cpdef update(self, object key, object value):
         """Set key to value; an empty value deletes the key (geth semantics)."""
-        cdef bytes v = check_bytes(value, "value")
+        cdef bytes v = as_bytes(value, "value")
         cdef bytes hexkey = self._hex(key)
         self._begin_write("update")
         try:
@@ -500,15 +508,15 @@ cdef class Trie:
 
     def items(self, start=b""):
         """(key, value) pairs in ascending key order, from the first key >= start."""
-        return _iterator_function(False)(self, check_bytes(start, "start"), 0)
+        return _iterator_function(False)(self, as_bytes(start, "start"), 0)
 
     def keys(self, start=b""):
         """Keys in ascending order, from the first key >= start."""
-        return _iterator_function(False)(self, check_bytes(start, "start"), 1)
+        return _iterator_function(False)(self, as_bytes(start, "start"), 1)
 
     def values(self, start=b""):
         """Values in ascending key order, from the first key >= start."""
-        return _iterator_function(False)(self, check_bytes(start, "start"), 2)
+        return _iterator_function(False)(self, as_bytes(start, "start"), 2)
 
     def __iter__(self):
         return _iterator_function(False)(self, b"", 1)

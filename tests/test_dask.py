@@ -75,7 +75,7 @@ def test_bad_input(client):
 
     with pytest.raises(TypeError, match="dask.bag"):
         build_root_dask([(b"a", b"b")])
-    with pytest.raises(TypeError, match="key must be bytes"):
+    with pytest.raises(TypeError, match="key must be a bytes-like object"):
         build_root_dask(db.from_sequence([("a", b"b")], npartitions=1), client=client)
     frame = dd.from_pandas(pd.DataFrame({"key": ["zz"], "value": ["00"]}), npartitions=1)
     with pytest.raises(InputFormatError, match="column key, row 0"):

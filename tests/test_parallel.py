@@ -178,9 +178,9 @@ def test_a_dead_worker_raises():
 
 
 def test_bad_input():
-    with pytest.raises(TypeError, match="pair 1: key must be bytes, not str"):
+    with pytest.raises(TypeError, match="pair 1: key must be a bytes-like object, not str"):
         build_root([(b"a", b"1"), ("b", b"2")])
-    with pytest.raises(TypeError, match="pair 0: value must be bytes, not int"):
+    with pytest.raises(TypeError, match="pair 0: value must be a bytes-like object, not int"):
         build_root([(b"a", 5)])
     with pytest.raises(TypeError, match="pair 0: expected a \\(key, value\\) pair"):
         build_root([b"abc"])

@@ -84,9 +84,9 @@ def test_short_keys_last_write_wins_across_readers(small_chunks):
 BAD = [
     (lambda i: 12, TypeError, "pair %d: expected a (key, value) pair, got int"),
     (lambda i: (b"k", b"v", b"x"), TypeError, "pair %d: expected a (key, value) pair, got tuple"),
-    (lambda i: ("k%d" % i, b"v"), TypeError, "pair %d: key must be bytes, not str"),
-    (lambda i: (b"k%d" % i, 5), TypeError, "pair %d: value must be bytes, not int"),
-    (lambda i: (None, None), TypeError, "pair %d: key must be bytes, not NoneType"),
+    (lambda i: ("k%d" % i, b"v"), TypeError, "pair %d: key must be a bytes-like object, not str"),
+    (lambda i: (b"k%d" % i, 5), TypeError, "pair %d: value must be a bytes-like object, not int"),
+    (lambda i: (None, None), TypeError, "pair %d: key must be a bytes-like object, not NoneType"),
 ]
 
 

@@ -163,7 +163,7 @@ def test_proof_node_type_errors(random_trie):
     proof = t.prove(k)
     with pytest.raises(TypeError) as e:
         verify_proof(t.hash(), k, proof + [17])
-    assert type(e.value) is TypeError and str(e.value) == "proof nodes must be bytes-like, not int"
+    assert type(e.value) is TypeError and str(e.value) == "proof node must be a bytes-like object, not int"
     # bytes-like nodes, tuples, generators and proof databases all verify
     assert verify_proof(t.hash(), k, [bytearray(b) for b in proof]) == items[k]
     assert verify_proof(t.hash(), k, tuple(memoryview(b) for b in proof)) == items[k]

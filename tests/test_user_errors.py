@@ -121,7 +121,7 @@ def test_derive_sha_names_its_argument(func, bad):
 
 
 def test_derive_sha_names_a_bad_item():
-    with pytest.raises(TypeError, match=r"^item 1 is int; derive_sha takes consensus-encoded bytes$"):
+    with pytest.raises(TypeError, match=r"^derive_sha\(\) items\[1\] must be a bytes-like object, not int$"):
         derive_sha([b"\x01", 2])
     assert derive_sha(iter([b"\x01"])) == derive_sha([b"\x01"])     # any iterable, generators included
 

@@ -277,10 +277,9 @@ class Runner:
         if case.stateful:
             # geth's b.StopTimer() / b.StartTimer() around each setup (and asv's setup before each sample): every
             # op runs on a state built just before it, and only the op is timed. States built all at once before
-            # the clock started had left the cache by their turn (CommitAfterHashFixedSize/100: 49 against 10 us
-            # per op; docs/performance.md); a commit or hash right after building the trie is the case geth and
-            # users time. The clock reads around each op add about 60 ns to it (3% of the smallest,
-            # CommitAfterHashFixedSize/10).
+            # the clock started had left the cache by their turn (several times slower per op; docs/contributing/
+            # performance_notes.md); a commit or hash right after building the trie is the case geth and users
+            # time. The clock reads around each op add a few percent to the smallest case.
             setup = case.setup
             gc.collect()
             elapsed = 0

@@ -1,4 +1,5 @@
 """IAVL export and import (cosmos/iavl export.go / import.go): the state-sync path."""
+from _typeshed import ReadableBuffer
 from collections.abc import Iterable, Iterator
 from typing import Any, final
 
@@ -6,7 +7,7 @@ from typing import Any, final
 class ExportNode:
     """One node of an export stream; value is None for inner nodes (height > 0)."""
 
-    def __init__(self, key: bytes, value: bytes | None, version: int, height: int) -> None: ...
+    def __init__(self, key: ReadableBuffer, value: ReadableBuffer | None, version: int, height: int) -> None: ...
     @property
     def key(self) -> bytes: ...
     @property

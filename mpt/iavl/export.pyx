@@ -27,7 +27,8 @@ from cpython.mem cimport PyMem_Calloc, PyMem_Free
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp
 
-from mpt.iavl.node cimport MAX_HEIGHT, InnerNode, LeafNode, Node
+from mpt.bytes_like cimport as_bytes, as_bytes_or_none
+from mpt.iavl.node cimport MAX_HEIGHT, InnerNode, LeafNode, Node, compare_keys
 from mpt.iavl.nodedb cimport describe
 
 from operator import index as _index
@@ -48,22 +49,6 @@ cdef extern from *:
     void MPT_PREFETCH(const void *p) noexcept nogil
 
 
-cdef inline bytes _as_bytes(object b, str what):
-    if type(b) is bytes:
-        return <bytes>b
-    if isinstance(b, (bytearray, memoryview)):
-        return bytes(b)
-    raise TypeError("ExportNode %s must be bytes, not %s" % (what, type(b).__name__))
-
-
-cdef inline int _compare(bytes a, bytes b) noexcept:
-    cdef Py_ssize_t na = PyBytes_GET_SIZE(a), nb = PyBytes_GET_SIZE(b)
-    cdef int r = memcmp(PyBytes_AS_STRING(a), PyBytes_AS_STRING(b), <size_t>(na if na < nb else nb))
-    if r != 0:
-        return -1 if r < 0 else 1
-    return (na > nb) - (na < nb)
-
-
 @cython.final
 @cython.no_gc              # only bytes fields: no cycles to find, and the cyclic GC need not track 200K of them
 @cython.freelist(64)
@@ -81,8 +66,8 @@ cdef class ExportNode:
             raise TypeError("ExportNode objects are immutable")
         v = _index(version)
         h = _index(height)
-        self.key = _as_bytes(key, "key")
-        self.value = None if value is None else _as_bytes(value, "value")
+        self.key = as_bytes(key, "key")
+        self.value = as_bytes_or_none(value, "value")
         if not 0 <= v <= MAX_VERSION:
             raise ExportImportError("an ExportNode version is an int64 of at least 0, not %d" % v)
         if not 0 <= h <= MAX_HEIGHT:
@@ -268,7 +253,7 @@ def import_nodes(tree, nodes, version):
         if h == 0:
             if en.value is None:
                 _position_error(position, en, "a leaf (height 0) without a value")
-            if last_leaf is not None and _compare(en.key, last_leaf) <= 0:
+            if last_leaf is not None and compare_keys(en.key, last_leaf) <= 0:
                 _position_error(position, en, ("a duplicate key" if en.key == last_leaf else
                                                "leaf keys must ascend, and %s came before it" % last_leaf.hex()))
             node = LeafNode.new(en.key, en.value, en.version)

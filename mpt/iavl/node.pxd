@@ -1,7 +1,9 @@
 # cython: language_level=3
 """IAVL nodes: layout shared by the codecs (node.pyx) and the tree (tree.pyx)."""
 cimport cython
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport int64_t, uint8_t, uint32_t
+from libc.string cimport memcmp
 
 from mpt.rlp cimport WriteBuffer
 
@@ -72,3 +74,12 @@ cdef Node c_decode_node(const uint8_t *data, Py_ssize_t n, NodeFormat fmt, int64
                         bint has_node_key)
 cdef bytes make_node_key(int64_t version, uint32_t nonce)
 cdef int sha256_into(const uint8_t *data, Py_ssize_t n, uint8_t *out) except -1
+
+
+cdef inline int compare_keys(bytes a, bytes b) noexcept:
+    """Go's bytes.Compare, the order of IAVL keys: -1, 0 or 1."""
+    cdef Py_ssize_t na = PyBytes_GET_SIZE(a), nb = PyBytes_GET_SIZE(b)
+    cdef int r = memcmp(PyBytes_AS_STRING(a), PyBytes_AS_STRING(b), <size_t>(na if na < nb else nb))
+    if r != 0:
+        return -1 if r < 0 else 1
+    return (na > nb) - (na < nb)

@@ -1,4 +1,5 @@
 """IAVL node codecs: the legacy (iavl v0.x), v1 and stream-vbyte (cosmos/iavl PR #673) formats."""
+from _typeshed import ReadableBuffer
 from typing import Literal, final
 
 from mpt.rlp import WriteBuffer
@@ -50,26 +51,26 @@ class Node:
 
 @final
 class LeafNode(Node):
-    def __init__(self, key: bytes, value: bytes, version: int, nonce: int = 0) -> None: ...
+    def __init__(self, key: ReadableBuffer, value: ReadableBuffer, version: int, nonce: int = 0) -> None: ...
 
 @final
 class InnerNode(Node):
     def __init__(
         self,
-        key: bytes,
+        key: ReadableBuffer,
         height: int,
         size: int,
         version: int,
-        left_hash: bytes | None = None,
-        right_hash: bytes | None = None,
+        left_hash: ReadableBuffer | None = None,
+        right_hash: ReadableBuffer | None = None,
         *,
-        left_node_key: bytes | None = None,
-        right_node_key: bytes | None = None,
-        hash: bytes | None = None,
+        left_node_key: ReadableBuffer | None = None,
+        right_node_key: ReadableBuffer | None = None,
+        hash: ReadableBuffer | None = None,
         nonce: int = 0,
     ) -> None: ...
 
-def decode_node(data: bytes | bytearray | memoryview, format: Format = "v1", node_key: bytes | None = None) -> Node:
+def decode_node(data: ReadableBuffer, format: Format = "v1", node_key: ReadableBuffer | None = None) -> Node:
     """Strict decoder; NodeDecodeError (with .offset) on bad input. v1 needs the 12-byte node_key."""
 
 def node_key(version: int, nonce: int) -> bytes:

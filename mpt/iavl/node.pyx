@@ -33,16 +33,24 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
+from mpt.bytes_like cimport as_bytes, as_bytes_or_none, get_bytes_view
 from mpt.rlp cimport WriteBuffer
 from mpt.varint cimport (
     MAX_VARINT_LEN64,
     VARINT_NON_CANONICAL,
     VARINT_OVERFLOW,
     VARINT_TRUNCATED,
+    bitlen64,
+    put_be32,
+    put_be64,
     put_uvarint,
     put_varint,
+    read_be32,
+    read_be64,
     read_uvarint,
     unzigzag,
+    uvarint_size,
+    varint_size,
 )
 
 from mpt._sha256.sha256 cimport (
@@ -75,30 +83,6 @@ FORMATS = (_LEGACY, _V1, _VBYTE)
 cdef int sha256_into(const uint8_t *data, Py_ssize_t n, uint8_t *out) except -1:
     mpt_sha256(data, <size_t>n, out)
     return 0
-
-
-cdef extern from *:
-    """
-    #ifndef MPT_IAVL_BITLEN64
-    #define MPT_IAVL_BITLEN64
-    #if defined(__GNUC__) || defined(__clang__)
-    static inline int mpt_iavl_bitlen64(unsigned long long v) { return 64 - __builtin_clzll(v | 1); }
-    #else
-    static inline int mpt_iavl_bitlen64(unsigned long long v) { int n = 1; v |= 1; while (v >>= 1) n++; return n; }
-    #endif
-    #endif
-    """
-    # Bits needed for v, at least 1 (so 0 counts as one byte / one group below).
-    int mpt_iavl_bitlen64(unsigned long long v) noexcept nogil
-
-
-cdef inline int _uvarint_size(uint64_t v) noexcept:
-    # Branch-free LEB128 length (Go's trick): 7 payload bits per byte, the count rounded up.
-    return (mpt_iavl_bitlen64(v) * 9 + 64) >> 6
-
-
-cdef inline int _varint_size(int64_t v) noexcept:
-    return _uvarint_size((<uint64_t>v << 1) ^ <uint64_t>(v >> 63))
 
 
 cdef inline int _fmt(object fmt) except -1:
@@ -135,22 +119,9 @@ cdef int parse_format(object fmt) except -1:
 
 cdef bytes make_node_key(int64_t version, uint32_t nonce):
     cdef uint8_t out[NODE_KEY_SIZE]
-    cdef int i
-    cdef uint64_t v = <uint64_t>version
-    for i in range(8):
-        out[7 - i] = <uint8_t>(v >> (8 * i))
-    for i in range(4):
-        out[11 - i] = <uint8_t>(nonce >> (8 * i))
+    put_be64(out, <uint64_t>version)
+    put_be32(out + 8, nonce)
     return PyBytes_FromStringAndSize(<char *>out, NODE_KEY_SIZE)
-
-
-cdef bytes _as_bytes(object b, str what):
-    # bytes(5) would be five zero bytes: only byte strings are accepted.
-    if type(b) is bytes:
-        return <bytes>b
-    if isinstance(b, (bytearray, memoryview)):
-        return bytes(b)
-    raise TypeError("%s must be bytes, not %s" % (what, type(b).__name__))
 
 
 cdef object _as_int(object value, str what):
@@ -161,21 +132,9 @@ cdef object _as_int(object value, str what):
     return value.__index__()
 
 
-cdef inline int64_t _be64(const uint8_t *p) noexcept:
-    cdef uint64_t v = 0
-    cdef int i
-    for i in range(8):
-        v = (v << 8) | p[i]
-    return <int64_t>v
-
-
-cdef inline uint32_t _be32(const uint8_t *p) noexcept:
-    return (<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | <uint32_t>p[3]
-
-
 cdef inline int _vbyte_len(uint32_t v) noexcept:
     # Bytes of v, at least 1, without branches.
-    return (mpt_iavl_bitlen64(v) + 7) >> 3
+    return (bitlen64(v) + 7) >> 3
 
 
 cdef inline Py_ssize_t _put_le32(uint8_t *out, uint32_t v, int length, uint8_t *control, int slot) noexcept:
@@ -216,8 +175,8 @@ cdef inline Py_ssize_t _leaf_size(Node node, NodeFormat fmt) except -1:
             _vbyte_version_error(node.version)
         # height, control, version, size low (1), size high (0), key length
         return 4 + _vbyte_len(<uint32_t>node.version) + _vbyte_len(<uint32_t>klen) + klen + vlen
-    return 2 + (_varint_size(node.version) if fmt == FORMAT_LEGACY else 0) + _uvarint_size(<uint64_t>klen) + klen \
-        + _uvarint_size(<uint64_t>vlen) + vlen
+    return 2 + (varint_size(node.version) if fmt == FORMAT_LEGACY else 0) + uvarint_size(<uint64_t>klen) + klen \
+        + uvarint_size(<uint64_t>vlen) + vlen
 
 
 cdef Py_ssize_t _leaf_header(Node node, NodeFormat fmt, uint8_t *head, uint8_t *vhead, Py_ssize_t *vh) except -1:
@@ -295,7 +254,7 @@ cdef inline Py_ssize_t _put_bytes(uint8_t *out, bytes b) noexcept:
 
 cdef inline Py_ssize_t _bytes_size(bytes b) noexcept:
     cdef Py_ssize_t n = PyBytes_GET_SIZE(b)
-    return _uvarint_size(<uint64_t>n) + n
+    return uvarint_size(<uint64_t>n) + n
 
 
 cdef inline void _hash_bytes(mpt_sha256_ctx *ctx, bytes b) noexcept:
@@ -314,7 +273,7 @@ cdef Py_ssize_t _v1_ref_size(bytes ref) noexcept:
     cdef const uint8_t *p
     if PyBytes_GET_SIZE(ref) == NODE_KEY_SIZE:
         p = <const uint8_t *>PyBytes_AS_STRING(ref)
-        return _varint_size(_be64(p)) + _varint_size(<int64_t>_be32(p + 8))
+        return varint_size(<int64_t>read_be64(p)) + varint_size(<int64_t>read_be32(p + 8))
     return 1 + HASH_SIZE
 
 
@@ -322,8 +281,8 @@ cdef Py_ssize_t _put_v1_ref(uint8_t *out, bytes ref) noexcept:
     cdef const uint8_t *p = <const uint8_t *>PyBytes_AS_STRING(ref)
     cdef Py_ssize_t n
     if PyBytes_GET_SIZE(ref) == NODE_KEY_SIZE:
-        n = put_varint(out, _be64(p))
-        return n + put_varint(out + n, <int64_t>_be32(p + 8))
+        n = put_varint(out, <int64_t>read_be64(p))
+        return n + put_varint(out + n, <int64_t>read_be32(p + 8))
     out[0] = HASH_SIZE
     memcpy(out + 1, p, HASH_SIZE)
     return 1 + HASH_SIZE
@@ -362,9 +321,9 @@ cdef class Node:
             if self.height == 0:
                 return n + PyBytes_GET_SIZE(self._value)
             return n + 2 * HASH_SIZE
-        n = _varint_size(self.height) + _varint_size(self.size) + _bytes_size(self.key)
+        n = varint_size(self.height) + varint_size(self.size) + _bytes_size(self.key)
         if fmt == FORMAT_LEGACY:
-            n += _varint_size(self.version)
+            n += varint_size(self.version)
             if self.height == 0:
                 return n + _bytes_size(self._value)
             self._need_child_hashes()
@@ -587,8 +546,8 @@ cdef class LeafNode(Node):
             raise ValueError("version must be in 0..2**63-1, got %d" % version)
         if not 0 <= nonce <= UINT32_MAX_:
             raise ValueError("nonce must fit a uint32")
-        self.key = _as_bytes(key, "key")
-        self._value = _as_bytes(value, "value")
+        self.key = as_bytes(key, "key")
+        self._value = as_bytes(value, "value")
         self.height = 0
         self.size = 1
         self.version = version
@@ -656,25 +615,25 @@ cdef class InnerNode(Node):
         if (left_hash is None) != (right_hash is None):
             raise ValueError("give both child hashes or neither")
         if hash is not None:
-            hash = _as_bytes(hash, "hash")
+            hash = as_bytes(hash, "hash")
             if len(hash) != HASH_SIZE:
                 raise ValueError("hash must be 32 bytes, got %d" % len(hash))
         # What decode_node refuses, the constructor refuses: a child hash is a SHA-256 digest.
         if left_hash is not None:
-            left_hash = _as_bytes(left_hash, "left_hash")
-            right_hash = _as_bytes(right_hash, "right_hash")
+            left_hash = as_bytes(left_hash, "left_hash")
+            right_hash = as_bytes(right_hash, "right_hash")
             if len(left_hash) != HASH_SIZE or len(right_hash) != HASH_SIZE:
                 raise ValueError("left_hash and right_hash must be 32 bytes, got %d and %d"
                                  % (len(left_hash), len(right_hash)))
-        self.key = _as_bytes(key, "key")
+        self.key = as_bytes(key, "key")
         self.height = height
         self.size = size
         self.version = version
         self.nonce = nonce
         self._left_hash = left_hash
         self._right_hash = right_hash
-        self._left_ref = None if left_node_key is None else _as_bytes(left_node_key, "left_node_key")
-        self._right_ref = None if right_node_key is None else _as_bytes(right_node_key, "right_node_key")
+        self._left_ref = as_bytes_or_none(left_node_key, "left_node_key")
+        self._right_ref = as_bytes_or_none(right_node_key, "right_node_key")
         for ref in (self._left_ref, self._right_ref):
             if ref is not None and len(ref) not in (NODE_KEY_SIZE, HASH_SIZE):
                 raise ValueError("a child node key is a 12-byte NodeKey or a 32-byte legacy hash")
@@ -931,21 +890,19 @@ def decode_node(data, format="v1", node_key=None):
         # The hot path: no node key to read (stream-vbyte holds the version), no buffer to acquire.
         return _decode_vbyte(<const uint8_t *>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))
     if node_key is not None:
-        nk = node_key if type(node_key) is bytes else _as_bytes(node_key, "node_key")
+        nk = as_bytes(node_key, "node_key")
         if PyBytes_GET_SIZE(nk) != NODE_KEY_SIZE:
             raise ValueError("a node key is 12 bytes (version u64 BE || nonce u32 BE)")
         k = <const uint8_t *>PyBytes_AS_STRING(nk)
-        version = _be64(k)
+        version = <int64_t>read_be64(k)
         if version < 0:
             raise ValueError("node key version does not fit an int64")
-        nonce = _be32(k + 8)
+        nonce = read_be32(k + 8)
         has_key = True
     if type(data) is bytes:
         return c_decode_node(<const uint8_t *>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), fmt, version,
                              nonce, has_key)
-    if isinstance(data, str):
-        raise TypeError("decode_node() takes bytes-like input, not str")
-    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    get_bytes_view(data, &view, "data")
     try:
         return c_decode_node(<const uint8_t *>view.buf, view.len, fmt, version, nonce, has_key)
     finally:

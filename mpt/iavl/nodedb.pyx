@@ -34,7 +34,7 @@ from mpt.iavl.node cimport (
     c_decode_node,
     make_node_key,
 )
-from mpt.varint cimport MAX_VARINT_LEN64, put_uvarint, put_varint, read_uvarint, unzigzag
+from mpt.varint cimport MAX_VARINT_LEN64, put_uvarint, put_varint, read_be32, read_be64, read_uvarint, unzigzag
 
 from mpt.db.memory import MemoryDB, prefix_range
 from mpt.errors import CorruptTreeError, MissingNodeError, NodeDecodeError, VersionError
@@ -67,18 +67,6 @@ cdef inline bytes _prefixed(char prefix, bytes key):
     o[0] = prefix
     memcpy(o + 1, PyBytes_AS_STRING(key), n)
     return out
-
-
-cdef inline int64_t _read_be64(const uint8_t *p) noexcept:
-    cdef uint64_t v = 0
-    cdef int i
-    for i in range(8):
-        v = (v << 8) | p[i]
-    return <int64_t>v
-
-
-cdef inline uint32_t _read_be32(const uint8_t *p) noexcept:
-    return (<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | <uint32_t>p[3]
 
 
 def root_key(int64_t version):
@@ -242,20 +230,20 @@ cdef class NodeDB:
         if n == NODE_KEY_SIZE:
             k = <const uint8_t *>PyBytes_AS_STRING(ref)
             data = self._read_key(_prefixed(b"s", ref))
-            if data is None and _read_be32(k + 8) == 1:
+            if data is None and read_be32(k + 8) == 1:
                 # A root moved to (version, 0) by pruning (nodedb.go GetNode).
-                ref = make_node_key(_read_be64(k), 0)
+                ref = make_node_key(<int64_t>read_be64(k), 0)
                 k = <const uint8_t *>PyBytes_AS_STRING(ref)
                 data = self._get(S + ref)
             if data is None:
                 raise MissingNodeError(ref, message="missing IAVL node s%s (version %d, nonce %d)"
-                                       % (ref.hex(), _read_be64(k), _read_be32(k + 8)))
+                                       % (ref.hex(), <int64_t>read_be64(k), read_be32(k + 8)))
             try:
                 node = c_decode_node(<const uint8_t *>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), FORMAT_V1,
-                                     _read_be64(k), _read_be32(k + 8), True)
+                                     <int64_t>read_be64(k), read_be32(k + 8), True)
             except NodeDecodeError as e:
                 raise CorruptTreeError("corrupt IAVL node s%s (version %d, nonce %d): %s"
-                                       % (ref.hex(), _read_be64(k), _read_be32(k + 8), e)) from None
+                                       % (ref.hex(), <int64_t>read_be64(k), read_be32(k + 8), e)) from None
         elif n == HASH_SIZE:
             data = self._get(N + ref)
             if data is None:
@@ -346,7 +334,7 @@ cdef class NodeDB:
         self._latest = 0
         for k, _ in self.db.iterate(S + make_node_key(1, 0)[:8], S + make_node_key(MAX_VERSION, 0)[:8], True):
             if PyBytes_GET_SIZE(k) >= 9:
-                self._latest = _read_be64(<const uint8_t *>PyBytes_AS_STRING(k) + 1)
+                self._latest = <int64_t>read_be64(<const uint8_t *>PyBytes_AS_STRING(k) + 1)
             break
         if self._latest == 0:
             self._latest = max(self.legacy_latest_version(), 0)

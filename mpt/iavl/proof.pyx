@@ -33,6 +33,7 @@ from cpython.ref cimport Py_INCREF, Py_XDECREF
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.string cimport memcpy
 
+from mpt.bytes_like cimport as_bytes
 from mpt.iavl.node cimport HASH_SIZE, InnerNode, Node
 from mpt.varint cimport put_uvarint, put_varint, uvarint_size, varint_size
 
@@ -213,11 +214,7 @@ cdef list _membership_path(object tree, bytes key, object version):
 
 
 cdef bytes _as_key(object key):
-    if type(key) is bytes:
-        return <bytes>key
-    if isinstance(key, (bytearray, memoryview)):
-        return bytes(key)
-    raise TypeError("key must be bytes, not %s" % type(key).__name__)
+    return as_bytes(key, "key")
 
 
 def membership_proof_bytes(tree, key, version=None):

@@ -1,4 +1,5 @@
 """MutableTree: cosmos/iavl's versioned AVL+ tree over an mpt node database."""
+from _typeshed import ReadableBuffer
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Literal, final
 
@@ -37,17 +38,17 @@ class MutableTree:
     def size(self) -> int: ...
     @property
     def height(self) -> int: ...
-    def set(self, key: bytes, value: bytes) -> bool:
+    def set(self, key: ReadableBuffer, value: ReadableBuffer) -> bool:
         """Returns True when the key existed (an update)."""
-    def get(self, key: bytes, default: Any = None) -> Any: ...
-    def get_versioned(self, key: bytes, version: int, default: Any = None) -> Any:
+    def get(self, key: ReadableBuffer, default: Any = None) -> Any: ...
+    def get_versioned(self, key: ReadableBuffer, version: int, default: Any = None) -> Any:
         """The value at key in saved version ``version`` (default if absent or no such version)."""
-    def get_with_index(self, key: bytes) -> tuple[int, bytes | None]:
+    def get_with_index(self, key: ReadableBuffer) -> tuple[int, bytes | None]:
         """(rank of key in key order, value or None)."""
     def get_by_index(self, index: int) -> tuple[bytes, bytes] | tuple[None, None]: ...
-    def has(self, key: bytes) -> bool:
+    def has(self, key: ReadableBuffer) -> bool:
         """iavl's Has: the same as ``key in tree``."""
-    def remove(self, key: bytes) -> bytes | None:
+    def remove(self, key: ReadableBuffer) -> bytes | None:
         """The removed value, or None when the key was absent."""
     def hash(self) -> bytes:
         """Root hash of the working tree."""
@@ -63,29 +64,31 @@ class MutableTree:
     def rollback(self) -> None:
         """Discard unsaved changes (back to the last saved or loaded version)."""
     def items(
-        self, start: bytes | None = None, end: bytes | None = None, ascending: bool = True
+        self, start: ReadableBuffer | None = None, end: ReadableBuffer | None = None, ascending: bool = True
     ) -> Iterator[tuple[bytes, bytes]]: ...
     @deprecated("use MutableTree.items")
     def iterate(
-        self, start: bytes | None = None, end: bytes | None = None, ascending: bool = True
+        self, start: ReadableBuffer | None = None, end: ReadableBuffer | None = None, ascending: bool = True
     ) -> Iterator[tuple[bytes, bytes]]: ...
-    def keys(self, start: bytes | None = None, end: bytes | None = None, ascending: bool = True) -> Iterator[bytes]: ...
+    def keys(
+        self, start: ReadableBuffer | None = None, end: ReadableBuffer | None = None, ascending: bool = True
+    ) -> Iterator[bytes]: ...
     def values(
-        self, start: bytes | None = None, end: bytes | None = None, ascending: bool = True
+        self, start: ReadableBuffer | None = None, end: ReadableBuffer | None = None, ascending: bool = True
     ) -> Iterator[bytes]: ...
     def __iter__(self) -> Iterator[bytes]: ...
     def __reversed__(self) -> Iterator[bytes]: ...
     def __len__(self) -> int: ...
-    def __contains__(self, key: bytes, /) -> bool: ...
-    def __getitem__(self, key: bytes, /) -> bytes:
+    def __contains__(self, key: ReadableBuffer, /) -> bool: ...
+    def __getitem__(self, key: ReadableBuffer, /) -> bytes:
         """The value at key; KeyError if absent."""
-    def __setitem__(self, key: bytes, value: bytes, /) -> None: ...
-    def __delitem__(self, key: bytes, /) -> None:
+    def __setitem__(self, key: ReadableBuffer, value: bytes, /) -> None: ...
+    def __delitem__(self, key: ReadableBuffer, /) -> None:
         """remove(key); KeyError if absent."""
-    def membership_proof(self, key: bytes, version: int | None = None) -> CommitmentProof:
+    def membership_proof(self, key: ReadableBuffer, version: int | None = None) -> CommitmentProof:
         """ICS23 proof that key is in the working tree (None) or saved version ``version`` (Go iavl's
         GetMembershipProof, byte for byte). ProofError if key is absent, VersionError if no such version."""
-    def non_membership_proof(self, key: bytes, version: int | None = None) -> CommitmentProof:
+    def non_membership_proof(self, key: ReadableBuffer, version: int | None = None) -> CommitmentProof:
         """ICS23 proof that key is absent (Go iavl's GetNonMembershipProof): existence proofs of the keys just
         before and after it. ProofError if key is present, VersionError if no such version."""
     def export(self, version: int | None = None) -> Exporter:

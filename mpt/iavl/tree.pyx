@@ -31,6 +31,7 @@ from cpython.object cimport PyObject
 from libc.stdint cimport int64_t, uint8_t, uint32_t
 from libc.string cimport memcmp
 
+from mpt.bytes_like cimport as_bytes, as_bytes_or_none
 from mpt.iavl.node cimport (
     FORMAT_LEGACY,
     FORMAT_V1,
@@ -39,6 +40,7 @@ from mpt.iavl.node cimport (
     LeafNode,
     Node,
     NodeFormat,
+    compare_keys,
     parse_format,
     sha256_into,
 )
@@ -67,24 +69,6 @@ def __getattr__(name):
                       stacklevel=2)
         return EMPTY_ROOT
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-cdef inline bytes _as_bytes(object b, str what):
-    # bytes(5) would be five zero bytes: only byte strings are keys and values.
-    if type(b) is bytes:
-        return <bytes>b
-    if isinstance(b, (bytearray, memoryview)):
-        return bytes(b)
-    raise TypeError("IAVL %ss are bytes, not %s" % (what, type(b).__name__))
-
-
-cdef inline int _compare(bytes a, bytes b) noexcept:
-    """bytes.Compare: -1, 0 or 1."""
-    cdef Py_ssize_t na = PyBytes_GET_SIZE(a), nb = PyBytes_GET_SIZE(b)
-    cdef int r = memcmp(PyBytes_AS_STRING(a), PyBytes_AS_STRING(b), <size_t>(na if na < nb else nb))
-    if r != 0:
-        return -1 if r < 0 else 1
-    return (na > nb) - (na < nb)
 
 
 cdef inline int _height(Node n) noexcept:
@@ -230,7 +214,7 @@ cdef class MutableTree:
         if node is None:
             return None
         while node.height != 0:
-            if _compare(k, node.key) < 0:
+            if compare_keys(k, node.key) < 0:
                 node = self._left(node)
             else:
                 node = self._right(node)
@@ -238,7 +222,7 @@ cdef class MutableTree:
 
     def get(self, key, default=None):
         """The value at key in the working tree, or default (through the fast index first, as Go's Get)."""
-        cdef bytes k = _as_bytes(key, "key")
+        cdef bytes k = as_bytes(key, "key")
         cdef Node node
         cdef bytes value
         cdef int64_t updated_at
@@ -260,14 +244,14 @@ cdef class MutableTree:
                 elif updated_at <= self.version:
                     return value
         node = self._leaf_for(self.root, k)
-        if node is not None and _compare(k, node.key) == 0:
+        if node is not None and compare_keys(k, node.key) == 0:
             return node._value
         return default
 
     def get_versioned(self, key, version, default=None):
         """The value at key in saved version ``version`` (iavl's GetVersioned): default if the key is absent
         there or the version does not exist."""
-        cdef bytes k = _as_bytes(key, "key")
+        cdef bytes k = as_bytes(key, "key")
         cdef bint found
         cdef Node node
         cdef int64_t v
@@ -286,14 +270,14 @@ cdef class MutableTree:
             elif <int64_t>fast[1] <= v:
                 return fast[0]
         node = self._leaf_for(root, k)
-        if node is not None and _compare(k, node.key) == 0:
+        if node is not None and compare_keys(k, node.key) == 0:
             return node._value
         return default
 
     def get_with_index(self, key):
         """(index, value) like iavl's GetWithIndex: index is key's position in key order (where it would be
         inserted if absent), value None when key is absent."""
-        cdef bytes k = _as_bytes(key, "key")
+        cdef bytes k = as_bytes(key, "key")
         cdef Node node = self.root
         cdef Node right
         cdef int64_t index = 0
@@ -301,14 +285,14 @@ cdef class MutableTree:
         if node is None:
             return 0, None
         while node.height != 0:
-            if _compare(k, node.key) < 0:
+            if compare_keys(k, node.key) < 0:
                 node = self._left(node)
             else:
                 # Everything in the left subtree sorts before k.
                 right = self._right(node)
                 index += node.size - right.size
                 node = right
-        c = _compare(node.key, k)
+        c = compare_keys(node.key, k)
         if c < 0:
             return index + 1, None
         if c > 0:
@@ -374,8 +358,8 @@ cdef class MutableTree:
     def items(self, start=None, end=None, ascending=True):
         """(key, value) pairs from start (inclusive) to end (exclusive), like iavl's Iterator: in key order, or
         in reverse key order with ascending=False (the same range: end is still excluded, start included)."""
-        cdef bytes lo = None if start is None else _as_bytes(start, "key")
-        cdef bytes hi = None if end is None else _as_bytes(end, "key")
+        cdef bytes lo = as_bytes_or_none(start, "start")
+        cdef bytes hi = as_bytes_or_none(end, "end")
         cdef list stack = []
         cdef Node node = self.root
         cdef bint asc = ascending
@@ -386,12 +370,12 @@ cdef class MutableTree:
         while stack:
             node = stack.pop()
             if node.height == 0:
-                if (lo is None or _compare(node.key, lo) >= 0) and (hi is None or _compare(node.key, hi) < 0):
+                if (lo is None or compare_keys(node.key, lo) >= 0) and (hi is None or compare_keys(node.key, hi) < 0):
                     yield node.key, node._value
                 continue
             # Left subtree holds keys < node.key, the right one keys >= node.key: skip what the range excludes.
-            go_right = hi is None or _compare(node.key, hi) < 0
-            go_left = lo is None or _compare(lo, node.key) < 0
+            go_right = hi is None or compare_keys(node.key, hi) < 0
+            go_left = lo is None or compare_keys(lo, node.key) < 0
             # The stack pops last-in first: push the side to visit second first.
             if asc:
                 if go_right:
@@ -486,7 +470,7 @@ cdef class MutableTree:
         cdef int c
         cdef InnerNode inner
         if node.height == 0:
-            c = _compare(key, node.key)
+            c = compare_keys(key, node.key)
             if c == 0:
                 updated[0] = True
                 return LeafNode.new(key, value, wv)
@@ -500,7 +484,7 @@ cdef class MutableTree:
                 inner.right_node = LeafNode.new(key, value, wv)
             return inner
         node = self._mutable(node)
-        if _compare(key, node.key) < 0:
+        if compare_keys(key, node.key) < 0:
             (<InnerNode>node).left_node = self._set((<InnerNode>node).left_node, key, value, updated)
         else:
             (<InnerNode>node).right_node = self._set((<InnerNode>node).right_node, key, value, updated)
@@ -512,10 +496,8 @@ cdef class MutableTree:
     def set(self, key, value):
         """Set key to value in the working tree. Returns True if the key existed (an update)."""
         cdef bint updated = False
-        if value is None:
-            raise TypeError("IAVL values must not be None")
-        cdef bytes k = _as_bytes(key, "key")
-        cdef bytes v = _as_bytes(value, "value")
+        cdef bytes k = as_bytes(key, "key")
+        cdef bytes v = as_bytes(value, "value")
         if self.fast_storage:
             self._fast_additions[k] = v
             if self._fast_removals:
@@ -530,14 +512,14 @@ cdef class MutableTree:
         """iavl's recursiveRemove. Sets _rm_found/_rm_value, and _rm_newkey (the new leftmost key) on the way up."""
         cdef Node child
         if node.height == 0:
-            if _compare(key, node.key) == 0:
+            if compare_keys(key, node.key) == 0:
                 self._rm_found = True
                 self._rm_value = node._value
                 self._rm_newkey = None
                 return None
             self._rm_found = False
             return node
-        if _compare(key, node.key) < 0:
+        if compare_keys(key, node.key) < 0:
             child = self._remove(self._left(node), key)
             if not self._rm_found:
                 return node
@@ -567,7 +549,7 @@ cdef class MutableTree:
 
     def remove(self, key):
         """Remove key from the working tree. Returns the removed value, or None if the key was absent."""
-        cdef bytes k = _as_bytes(key, "key")
+        cdef bytes k = as_bytes(key, "key")
         cdef Node new_root
         if self.root is None:
             return None
@@ -711,7 +693,7 @@ cdef class MutableTree:
         The child off the path is loaded only when its parent does not hold its hash (a node read from the v1
         format): a walk through a large tree is bound by cache misses, and the sibling is one more per level.
         """
-        cdef bytes k = _as_bytes(key, "key")
+        cdef bytes k = as_bytes(key, "key")
         cdef Node node = self._proof_root(version)
         cdef InnerNode inner
         cdef Node left
@@ -744,7 +726,7 @@ cdef class MutableTree:
                     node = left
                     continue
                 i -= left.size
-            elif _compare(k, node.key) < 0:
+            elif compare_keys(k, node.key) < 0:
                 if inner._right_hash is None:
                     self._right(node)
                 _prefetch_node(<PyObject *>inner._right_hash)
@@ -757,7 +739,7 @@ cdef class MutableTree:
             rank += inner.size - node.size
         nodes[depth] = node
         del nodes[depth + 1:]
-        if not by_index and _compare(node.key, k) < 0:
+        if not by_index and compare_keys(node.key, k) < 0:
             rank += 1
         return nodes, rank
 
@@ -857,7 +839,7 @@ cdef inline void _prefetch_node(PyObject *o) noexcept:
 
 
 # mpt.iavl.proof imports mpt.ics23, which the tree does not need otherwise: looked up on first use and kept (an
-# import statement in the method would cost about 100 ns a call).
+# import statement in the method would cost a dictionary lookup and more on every call).
 cdef tuple _proof_fns = None
 
 

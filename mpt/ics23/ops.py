@@ -615,14 +615,17 @@ def _check_spec(spec) -> ProofSpec:
 
 
 def _arg_bytes(value, name: str) -> bytes:
+    """value as bytes under the package's one bytes-like policy (mpt/bytes_like.pxd, here for the pure-Python
+    verifier): any C-contiguous buffer is copied; anything else is a TypeError naming the argument."""
     if type(value) is bytes:
         return value
-    if isinstance(value, str):
-        raise TypeError("%s must be bytes-like, not str (bytes.fromhex() for hex)" % name)
     try:
-        return bytes(memoryview(value))
+        view = memoryview(value)
     except TypeError:
-        raise TypeError("%s must be bytes-like, not %s" % (name, type(value).__name__)) from None
+        raise TypeError("%s must be a bytes-like object, not %s" % (name, type(value).__name__)) from None
+    if not view.c_contiguous:
+        raise TypeError("%s must be a bytes-like object, not %s (not C-contiguous)" % (name, type(value).__name__))
+    return view.tobytes()
 
 
 def _commitment(proof) -> CommitmentProof:

@@ -14,6 +14,7 @@ from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 
+from mpt.bytes_like cimport as_bytes
 from mpt._sha256.sha256 cimport (
     mpt_sha256, mpt_sha256_ctx, mpt_sha256_final, mpt_sha256_init, mpt_sha256_many, mpt_sha256_update,
     share_sha256_backend,
@@ -740,9 +741,9 @@ def verify_membership(spec, root, proof, key, value):
         proof = _commitment_bytes(proof, "proof")
     data = _wire_form(proof)
     if data is not None:
-        root = root if type(root) is bytes else _ops._arg_bytes(root, "root")
-        key = key if type(key) is bytes else _ops._arg_bytes(key, "key")
-        value = value if type(value) is bytes else _ops._arg_bytes(value, "value")
+        root = as_bytes(root, "root")
+        key = as_bytes(key, "key")
+        value = as_bytes(value, "value")
         s = _compiled(spec)
         if s is not None and s.supported and _membership(s, <bytes>root, <bytes>data, <bytes>key, <bytes>value):
             return True
@@ -757,8 +758,8 @@ def verify_non_membership(spec, root, proof, key):
         proof = _commitment_bytes(proof, "proof")
     data = _wire_form(proof)
     if data is not None:
-        root = root if type(root) is bytes else _ops._arg_bytes(root, "root")
-        key = key if type(key) is bytes else _ops._arg_bytes(key, "key")
+        root = as_bytes(root, "root")
+        key = as_bytes(key, "key")
         s = _compiled(spec)
         if s is not None and s.supported and _non_membership(s, <bytes>root, <bytes>data, <bytes>key):
             return True

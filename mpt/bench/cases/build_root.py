@@ -51,7 +51,7 @@ def _build_root_dask(label: str, n: int) -> Case:
         from dask.delayed import delayed
 
         # The partitions live on the workers already, as they would when read from Parquet there: a bag made with
-        # from_sequence would embed 1M pairs in the graph, and dask's graph conversion of them alone takes ~10 s.
+        # from_sequence would embed 1M pairs in the graph, and dask's graph conversion of them alone takes seconds.
         # They travel pickled (distributed serializes a list of tuples item by item: minutes) and are unpickled
         # and kept in the workers' memory by persist().
         import pickle

@@ -20,7 +20,7 @@ from mpt.bench.workloads import (
     iavl_entries,
 )
 
-# Codec calls per op call: one call is ~100 ns, far below the clock's resolution. The loops run over
+# Codec calls per op call: one call is far below the clock's resolution. The loops run over
 # itertools.repeat, not range, whose ints above 256 would be allocations counted against the codec.
 _IAVL_BATCH = 1000
 _IAVL_FORMATS = ("vbyte", "legacy", "v1")
