@@ -106,8 +106,9 @@ class LevelDBStore:
         except plyvel.IOError as e:
             text = _text(e)
             if "lock" in text.lower():
-                raise StoreError("the LevelDB at %s is locked (a running node, or another open store in "
-                                 "this or another process, holds its LOCK file): close it or open a copy (%s)" % (self.path, text)) from None
+                raise StoreError("the LevelDB at %s is locked (a running node, or another open store in this or "
+                                 "another process, holds its LOCK file): close it or open a copy (%s)"
+                                 % (self.path, text)) from None
             raise StoreError("cannot open the LevelDB at %s: %s" % (self.path, text)) from None
         except plyvel.Error as e:
             raise StoreError("%s is not a readable LevelDB: %s" % (self.path, _text(e))) from None
