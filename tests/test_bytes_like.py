@@ -12,7 +12,8 @@ import pytest
 import mpt
 from mpt import SecureTrie, StackTrie, Trie, build_root, derive_sha, merkle, verify_proof, verify_range_proof
 from mpt.iavl import InnerNode, LeafNode, MutableTree
-from mpt.ics23 import IAVL_SPEC, verify_membership, verify_membership_objects
+from mpt.ics23 import IAVL_SPEC, verify_membership
+from mpt.ics23.ops import verify_membership_objects
 
 ACCEPTED = [
     pytest.param(bytes, id="bytes"),
