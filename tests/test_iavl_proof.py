@@ -470,3 +470,17 @@ def test_proofs_from_gos_own_leveldb_store(tmp_path):
             assert proof.calculate_root() == root
         with pytest.raises(VersionError):
             tree.non_membership_proof(b"\x00", 2)
+
+
+def test_proof_functions_take_only_a_mutable_tree():
+    # The proof walk casts the path's nodes unchecked: a look-alike tree must be refused, not trusted.
+    from mpt.iavl import proof as iavl_proof
+
+    class FakeTree:
+        def _proof_path(self, key, version, index=None):
+            return [1, 2, 3], 0
+
+    for fn in (iavl_proof.membership_proof_bytes, iavl_proof.membership_proof,
+               iavl_proof.non_membership_proof_bytes, iavl_proof.non_membership_proof):
+        with pytest.raises(TypeError, match="tree must be an mpt.iavl.MutableTree, not FakeTree"):
+            fn(FakeTree(), b"k")

@@ -370,3 +370,18 @@ def test_rollback_and_index_against_model(script):
     for i, k in enumerate(ordered):
         assert tree.get_by_index(i) == (k, model[k])
         assert tree.get_with_index(k) == (i, model[k])
+
+
+@pytest.mark.parametrize("version", [0, -1, 2**63, 2**70, -(2**70)])
+def test_versions_outside_int64_are_version_errors(version):
+    from mpt.errors import VersionError
+
+    tree = MutableTree()
+    tree.set(b"a", b"1")
+    tree.save_version()
+    with pytest.raises(VersionError, match="IAVL versions run from 1 to 2\\*\\*63-1"):
+        tree.load_version(version)
+    with pytest.raises(VersionError, match="IAVL versions run from 1 to 2\\*\\*63-1"):
+        tree.delete_versions_to(version)
+    assert tree.version_exists(version) is False
+    assert tree.get_versioned(b"a", version) is None

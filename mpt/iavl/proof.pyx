@@ -38,6 +38,7 @@ from mpt.iavl.node cimport HASH_SIZE, InnerNode, Node
 from mpt.varint cimport put_uvarint, put_varint, uvarint_size, varint_size
 
 from mpt.errors import ProofError
+from mpt.iavl.tree import MutableTree
 from mpt.ics23.messages import CommitmentProof, ExistenceProof, HashOp, InnerOp, LeafOp, LengthOp, NonExistenceProof
 
 cdef enum:
@@ -205,8 +206,15 @@ cdef Py_ssize_t _put_existence(uint8_t *out, list nodes) noexcept:
     return p
 
 
+cdef tuple _proof_path(object tree, bytes key, object version, object index=None):
+    # The walk below casts the path's items to Node/InnerNode unchecked: only the tree's own path may reach it.
+    if type(tree) is not MutableTree:
+        raise TypeError("tree must be an mpt.iavl.MutableTree, not %s" % type(tree).__name__)
+    return tree._proof_path(key, version, index)
+
+
 cdef list _membership_path(object tree, bytes key, object version):
-    nodes, _ = tree._proof_path(key, version)
+    nodes, _ = _proof_path(tree, key, version)
     if PyList_GET_SIZE(nodes) == 0 or (<Node>PyList_GET_ITEM(nodes, PyList_GET_SIZE(nodes) - 1)).key != key:
         raise ProofError("key does not exist")
     _hash_siblings(nodes)
@@ -238,7 +246,7 @@ cdef tuple _neighbour_paths(object tree, bytes key, object version):
     cdef list nodes, left = None, right = None
     cdef Node leaf
     cdef int64_t rank, size
-    nodes, rank = tree._proof_path(key, version)
+    nodes, rank = _proof_path(tree, key, version)
     if PyList_GET_SIZE(nodes) == 0:
         return None, None
     leaf = <Node>PyList_GET_ITEM(nodes, PyList_GET_SIZE(nodes) - 1)
@@ -249,11 +257,11 @@ cdef tuple _neighbour_paths(object tree, bytes key, object version):
     if leaf.key < key:
         left = nodes
         if rank < size:
-            right = tree._proof_path(key, version, rank)[0]
+            right = _proof_path(tree, key, version, rank)[0]
     else:
         right = nodes
         if rank >= 1:
-            left = tree._proof_path(key, version, rank - 1)[0]
+            left = _proof_path(tree, key, version, rank - 1)[0]
     if left is not None:
         _hash_siblings(left)
     if right is not None:

@@ -160,9 +160,10 @@ cdef class MutableTree:
     def load_version(self, version):
         """Make saved version ``version`` the working tree; changes build version + 1. Returns the version."""
         cdef bint found
-        cdef int64_t v = version
-        if v <= 0:
-            raise VersionError("IAVL versions start at 1, not %d" % v)
+        cdef int64_t v
+        if not 1 <= version < 2**63:
+            raise VersionError("IAVL versions run from 1 to 2**63-1, not %d" % version)
+        v = version
         root = self._load_root(v, &found)
         if not found:
             raise VersionError("version %d does not exist" % v)
@@ -179,7 +180,7 @@ cdef class MutableTree:
 
     def version_exists(self, version):
         cdef bint found
-        if version <= 0:
+        if not 1 <= version < 2**63:      # not a version iavl can store
             return False
         self._load_root(version, &found)
         return found
@@ -192,6 +193,8 @@ cdef class MutableTree:
         """Delete the saved versions up to and including ``to_version`` (iavl's DeleteVersionsTo): their root
         records and the nodes no later version references; nodes still in use stay under their original node
         key. Deleting the latest version is refused (VersionError). Returns the number of keys deleted."""
+        if not 1 <= to_version < 2**63:
+            raise VersionError("IAVL versions run from 1 to 2**63-1, not %d" % to_version)
         return self.ndb.delete_versions_to(to_version)
 
     def rollback(self):

@@ -69,19 +69,23 @@ cdef class CompiledSpec:
             return c
         c.is_iavl = _ops.spec_equals(spec, _ops.IAVL_SPEC)
         c.is_tendermint = _ops.spec_equals(spec, _ops.TENDERMINT_SPEC)
-        c.leaf_hash = leaf.hash
-        c.leaf_prehash_key = leaf.prehash_key
-        c.leaf_prehash_value = leaf.prehash_value
-        c.leaf_length = leaf.length
-        c.leaf_prefix = leaf.prefix
-        c.inner_hash = inner.hash
-        c.child_size = inner.child_size
-        c.min_prefix_length = inner.min_prefix_length
-        c.max_prefix_length = inner.max_prefix_length
-        c.empty_child = inner.empty_child
-        c.max_depth = spec.max_depth if spec.max_depth != 0 else DEFAULT_MAX_DEPTH
-        c.min_depth = spec.min_depth
-        c.prehash_compare = spec.prehash_key_before_comparison
+        try:
+            c.leaf_hash = leaf.hash
+            c.leaf_prehash_key = leaf.prehash_key
+            c.leaf_prehash_value = leaf.prehash_value
+            c.leaf_length = leaf.length
+            c.leaf_prefix = leaf.prefix
+            c.inner_hash = inner.hash
+            c.child_size = inner.child_size
+            c.min_prefix_length = inner.min_prefix_length
+            c.max_prefix_length = inner.max_prefix_length
+            c.empty_child = inner.empty_child
+            c.max_depth = spec.max_depth if spec.max_depth != 0 else DEFAULT_MAX_DEPTH
+            c.min_depth = spec.min_depth
+            c.prehash_compare = spec.prehash_key_before_comparison
+        except OverflowError:
+            # A field beyond the C types here (the proto's are int32): the object verifier decides.
+            return c
         order = list(inner.child_order)
         c.nchildren = len(order)
         # What the wire verifier runs: SHA-256 trees whose child_order is a permutation of 0..n-1 (getPosition
@@ -766,13 +770,14 @@ def verify_non_membership(spec, root, proof, key):
     return _ops.verify_non_membership_objects(spec, root, proof, key)
 
 
-def wire_verdict_membership(spec, bytes root, bytes proof, bytes key, bytes value):
+def wire_verdict_membership(spec, bytes root not None, bytes proof not None, bytes key not None,
+                            bytes value not None):
     """The wire verifier's own answer (True: proven; False: left to the object verifier). For tests."""
     cdef CompiledSpec s = _compiled(spec)
     return s is not None and s.supported and _membership(s, root, proof, key, value)
 
 
-def wire_verdict_non_membership(spec, bytes root, bytes proof, bytes key):
+def wire_verdict_non_membership(spec, bytes root not None, bytes proof not None, bytes key not None):
     """The wire verifier's own answer for a non-membership proof. For tests."""
     cdef CompiledSpec s = _compiled(spec)
     return s is not None and s.supported and _non_membership(s, root, proof, key)
