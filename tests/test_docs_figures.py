@@ -23,8 +23,10 @@ def test_reference_run_is_a_dated_report_of_listed_cases():
     names = [b["name"] for b in doc["benchmarks"]]
     assert set(names) <= set(cases.CASES)
     assert {"HashFixedSize/10K", "CommitAfterHashFixedSize/10K", "Insert/10K"} <= set(names)
-    # --peers: only listed Insert/N cases, and mpt's peer entry is the main measurement itself.
-    assert doc["peers"] and {p["name"] for p in doc["peers"]} <= {n for n in names if n.startswith("Insert/")}
+    # --peers: only listed Insert/N (py-trie, execution-specs) and MerkleRoot/N (hashlib, pymerkle) cases, and
+    # mpt's peer entry is the main measurement itself.
+    assert doc["peers"] and {p["name"] for p in doc["peers"]} <= {
+        n for n in names if n.startswith(("Insert/", "MerkleRoot/"))}
     by_name = {b["name"]: b for b in doc["benchmarks"]}
     for p in doc["peers"]:
         if p["extra"]["impl"] == "mpt":
@@ -101,7 +103,7 @@ def test_figures_lay_out_cleanly_and_name_the_run(tmp_path):
     source = (ROOT / "docs" / "plot_bench.py").read_text()
     assert "(this run" not in source and "this run)" not in source
     plot_bench = _plot_bench()
-    assert plot_bench.run_label(json.loads(REFERENCE.read_text())) == "run of 2026-12-01"
+    assert plot_bench.run_label(json.loads(REFERENCE.read_text())) == "run of 2026-12-02"
 
 
 def test_vs_geth_ratios_are_the_published_side_by_side_run():
