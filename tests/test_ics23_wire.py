@@ -14,7 +14,8 @@ from ics23_trees import SimpleTree, iavl_store, vector_cases  # noqa: E402
 
 from mpt.errors import ProofError  # noqa: E402
 from mpt.ics23 import (  # noqa: E402
-    IAVL_SPEC, TENDERMINT_SPEC, CommitmentProof, HashOp, InnerOp, LeafOp, ProofSpec, calculate_root, verify_membership,
+    IAVL_SPEC, TENDERMINT_SPEC, CommitmentProof, HashOp, InnerOp, InnerSpec, LeafOp, ProofSpec, calculate_root,
+    verify_membership,
     verify_non_membership,
 )
 from mpt.ics23 import _reference as ref  # noqa: E402
@@ -317,3 +318,30 @@ def test_random_specs_agree():
         spec = _random_spec(rng)
         _s, root, proof, key, value = rng.choice(CLAIMS)
         _agree(spec, root, proof, key, value)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: ProofSpec(leaf_spec=IAVL_SPEC.leaf_spec, inner_spec=InnerSpec(
+        child_order=[0, 1], child_size=33, min_prefix_length=2**40, max_prefix_length=12, hash=HashOp.SHA256)),
+    lambda: ProofSpec(leaf_spec=IAVL_SPEC.leaf_spec, inner_spec=InnerSpec(
+        child_order=[0, 1], child_size=2**32, min_prefix_length=4, max_prefix_length=12, hash=HashOp.SHA256)),
+    lambda: ProofSpec(leaf_spec=IAVL_SPEC.leaf_spec, inner_spec=IAVL_SPEC.inner_spec, max_depth=2**40),
+    lambda: ProofSpec(leaf_spec=IAVL_SPEC.leaf_spec, inner_spec=IAVL_SPEC.inner_spec, min_depth=-2**40),
+])
+def test_specs_with_fields_beyond_the_c_types_go_to_the_object_verifier(make):
+    # The compiled reader keeps spec fields in C ints; a spec it cannot hold is the object verifier's to judge,
+    # which refuses these proofs with a ProofError (not an OverflowError from the compiled side).
+    spec = make()
+    with pytest.raises(ProofError):
+        verify_membership(spec, b"\0" * 32, b"\x0a\x00", b"k", b"v")
+    with pytest.raises(ProofError):
+        verify_non_membership(spec, b"\0" * 32, b"\x12\x00", b"k")
+
+
+@pytest.mark.parametrize("which", ["root", "proof", "key", "value"])
+def test_wire_verdicts_refuse_none(which):
+    spec, root, proof, key, value = next(c for c in CLAIMS if c[4] is not None)
+    args = dict(root=root, proof=proof, key=key, value=value)
+    args[which] = None
+    with pytest.raises(TypeError):
+        wire.wire_verdict_membership(spec, args["root"], args["proof"], args["key"], args["value"])
