@@ -23,7 +23,7 @@ from __future__ import annotations
 import errno
 import operator
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sized
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
@@ -78,7 +78,7 @@ def _is_dask_client(obj):
     return type(obj).__module__.startswith("distributed") and hasattr(obj, "submit") and hasattr(obj, "gather")
 
 
-def _check_spill_dir(spill_dir):
+def _check_spill_dir(spill_dir: Optional[StrPath]) -> Optional[str]:
     """spill_dir as a str path to an existing directory, or None."""
     if spill_dir is None:
         return None
@@ -92,7 +92,7 @@ def _check_spill_dir(spill_dir):
     return spill_dir
 
 
-def _check_shard_nibbles(shard_nibbles, size_hint, workers, spilling):
+def _check_shard_nibbles(shard_nibbles: Optional[int], size_hint: Optional[int], workers: int, spilling: bool) -> int:
     if shard_nibbles is None:
         return choose_shard_nibbles(size_hint, workers, spilling)
     k = int(shard_nibbles)
@@ -130,14 +130,10 @@ def build_root(
                         % type(executor).__name__)
     if isinstance(pairs, Mapping):
         pairs = pairs.items()
-    try:
-        size_hint = len(pairs)
-    except TypeError:
-        size_hint = None
+    size_hint = len(pairs) if isinstance(pairs, Sized) else None
     k = _check_shard_nibbles(shard_nibbles, size_hint, workers, spill_dir is not None)
-    spill_dir = _check_spill_dir(spill_dir)
 
-    part = Partition(k, spill_dir, memory_limit)
+    part = Partition(k, _check_spill_dir(spill_dir), memory_limit)
     try:
         with _ProgressBar(progress, size_hint, "pairs") as bar:
             read_pairs(part, pairs, bar.update, workers)
