@@ -53,10 +53,9 @@ cdef struct ShardResult:
 
 cdef int _count_records(const Segment *segs, size_t nsegs, size_t *n) noexcept nogil:
     """How many records the segments hold (n); -2 when one runs past its segment."""
-    cdef size_t pos, g, length
+    cdef size_t pos, g, length, count = 0
     cdef uint32_t kl, vl
     cdef const uint8_t *buf
-    n[0] = 0
     for g in range(nsegs):
         buf = segs[g].buf
         length = segs[g].len
@@ -69,7 +68,8 @@ cdef int _count_records(const Segment *segs, size_t nsegs, size_t *n) noexcept n
             if length - pos - RECORD_HEADER < <size_t>kl + vl:
                 return -2
             pos += RECORD_HEADER + kl + vl
-            n[0] += 1
+            count += 1
+    n[0] = count
     return 0
 
 

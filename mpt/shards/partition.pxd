@@ -12,7 +12,7 @@ cdef class ArenaSet:
 
     @staticmethod
     cdef ArenaSet new(size_t n)
-    cdef bint is_empty(self)
+    cdef bint is_empty(self) noexcept
 
 
 @cython.final

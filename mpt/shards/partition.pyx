@@ -42,7 +42,7 @@ cdef class ArenaSet:
         arenas_free(self.arenas, self.n)
         self.arenas = NULL
 
-    cdef bint is_empty(self):
+    cdef bint is_empty(self) noexcept:
         cdef size_t s
         for s in range(self.n):
             if self.arenas[s].len:
