@@ -15,6 +15,9 @@ The records, exactly as Go iavl (v1) writes them, so that either side opens what
 * Legacy, read (iavl v0.x, and written by ``format="legacy"``): ``b"n" + hash`` nodes, ``b"r" + version`` root
   hashes (empty for an empty tree), ``b"o" + ...`` orphans.
 
+Fast nodes read or saved are kept decoded in a bounded cache, as Go's ``fastNodeCache`` (100,000 entries by
+default): a get at the latest version that hits it touches no store and allocates nothing.
+
 The latest version is found as Go finds it: the version of the last ``s`` key (a reverse scan), else of the last
 ``r`` key. Nothing else is stored: no private records.
 """
@@ -36,6 +39,8 @@ from mpt.iavl.node cimport (
 )
 from mpt.varint cimport MAX_VARINT_LEN64, put_uvarint, put_varint, read_be32, read_be64, read_uvarint, unzigzag
 
+from collections import OrderedDict
+
 from mpt.db.memory import MemoryDB, prefix_range
 from mpt.errors import CorruptTreeError, MissingNodeError, NodeDecodeError, VersionError
 
@@ -48,6 +53,7 @@ LEGACY_ROOT_PREFIX = b"r"
 STORAGE_VERSION_KEY = b"m" + b"storage_version"
 DEFAULT_STORAGE_VERSION = "1.0.0"
 FAST_STORAGE_VERSION = "1.1.0"
+FAST_CACHE_SIZE = 100000        # Go iavl's fastNodeCacheSize
 
 cdef extern from "Python.h":
     PyObject *PyDict_GetItemWithError(object d, object key) except? NULL
@@ -204,8 +210,16 @@ cdef class NodeDB:
     the fast-storage upgrade need ``iterate`` and ``delete`` too (:class:`mpt.db.OrderedNodeDatabase`).
     """
 
-    def __init__(self, db):
+    def __init__(self, db, *, fast_cache_size=FAST_CACHE_SIZE):
+        if type(fast_cache_size) is not int:
+            raise TypeError("fast_cache_size must be an int, not %s" % type(fast_cache_size).__name__)
+        if fast_cache_size < 0:
+            raise ValueError("fast_cache_size must be >= 0, not %d" % fast_cache_size)
         self.db = db
+        self.fast_cache_size = fast_cache_size
+        # Evicted in insertion order (hits do not reorder: a move per get would cost more than the misses it
+        # saves on a workload that fits). An OrderedDict pops its oldest entry in O(1); a dict would rescan.
+        self._fast_cache = OrderedDict()
         self._dict = None
         if type(db) is MemoryDB and type(db._data) is dict:
             # The dict itself, read with PyDict_GetItemWithError: no call per node read. Holding it also keeps
@@ -405,12 +419,40 @@ cdef class NodeDB:
         return _decode_fast_node(key, data)
 
     cdef bytes fast_value(self, bytes key, int64_t *version):
-        """key's fast node value (None if it has none), its versionLastUpdatedAt in version[0]: get's hot path,
-        without the tuple and int of get_fast_node."""
+        """key's fast node value (None if it has none), its versionLastUpdatedAt in version[0]: get's path for a
+        tree opened at an older version, which needs the version (the cache does not keep it)."""
         cdef object data = self._read_key(_prefixed(b"f", key))
+        cdef bytes value
         if data is None:
             return None
-        return _fast_node_value(key, data, version)
+        value = _fast_node_value(key, data, version)
+        self._cache_fast_value(key, value)
+        return value
+
+    cdef bytes latest_value(self, bytes key):
+        """key's value in the latest version by its fast node, None if it has none: get's hot path (Go's
+        GetFastNode, cache first). A cache hit is one dict probe with no allocation."""
+        cdef PyObject *cached = PyDict_GetItemWithError(self._fast_cache, key)
+        cdef int64_t version
+        if cached != NULL:
+            return <bytes>cached
+        return self.fast_value(key, &version)
+
+    cdef int _cache_fast_value(self, bytes key, bytes value) except -1:
+        if self.fast_cache_size == 0:
+            return 0
+        if len(self._fast_cache) >= self.fast_cache_size:
+            self._fast_cache.popitem(False)
+        self._fast_cache[key] = value
+        return 0
+
+    def cached_fast_nodes(self):
+        """How many decoded fast nodes the cache holds (at most fast_cache_size)."""
+        return len(self._fast_cache)
+
+    def clear_fast_cache(self):
+        """Forget the cached fast nodes (after the store's fast nodes were changed by someone else)."""
+        self._fast_cache.clear()
 
     cdef inline object _read_key(self, bytes key):
         cdef PyObject *found
@@ -447,6 +489,7 @@ cdef class NodeDB:
         if self.storage_version >= FAST_STORAGE_VERSION and not (len(parts) == 2 and parts[1] != str(latest)):
             return False
         stale = [k for k, _ in self.db.iterate(*prefix_range(F))]
+        self._fast_cache.clear()
         with self.db.write_batch() as batch:
             for k in stale:
                 batch.delete(k)
@@ -498,6 +541,17 @@ cdef class NodeDB:
                     put = batch.put
                     for k, v in pairs:
                         put(k, v)
+        if fast_storage:
+            # After the batch, so a failed write leaves the cache as the store is. Go's saveFastNodeUnlocked
+            # caches each fast node it saves.
+            cache = self._fast_cache
+            for k in fast_removals:
+                cache.pop(k, None)
+            for k, v in fast_additions.items():
+                if k in cache:
+                    cache[k] = v
+                else:
+                    self._cache_fast_value(k, v)
         self._latest = version
         return 0
 
