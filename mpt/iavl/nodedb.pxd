@@ -13,7 +13,7 @@ cdef class NodeDB:
         int64_t _latest                 # cached latest version (-1: not looked up yet)
         int64_t _legacy_latest          # cached latest legacy version (0: not looked up, -1: none)
         readonly str storage_version    # the `m storage_version` record ("1.0.0" when absent)
-        object _fast_cache              # key -> value of the latest version (OrderedDict; Go's fastNodeCache)
+        dict _fast_cache                # key -> value of the latest version (Go's fastNodeCache)
         readonly Py_ssize_t fast_cache_size
 
     cdef Node get_node(self, bytes ref)
@@ -23,6 +23,7 @@ cdef class NodeDB:
     cdef bytes fast_value(self, bytes key, int64_t *version)
     cdef bytes latest_value(self, bytes key)
     cdef int _cache_fast_value(self, bytes key, bytes value) except -1
+    cdef int _evict_oldest(self) except -1
     cdef object _read_key(self, bytes key)
     cdef int write_version(self, int64_t version, Node root, list new_nodes, bint legacy, dict fast_additions,
                            set fast_removals, bint fast_storage) except -1

@@ -419,9 +419,12 @@ cdef class MutableTree:
         """The node to change for the working version: a clone of a saved node, or the node itself if it is new."""
         cdef InnerNode copy
         if not node.persisted:
-            node._hash = None
-            (<InnerNode>node)._left_hash = None
-            (<InnerNode>node)._right_hash = None
+            if node._hash is not None:
+                # Hashed since its last change (hash() or a proof): forget the hashes. An unhashed node has none
+                # (_hash_new and _assign set all three together), so building a tree skips three stores a level.
+                node._hash = None
+                (<InnerNode>node)._left_hash = None
+                (<InnerNode>node)._right_hash = None
             return node
         copy = InnerNode.new(node.key, node.height, node.size, self.version + 1)
         copy.left_node = self._left(node)
