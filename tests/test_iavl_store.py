@@ -80,6 +80,14 @@ def test_store_protocol_delete_iterate_and_batches(store):
             batch.put(b"e", b"e")
             raise RuntimeError("abandon")
     assert store.get(b"d") == b"new" and store.get(b"e") is None
+    with store.write_batch() as batch:
+        if hasattr(batch, "put_many"):     # optional: MemoryDB's and LevelDB's batches (IAVL's save uses it)
+            assert batch.put_many({b"m1": b"1", b"m2": b"2"}) == 2
+            assert batch.put_many([(b"m3", b"3"), (b"m4", b"4")]) == 2
+        else:
+            for k, v in ((b"m1", b"1"), (b"m2", b"2"), (b"m3", b"3"), (b"m4", b"4")):
+                batch.put(k, v)
+    assert [store.get(b"m%d" % i) for i in range(1, 5)] == [b"1", b"2", b"3", b"4"]
 
 
 def test_prefix_range():
