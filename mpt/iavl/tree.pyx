@@ -192,7 +192,8 @@ cdef class MutableTree:
     def delete_versions_to(self, to_version):
         """Delete the saved versions up to and including ``to_version`` (iavl's DeleteVersionsTo): their root
         records and the nodes no later version references; nodes still in use stay under their original node
-        key. Deleting the latest version is refused (VersionError). Returns the number of keys deleted."""
+        key. Deleting the latest version is refused (VersionError). Legacy (iavl v0.x) versions are deleted all at
+        once, as in Go, when to_version reaches the latest of them. Returns the number of keys deleted."""
         if not 1 <= to_version < 2**63:
             raise VersionError("IAVL versions run from 1 to 2**63-1, not %d" % to_version)
         return self.ndb.delete_versions_to(to_version)
