@@ -439,13 +439,18 @@ cdef class NodeDB:
         batch.put(STORAGE_VERSION_KEY, value.encode())
         self.storage_version = value
 
+    def fast_upgrade_pending(self, int64_t latest):
+        """Whether opening version ``latest`` rebuilds the fast index (Go's isUpgradeable: not upgraded to fast
+        storage yet, or upgraded at another latest version)."""
+        parts = self.storage_version.split("-")
+        return self.storage_version < FAST_STORAGE_VERSION or (len(parts) == 2 and parts[1] != str(latest))
+
     def upgrade_fast_storage(self, items, int64_t version):
         """Go's enableFastStorageAndCommitIfNotEnabled: drop every fast node, write one per (key, value) of items
         at ``version``, record the storage version; one batch. Returns whether it wrote anything."""
-        parts = self.storage_version.split("-")
-        latest = self.c_latest_version()
-        if self.storage_version >= FAST_STORAGE_VERSION and not (len(parts) == 2 and parts[1] != str(latest)):
+        if not self.fast_upgrade_pending(self.c_latest_version()):
             return False
+        latest = self.c_latest_version()
         stale = [k for k, _ in self.db.iterate(*prefix_range(F))]
         with self.db.write_batch() as batch:
             for k in stale:
