@@ -27,6 +27,7 @@ cdef class NodeDB:
     cdef object _read_key(self, bytes key)
     cdef int write_version(self, int64_t version, Node root, list new_nodes, bint legacy, dict fast_additions,
                            set fast_removals, bint fast_storage) except -1
+    cdef int _put_root_reference(self, dict records, bytes rkey, Node root) except -1
 
 
 cdef int check_child(Node parent, Node child, bint right) except -1

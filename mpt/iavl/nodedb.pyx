@@ -512,13 +512,18 @@ cdef class NodeDB:
         batch.put(STORAGE_VERSION_KEY, value.encode())
         self.storage_version = value
 
+    def fast_upgrade_pending(self, int64_t latest):
+        """Whether opening version ``latest`` rebuilds the fast index (Go's isUpgradeable: not upgraded to fast
+        storage yet, or upgraded at another latest version)."""
+        parts = self.storage_version.split("-")
+        return self.storage_version < FAST_STORAGE_VERSION or (len(parts) == 2 and parts[1] != str(latest))
+
     def upgrade_fast_storage(self, items, int64_t version):
         """Go's enableFastStorageAndCommitIfNotEnabled: drop every fast node, write one per (key, value) of items
         at ``version``, record the storage version; one batch. Returns whether it wrote anything."""
-        parts = self.storage_version.split("-")
-        latest = self.c_latest_version()
-        if self.storage_version >= FAST_STORAGE_VERSION and not (len(parts) == 2 and parts[1] != str(latest)):
+        if not self.fast_upgrade_pending(self.c_latest_version()):
             return False
+        latest = self.c_latest_version()
         stale = [k for k, _ in self.db.iterate(*prefix_range(F))]
         self._fast_cache.clear()
         with self.db.write_batch() as batch:
@@ -557,8 +562,8 @@ cdef class NodeDB:
             records[_legacy_root_key(version) if legacy else _node_record_key(version, 1)] = b""
         elif not new_nodes:
             # Nothing changed: a reference to the root the version reuses (SaveRoot).
-            if not legacy and root.nonce != 0:
-                records[_node_record_key(version, 1)] = S + root.node_key_bytes()
+            if not legacy:
+                self._put_root_reference(records, _node_record_key(version, 1), root)
             else:
                 records[_legacy_root_key(version)] = root.c_hash()
         elif legacy:
@@ -593,6 +598,29 @@ cdef class NodeDB:
             for k, v in fast_additions.items():
                 self._cache_fast_value(k, v)
         self._latest = version
+        return 0
+
+    cdef int _put_root_reference(self, dict records, bytes rkey, Node root) except -1:
+        """The root record of a v1 version that reuses ``root`` (Go's SaveRoot): ``b"s"`` + the root's node key.
+
+        A root at nonce 0 is a legacy node (read by hash) or a root that pruning moved to (version, 0); Go names
+        it (version, 0) either way. A legacy root the first v1 version reuses is written there in the v1 format
+        (Go's SaveVersion: "update the legacy node to the new format"), its children still referenced by hash."""
+        cdef bytes key
+        cdef InnerNode inner
+        if root.nonce != 0:
+            records[rkey] = S + root.node_key_bytes()
+            return 0
+        key = S + make_node_key(root.version, 0)
+        records[rkey] = key
+        if self._get(key) is None:
+            if root.height != 0:
+                inner = <InnerNode>root
+                if inner._left_ref is None:
+                    inner._left_ref = inner._left_hash
+                if inner._right_ref is None:
+                    inner._right_ref = inner._right_hash
+            records[key] = root._to_bytes(FORMAT_V1)
         return 0
 
     # ------------------------------------------------------------------------------------------ pruning
@@ -639,20 +667,20 @@ cdef class NodeDB:
         Per version v (deleteVersion): the nodes of v that v + 1 no longer references are deleted; nodes that later
         versions still reference stay under their original node key; v's root record goes; a root that v + 1
         reuses moves to (v, 0). The latest version cannot be deleted. Returns the number of deleted keys.
+
+        A store that still holds legacy versions (iavl v0.x: ``r`` roots, ``n`` nodes, ``o`` orphans) loses them
+        all at once, as in Go: nothing happens while to_version is below the latest legacy version; from there
+        on the legacy versions go first (deleteLegacyVersions), then the v1 versions up to to_version.
         """
-        cdef int64_t latest = self.c_latest_version()
         cdef int64_t legacy = self.legacy_latest_version()
-        cdef int64_t first, v
+        cdef int64_t latest, first, v
         cdef Node orphan, root
         if legacy > to_version:
             return 0            # Go: the legacy versions are deleted at once, later
-        if legacy > 0:
-            raise VersionError("pruning a store that still holds legacy (pre-v1) versions is not supported")
+        latest = self.c_latest_version()
         if latest <= to_version:
             raise VersionError("latest version %d is less than or equal to toVersion %d" % (latest, to_version))
         first = self.first_version()
-        if first == 0:
-            return 0
         deleted = 0
         refs = {}
 
@@ -663,7 +691,9 @@ cdef class NodeDB:
 
         known = {}
         with self.db.write_batch() as batch:
-            for v in range(first, to_version + 1):
+            if legacy > 0:
+                deleted += self._delete_legacy_versions(batch, legacy)
+            for v in range(first if first else to_version + 1, to_version + 1):
                 root_ref = ref_of(v)
                 seen = {}
                 if root_ref:
@@ -674,6 +704,11 @@ cdef class NodeDB:
                                 batch.delete(N + ref)
                             else:
                                 nonce = orphan.nonce
+                                if nonce == 0 and self._get(N + orphan.c_hash()) is not None:
+                                    # A legacy root that a v1 version reused, rewritten at (version, 0): its
+                                    # legacy record goes too (Go: "it can be a legacy root").
+                                    batch.delete(N + orphan.c_hash())
+                                    deleted += 1
                                 if nonce == 1 and orphan.version < v:
                                     nonce = 0       # a root moved to (version, 0) by an earlier step
                                 batch.delete(S + make_node_key(orphan.version, nonce))
@@ -690,4 +725,44 @@ cdef class NodeDB:
                     batch.put(S + make_node_key(v, 0), root._to_bytes(FORMAT_V1))
                     deleted += 1
                 known = seen
+        if legacy > 0:
+            self._legacy_latest = -1
+        return deleted
+
+    def _delete_legacy_versions(self, batch, int64_t legacy):
+        """Go's deleteLegacyVersions(legacyLatestVersion), into batch; returns the number of deletes.
+
+        1. The legacy nodes of the latest legacy version that the first v1 version no longer references (its
+           orphans were never recorded: v1 writes no ``o`` records).
+        2. Every ``o`` orphan record (``o`` + toVersion + fromVersion + hash, the hash as value), and the node it
+           names when fromVersion <= legacy and toVersion < legacy (orphaned before the latest legacy version),
+           or fromVersion > legacy. Any other node an orphan record names stays.
+        3. Every ``r`` root record.
+
+        If the version after the latest legacy one does not exist, Go logs the error and deletes nothing of the
+        legacy versions; so does this (the v1 versions are pruned all the same)."""
+        cdef int64_t to, frm
+        cdef Node orphan
+        cdef bytes k, value
+        cdef int deleted = 0
+        next_ref = self._ref_or_none(legacy + 1)
+        if next_ref is None:
+            return 0
+        for orphan, ref in self._orphans(legacy, legacy + 1, self.root_ref(legacy), next_ref):
+            batch.delete(N + orphan.c_hash())
+            deleted += 1
+        for k, value in list(self.db.iterate(*prefix_range(LEGACY_ORPHAN_PREFIX))):
+            if PyBytes_GET_SIZE(k) != 1 + 8 + 8 + HASH_SIZE:
+                raise CorruptTreeError("corrupt IAVL store: %s is no legacy orphan record (o + toVersion + "
+                                       "fromVersion + hash)" % k.hex())
+            batch.delete(k)
+            deleted += 1
+            to = <int64_t>read_be64(<const uint8_t *>PyBytes_AS_STRING(k) + 1)
+            frm = <int64_t>read_be64(<const uint8_t *>PyBytes_AS_STRING(k) + 9)
+            if (frm <= legacy and to < legacy) or frm > legacy:
+                batch.delete(N + value)
+                deleted += 1
+        for k, _ in list(self.db.iterate(*prefix_range(R))):
+            batch.delete(k)
+            deleted += 1
         return deleted

@@ -195,7 +195,8 @@ cdef class MutableTree:
     def delete_versions_to(self, to_version):
         """Delete the saved versions up to and including ``to_version`` (iavl's DeleteVersionsTo): their root
         records and the nodes no later version references; nodes still in use stay under their original node
-        key. Deleting the latest version is refused (VersionError). Returns the number of keys deleted."""
+        key. Deleting the latest version is refused (VersionError). Legacy (iavl v0.x) versions are deleted all at
+        once, as in Go, when to_version reaches the latest of them. Returns the number of keys deleted."""
         if not 1 <= to_version < 2**63:
             raise VersionError("IAVL versions run from 1 to 2**63-1, not %d" % to_version)
         return self.ndb.delete_versions_to(to_version)
@@ -783,46 +784,19 @@ cdef class MutableTree:
 
     def import_nodes(self, nodes, version):
         """Rebuild this tree, which must be empty (no saved version, no keys), from ``nodes`` (ExportNodes in
-        exporter order, e.g. another tree's ``export(version)``) and save it as ``version`` in one batch, with
-        Go's node keys. Returns the root hash. A malformed stream raises ExportImportError and writes nothing."""
+        exporter order, e.g. another tree's ``export(version)``) and save it as ``version`` with Go's node keys,
+        writing as it reads (batches of 10,000 nodes: memory holds the open subtrees, not the tree). Returns the
+        root hash. A malformed stream raises ExportImportError, and what was written of it is deleted again."""
         from mpt.iavl.export import import_nodes
-        return import_nodes(self, nodes, version)
+        return import_nodes(self, nodes, version, self.storage == FORMAT_LEGACY)
 
     def _export_children(self, Node node):
         """(left, right) of a saved inner node, loaded from the store if needed."""
         return self._left(node), self._right(node)
 
-    def _import_write(self, list nodes, Node root, int64_t version):
-        """Write imported nodes (node keys assigned, hashes known) and the root record of ``version`` in one
-        batch, as Go's Importer.Commit does, then open that version as Go's LoadVersion does (fast nodes
-        included); the built nodes stay in memory, as after save_version."""
-        from mpt.iavl.nodedb import LEGACY_NODE_PREFIX, NODE_PREFIX, legacy_root_key, root_key
-        cdef Node node
-        cdef bytes s = NODE_PREFIX
-        with self.db.write_batch() as batch:
-            if self.storage == FORMAT_V1:
-                put_many = getattr(batch, "put_many", None)
-                if put_many is not None:        # MemoryDB: one C-level dict update
-                    put_many([(s + node.node_key_bytes(), node._to_bytes(FORMAT_V1)) for node in nodes])
-                else:
-                    for node in nodes:
-                        batch.put(s + node.node_key_bytes(), node._to_bytes(FORMAT_V1))
-                if root is None:
-                    batch.put(root_key(version), b"")
-                elif root.version != version:
-                    # The root is older than the version: the version's root record refers to it.
-                    batch.put(root_key(version), s + root.node_key_bytes())
-            else:
-                for node in nodes:
-                    batch.put(LEGACY_NODE_PREFIX + node.c_hash(), node._to_bytes(FORMAT_LEGACY))
-                    # Legacy nodes are found by hash and carry no node key, as when read from the store.
-                    node.nonce = 0
-                    if node.height != 0:
-                        (<InnerNode>node)._left_ref = (<InnerNode>node)._left_hash
-                        (<InnerNode>node)._right_ref = (<InnerNode>node)._right_hash
-                batch.put(legacy_root_key(version), b"" if root is None else root.c_hash())
-        for node in nodes:
-            node.persisted = True
+    def _import_opened(self, Node root, int64_t version):
+        """Open the version an import wrote (root: its root node, children in the store) as Go's LoadVersion
+        after Importer.Commit does."""
         self.ndb.set_latest_version(version)
         self._new_nodes = None
         self._opened(root, version)
