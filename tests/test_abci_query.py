@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from mpt import merkle
+from mpt._varint import uvarint
 from mpt.errors import ProofError
+from mpt.ics23 import _reference as ics23_reference
 from mpt.ics23 import verify_abci_query, verify_ibc_merkle_proof
 
 VECTORS = Path(__file__).parent / "vectors" / "cosmos" / "abci"
@@ -368,15 +370,8 @@ def test_ibc_refusals():
 
 
 def _MerkleProof_first(proof):
-    """The MerkleProof made of only the first proof of proof."""
-    pos, length, shift = 1, 0, 0
-    while True:
-        b = proof[pos]
-        pos += 1
-        length |= (b & 0x7F) << shift
-        shift += 7
-        if b < 0x80:
-            break
+    """The MerkleProof made of only the first proof of proof (its field 1: tag, length varint, bytes)."""
+    length, pos = ics23_reference._varint(proof, 1, len(proof))
     return proof[:pos + length]
 
 
@@ -555,20 +550,12 @@ def test_answers_from_mutable_tree_proofs(seed):
         assert verify_abci_query(answer, app_hash, key=k, store=store) == value
         assert verify_abci_query(json.dumps(answer), app_hash.hex()) == value
         parts = [base64.b64decode(op["data"]) for op in ops_of(answer)]
-        merkle_proof = b"".join(b"\x0a" + _uvarint(len(p)) + p for p in parts)
+        merkle_proof = b"".join(b"\x0a" + uvarint(len(p)) + p for p in parts)
         assert verify_ibc_merkle_proof(merkle_proof, app_hash, [store, k], value) is True
         forged = copy.deepcopy(answer)
         response_of(forged)["value"] = b64(b"forged") if value is None else None
         refused(forged, "did not verify")
 
-
-def _uvarint(n):
-    out = bytearray()
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def test_compressed_paths_longer_than_the_spec_are_refused_before_hashing():

@@ -50,6 +50,7 @@ from mpt.iavl.nodedb import FAST_CACHE_SIZE
 
 import warnings
 
+from mpt._deprecation import renamed_attributes as _renamed_attributes
 from mpt.db.memory import MemoryDB, check_database
 from mpt.errors import VersionError
 
@@ -64,13 +65,10 @@ EMPTY_ROOT = _empty_hash()
 """sha256 of nothing: the hash of an empty tree (iavl's ``Hash()`` of a nil root)."""
 
 
-def __getattr__(name):
-    # EMPTY_ROOT is every family's name for the empty tree's root; the old name stays for one release.
-    if name == "EMPTY_HASH":
-        warnings.warn("mpt.iavl.tree.EMPTY_HASH is deprecated; use mpt.iavl.EMPTY_ROOT", DeprecationWarning,
-                      stacklevel=2)
-        return EMPTY_ROOT
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# EMPTY_ROOT is every family's name for the empty tree's root; the old name stays for one release.
+__getattr__ = _renamed_attributes(__name__, {
+    "EMPTY_HASH": ("mpt.iavl.tree.EMPTY_HASH is deprecated; use mpt.iavl.EMPTY_ROOT", lambda: EMPTY_ROOT),
+})
 
 
 cdef inline int _height(Node n) noexcept:

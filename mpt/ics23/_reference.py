@@ -494,7 +494,7 @@ def verify_nonexist(ne, sp, root, key):
 # ------------------------------------------------------------------------------------------------- API
 
 def _expand(decoded):
-    """The entries to search: [(kind, body)] after decompressing; None for an invalid compressed batch."""
+    """The entries to search: [(kind, body)] after decompressing; Invalid for an invalid compressed batch."""
     kind, body = decoded
     if kind in ("exist", "nonexist"):
         return [(kind, body)]
@@ -522,15 +522,24 @@ def _expand(decoded):
     return []
 
 
-def verify_membership(sp, root, proof_bytes, key, value):
+def _decoded_entries(proof_bytes):
+    """(the proof's outer kind, its entries to search), or None when the bytes do not decode or a compressed
+    batch does not expand: both verifiers then answer False."""
     decoded = decode(proof_bytes)
     if decoded is None:
-        return False
+        return None
     try:
-        entries = _expand(decoded)
+        return decoded[0], _expand(decoded)
     except Invalid:
+        return None
+
+
+def verify_membership(sp, root, proof_bytes, key, value):
+    found = _decoded_entries(proof_bytes)
+    if found is None:
         return False
-    if decoded[0] == "exist":
+    outer_kind, entries = found
+    if outer_kind == "exist":
         candidates = [b for k, b in entries if b["key"] == key]
     else:
         candidates = [b for k, b in entries if k == "exist" and b["key"] == key][:1]
@@ -538,13 +547,10 @@ def verify_membership(sp, root, proof_bytes, key, value):
 
 
 def verify_non_membership(sp, root, proof_bytes, key):
-    decoded = decode(proof_bytes)
-    if decoded is None:
+    found = _decoded_entries(proof_bytes)
+    if found is None:
         return False
-    try:
-        entries = _expand(decoded)
-    except Invalid:
-        return False
+    _, entries = found
     k = _cmp_key(sp, key)
     for kind, ne in entries:
         if kind != "nonexist":

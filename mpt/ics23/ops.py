@@ -11,6 +11,7 @@ from typing import List, Optional
 
 from mpt._keccak import keccak256
 from mpt._sha256 import sha256
+from mpt._varint import uvarint
 from mpt.errors import ProofError
 from mpt.ics23.messages import (
     BatchEntry, BatchProof, CommitmentProof, CompressedExistenceProof, ExistenceProof, HashOp, InnerOp, InnerSpec,
@@ -83,21 +84,12 @@ def _hash_or_noop(hash_op, data: bytes) -> bytes:
     return do_hash(hash_op, data)
 
 
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def _do_length(length_op, data: bytes) -> bytes:
     n = len(data)
     if length_op == LengthOp.NO_PREFIX:
         return data
     if length_op == LengthOp.VAR_PROTO:
-        return _uvarint(n) + data
+        return uvarint(n) + data
     if length_op == LengthOp.REQUIRE_32_BYTES:
         if n != 32:
             raise ProofError("data was %d bytes, not 32" % n)
