@@ -121,26 +121,34 @@ cdef class MutableTree:
 
     cdef inline Node _left(self, Node node):
         # node is an inner node (height > 0): every caller checks, so the cast is unchecked.
-        cdef InnerNode inner = <InnerNode>node
-        cdef Node child
-        if inner.left_node is None:
-            child = self.ndb.get_node(inner._left_ref if inner._left_ref is not None else inner._left_hash)
-            check_child(node, child, False)
-            if inner.right_node is not None:
-                check_children(node, child, inner.right_node)
-            inner.left_node = child
-        return inner.left_node
+        if (<InnerNode>node).left_node is None:
+            self._load_child(<InnerNode>node, False)
+        return (<InnerNode>node).left_node
 
     cdef inline Node _right(self, Node node):
-        cdef InnerNode inner = <InnerNode>node
-        cdef Node child
-        if inner.right_node is None:
-            child = self.ndb.get_node(inner._right_ref if inner._right_ref is not None else inner._right_hash)
-            check_child(node, child, True)
-            if inner.left_node is not None:
-                check_children(node, inner.left_node, child)
+        if (<InnerNode>node).right_node is None:
+            self._load_child(<InnerNode>node, True)
+        return (<InnerNode>node).right_node
+
+    cdef int _load_child(self, InnerNode inner, bint right) except -1:
+        """Read a child that is not in memory yet from the store, checked against its parent (and against its
+        sibling, if that is in memory), and keep it in the parent."""
+        cdef bytes ref
+        cdef Node child, sibling
+        if right:
+            ref = inner._right_ref if inner._right_ref is not None else inner._right_hash
+        else:
+            ref = inner._left_ref if inner._left_ref is not None else inner._left_hash
+        child = self.ndb.get_node(ref)
+        check_child(inner, child, right)
+        sibling = inner.left_node if right else inner.right_node
+        if sibling is not None:
+            check_children(inner, sibling if right else child, child if right else sibling)
+        if right:
             inner.right_node = child
-        return inner.right_node
+        else:
+            inner.left_node = child
+        return 0
 
     cdef Node _load_root(self, int64_t version, bint *found):
         return self.ndb.load_root(version, found)
@@ -436,25 +444,22 @@ cdef class MutableTree:
         node.height = (l.height if l.height > r.height else r.height) + 1
         node.size = l.size + r.size
 
-    cdef Node _rotate_right(self, Node node):
-        cdef Node new_root
+    cdef Node _rotate(self, Node node, bint to_right):
+        """iavl's rotateRight (to_right) or rotateLeft: the child on the other side becomes the subtree's root,
+        and its inner grandchild moves across to node."""
+        cdef Node pivot
         node = self._mutable(node)
-        new_root = self._mutable(self._left(node))
-        (<InnerNode>node).left_node = self._right(new_root)
-        (<InnerNode>new_root).right_node = node
+        if to_right:
+            pivot = self._mutable(self._left(node))
+            (<InnerNode>node).left_node = self._right(pivot)
+            (<InnerNode>pivot).right_node = node
+        else:
+            pivot = self._mutable(self._right(node))
+            (<InnerNode>node).right_node = self._left(pivot)
+            (<InnerNode>pivot).left_node = node
         self._update(node)
-        self._update(new_root)
-        return new_root
-
-    cdef Node _rotate_left(self, Node node):
-        cdef Node new_root
-        node = self._mutable(node)
-        new_root = self._mutable(self._right(node))
-        (<InnerNode>node).right_node = self._left(new_root)
-        (<InnerNode>new_root).left_node = node
-        self._update(node)
-        self._update(new_root)
-        return new_root
+        self._update(pivot)
+        return pivot
 
     cdef inline int _balance_of(self, Node node) except? -999:
         return self._left(node).height - self._right(node).height
@@ -463,14 +468,14 @@ cdef class MutableTree:
         cdef int b = (<InnerNode>node).left_node.height - (<InnerNode>node).right_node.height
         if b > 1:
             if self._balance_of((<InnerNode>node).left_node) >= 0:
-                return self._rotate_right(node)
-            (<InnerNode>node).left_node = self._rotate_left((<InnerNode>node).left_node)
-            return self._rotate_right(node)
+                return self._rotate(node, True)
+            (<InnerNode>node).left_node = self._rotate((<InnerNode>node).left_node, False)
+            return self._rotate(node, True)
         if b < -1:
             if self._balance_of((<InnerNode>node).right_node) <= 0:
-                return self._rotate_left(node)
-            (<InnerNode>node).right_node = self._rotate_right((<InnerNode>node).right_node)
-            return self._rotate_left(node)
+                return self._rotate(node, False)
+            (<InnerNode>node).right_node = self._rotate((<InnerNode>node).right_node, True)
+            return self._rotate(node, False)
         return node
 
     cdef Node _set(self, Node node, bytes key, bytes value, bint *updated):
