@@ -15,6 +15,9 @@ The records, exactly as Go iavl (v1) writes them, so that either side opens what
 * Legacy, read (iavl v0.x, and written by ``format="legacy"``): ``b"n" + hash`` nodes, ``b"r" + version`` root
   hashes (empty for an empty tree), ``b"o" + ...`` orphans.
 
+Fast nodes read or saved are kept decoded in a bounded cache, as Go's ``fastNodeCache`` (100,000 entries by
+default): a get at the latest version that hits it touches no store and allocates nothing.
+
 The latest version is found as Go finds it: the version of the last ``s`` key (a reverse scan), else of the last
 ``r`` key. Nothing else is stored: no private records.
 """
@@ -34,7 +37,17 @@ from mpt.iavl.node cimport (
     c_decode_node,
     make_node_key,
 )
-from mpt.varint cimport MAX_VARINT_LEN64, put_uvarint, put_varint, read_be32, read_be64, read_uvarint, unzigzag
+from mpt.varint cimport (
+    MAX_VARINT_LEN64,
+    put_be32,
+    put_be64,
+    put_uvarint,
+    put_varint,
+    read_be32,
+    read_be64,
+    read_uvarint,
+    unzigzag,
+)
 
 from mpt.db.memory import MemoryDB, prefix_range
 from mpt.errors import CorruptTreeError, MissingNodeError, NodeDecodeError, VersionError
@@ -48,6 +61,7 @@ LEGACY_ROOT_PREFIX = b"r"
 STORAGE_VERSION_KEY = b"m" + b"storage_version"
 DEFAULT_STORAGE_VERSION = "1.0.0"
 FAST_STORAGE_VERSION = "1.1.0"
+FAST_CACHE_SIZE = 100000        # Go iavl's fastNodeCacheSize
 
 cdef extern from "Python.h":
     PyObject *PyDict_GetItemWithError(object d, object key) except? NULL
@@ -69,13 +83,27 @@ cdef inline bytes _prefixed(char prefix, bytes key):
     return out
 
 
+cdef inline bytes _node_record_key(int64_t version, uint32_t nonce):
+    """b"s" + version (8 bytes BE) + nonce (4 bytes BE): a v1 node's record key, built in one allocation."""
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, 1 + NODE_KEY_SIZE)
+    cdef uint8_t *o = <uint8_t *>PyBytes_AS_STRING(out)
+    o[0] = b"s"[0]
+    put_be64(o + 1, <uint64_t>version)
+    put_be32(o + 9, nonce)
+    return out
+
+
+cdef inline bytes _legacy_root_key(int64_t version):
+    return R + (<object>version).to_bytes(8, "big")
+
+
 def root_key(int64_t version):
     """The database key of version's root record: ``b"s" + NodeKey(version, 1)``."""
-    return S + make_node_key(version, 1)
+    return _node_record_key(version, 1)
 
 
 def legacy_root_key(int64_t version):
-    return R + (<object>version).to_bytes(8, "big")
+    return _legacy_root_key(version)
 
 
 cdef bytes _fast_node_bytes(int64_t version, bytes value):
@@ -204,8 +232,14 @@ cdef class NodeDB:
     the fast-storage upgrade need ``iterate`` and ``delete`` too (:class:`mpt.db.OrderedNodeDatabase`).
     """
 
-    def __init__(self, db):
+    def __init__(self, db, *, fast_cache_size=FAST_CACHE_SIZE):
+        if type(fast_cache_size) is not int:
+            raise TypeError("fast_cache_size must be an int, not %s" % type(fast_cache_size).__name__)
+        if fast_cache_size < 0:
+            raise ValueError("fast_cache_size must be >= 0, not %d" % fast_cache_size)
         self.db = db
+        self.fast_cache_size = fast_cache_size
+        self._fast_cache = {}
         self._dict = None
         if type(db) is MemoryDB and type(db._data) is dict:
             # The dict itself, read with PyDict_GetItemWithError: no call per node read. Holding it also keeps
@@ -405,12 +439,51 @@ cdef class NodeDB:
         return _decode_fast_node(key, data)
 
     cdef bytes fast_value(self, bytes key, int64_t *version):
-        """key's fast node value (None if it has none), its versionLastUpdatedAt in version[0]: get's hot path,
-        without the tuple and int of get_fast_node."""
+        """key's fast node value (None if it has none), its versionLastUpdatedAt in version[0]: get's path for a
+        tree opened at an older version, which needs the version (the cache does not keep it)."""
         cdef object data = self._read_key(_prefixed(b"f", key))
+        cdef bytes value
         if data is None:
             return None
-        return _fast_node_value(key, data, version)
+        value = _fast_node_value(key, data, version)
+        self._cache_fast_value(key, value)
+        return value
+
+    cdef bytes latest_value(self, bytes key):
+        """key's value in the latest version by its fast node, None if it has none: get's hot path (Go's
+        GetFastNode, cache first). A cache hit is one dict probe with no allocation."""
+        cdef PyObject *cached = PyDict_GetItemWithError(self._fast_cache, key)
+        cdef int64_t version
+        if cached != NULL:
+            return <bytes>cached
+        return self.fast_value(key, &version)
+
+    cdef int _cache_fast_value(self, bytes key, bytes value) except -1:
+        cdef dict cache = self._fast_cache
+        if self.fast_cache_size == 0:
+            return 0
+        if len(cache) >= self.fast_cache_size and key not in cache:
+            self._evict_oldest()
+        cache[key] = value
+        return 0
+
+    cdef int _evict_oldest(self) except -1:
+        """Drop the older half of the cache, in insertion order (hits do not reorder: a move per get would cost
+        more than the misses it saves). Halving keeps eviction O(1) per insertion on a plain dict, whose
+        insertion costs a third of an OrderedDict's; popping its oldest entry one by one would rescan."""
+        cdef dict cache = self._fast_cache
+        cdef list kept = list(cache.items())[(len(cache) + 1) // 2:]
+        cache.clear()
+        cache.update(kept)
+        return 0
+
+    def cached_fast_nodes(self):
+        """How many decoded fast nodes the cache holds (at most fast_cache_size)."""
+        return len(self._fast_cache)
+
+    def clear_fast_cache(self):
+        """Forget the cached fast nodes (after the store's fast nodes were changed by someone else)."""
+        self._fast_cache.clear()
 
     cdef inline object _read_key(self, bytes key):
         cdef PyObject *found
@@ -452,6 +525,7 @@ cdef class NodeDB:
             return False
         latest = self.c_latest_version()
         stale = [k for k, _ in self.db.iterate(*prefix_range(F))]
+        self._fast_cache.clear()
         with self.db.write_batch() as batch:
             for k in stale:
                 batch.delete(k)
@@ -464,49 +538,69 @@ cdef class NodeDB:
 
     cdef int write_version(self, int64_t version, Node root, list new_nodes, bint legacy, dict fast_additions,
                            set fast_removals, bint fast_storage) except -1:
-        """Go's SaveVersion, the writing half, in one batch: the fast nodes the version set and removed, the
-        storage version, the version's new nodes (numbered and hashed by the tree) and its root record."""
+        """Go's SaveVersion, the writing half, atomically: the fast nodes the version set and removed, the
+        storage version, the version's new nodes (numbered and hashed by the tree) and its root record.
+
+        The records are encoded into one dict first (no tuple per record: tuples are tracked by the garbage
+        collector, and 30,000 of them in a list made it walk that list over and over). A MemoryDB takes them
+        straight into its dict, where nothing between the first and the last insertion can fail; other stores
+        get them in one write batch."""
+        cdef bint direct = self._dict is not None
+        cdef dict records = self._dict if direct else {}
+        cdef list deletes = []
         cdef Node node
-        cdef bytes rkey = S + make_node_key(version, 1)
         cdef bytes k, v
-        cdef list pairs
-        with self.db.write_batch() as batch:
-            put_many = getattr(batch, "put_many", None)
-            if fast_storage:
-                pairs = [(_prefixed(b"f", k), _fast_node_bytes(version, v)) for k, v in fast_additions.items()]
-                if put_many is not None:
-                    put_many(pairs)         # MemoryDB's batch: one dict update
-                else:
-                    put = batch.put
-                    for k, v in pairs:
-                        put(k, v)
-                for k in fast_removals:
-                    batch.delete(F + k)
-                self.write_storage_version(batch, version)
-            if root is None:
-                batch.put(R + (<object>version).to_bytes(8, "big") if legacy else rkey, b"")
-            elif not new_nodes:
-                # Nothing changed: a reference to the root the version reuses (SaveRoot).
-                if legacy:
-                    batch.put(R + (<object>version).to_bytes(8, "big"), root.c_hash())
-                else:
-                    self._put_root_reference(batch, rkey, root)
-            elif legacy:
-                for node in new_nodes:
-                    batch.put(N + node._hash, node._to_bytes(FORMAT_LEGACY))
-                batch.put(R + (<object>version).to_bytes(8, "big"), root._hash)
+        # Raises on a malformed stored version: before anything is written.
+        cdef str storage_version = self.next_storage_version(version) if fast_storage else None
+        if fast_storage:
+            for k, v in fast_additions.items():
+                records[_prefixed(b"f", k)] = _fast_node_bytes(version, v)
+            for k in fast_removals:
+                deletes.append(_prefixed(b"f", k))
+            records[STORAGE_VERSION_KEY] = storage_version.encode()
+        if root is None:
+            records[_legacy_root_key(version) if legacy else _node_record_key(version, 1)] = b""
+        elif not new_nodes:
+            # Nothing changed: a reference to the root the version reuses (SaveRoot).
+            if not legacy:
+                self._put_root_reference(records, version, root)
             else:
-                pairs = [(_prefixed(b"s", node.node_key_bytes()), node._to_bytes(FORMAT_V1)) for node in new_nodes]
+                records[_legacy_root_key(version)] = root.c_hash()
+        elif legacy:
+            for node in new_nodes:
+                records[N + node._hash] = node._to_bytes(FORMAT_LEGACY)
+            records[_legacy_root_key(version)] = root._hash
+        else:
+            for node in new_nodes:
+                records[_node_record_key(node.version, node.nonce)] = node._to_bytes(FORMAT_V1)
+        if direct:
+            for k in deletes:
+                records.pop(k, None)
+            self.db._sorted = None          # MemoryDB's sorted key list for iterate(): stale now
+        else:
+            with self.db.write_batch() as batch:
+                for k in deletes:
+                    batch.delete(k)
+                put_many = getattr(batch, "put_many", None)
                 if put_many is not None:
-                    put_many(pairs)
+                    put_many(records)
                 else:
                     put = batch.put
-                    for k, v in pairs:
+                    for k, v in records.items():
                         put(k, v)
+        if fast_storage:
+            self.storage_version = storage_version
+            # After the write, so a failed one leaves the cache as the store is. Go's saveFastNodeUnlocked
+            # caches each fast node it saves.
+            cache = self._fast_cache
+            for k in fast_removals:
+                cache.pop(k, None)
+            for k, v in fast_additions.items():
+                self._cache_fast_value(k, v)
         self._latest = version
         return 0
 
-    cdef int _put_root_reference(self, batch, bytes rkey, Node root) except -1:
+    cdef int _put_root_reference(self, dict records, int64_t version, Node root) except -1:
         """The root record of a v1 version that reuses ``root`` (Go's SaveRoot): ``b"s"`` + the root's node key.
 
         A root at nonce 0 is a legacy node (read by hash) or a root that pruning moved to (version, 0); Go names
@@ -515,10 +609,10 @@ cdef class NodeDB:
         cdef bytes key
         cdef InnerNode inner
         if root.nonce != 0:
-            batch.put(rkey, S + root.node_key_bytes())
+            records[_node_record_key(version, 1)] = S + root.node_key_bytes()
             return 0
-        key = S + make_node_key(root.version, 0)
-        batch.put(rkey, key)
+        key = _node_record_key(root.version, 0)
+        records[_node_record_key(version, 1)] = key
         if self._get(key) is None:
             if root.height != 0:
                 inner = <InnerNode>root
@@ -526,7 +620,7 @@ cdef class NodeDB:
                     inner._left_ref = inner._left_hash
                 if inner._right_ref is None:
                     inner._right_ref = inner._right_hash
-            batch.put(key, root._to_bytes(FORMAT_V1))
+            records[key] = root._to_bytes(FORMAT_V1)
         return 0
 
     # ------------------------------------------------------------------------------------------ pruning

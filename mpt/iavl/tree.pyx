@@ -46,6 +46,8 @@ from mpt.iavl.node cimport (
 )
 from mpt.iavl.nodedb cimport NodeDB, check_child, check_children
 
+from mpt.iavl.nodedb import FAST_CACHE_SIZE
+
 import warnings
 
 from mpt.db.memory import MemoryDB, check_database
@@ -79,9 +81,10 @@ cdef inline int _height(Node n) noexcept:
 cdef class MutableTree:
     """A versioned IAVL tree over a node database (MemoryDB by default, mpt.db.LMDBStore, mpt.db.LevelDBStore).
 
-    ``MutableTree(db=None, *, format="v1", fast_storage=True)``: ``format`` is how new nodes are stored, ``"v1"``
-    (iavl >= 1.0) or ``"legacy"`` (iavl v0.x); both are read. ``fast_storage=False`` is Go's
-    ``skipFastStorageUpgrade``: no fast nodes are written or read. Call ``load()`` or ``load_version(n)`` to open
+    ``MutableTree(db=None, *, format="v1", fast_storage=True, fast_cache_size=100000)``: ``format`` is how new
+    nodes are stored, ``"v1"`` (iavl >= 1.0) or ``"legacy"`` (iavl v0.x); both are read. ``fast_storage=False`` is
+    Go's ``skipFastStorageUpgrade``: no fast nodes are written or read. ``fast_cache_size`` bounds the decoded
+    fast nodes kept in memory (Go's ``fastNodeCacheSize``; 0 turns the cache off). Call ``load()`` or ``load_version(n)`` to open
     saved versions. ``db`` is any mpt node store; saving, pruning and ``load()`` need one with ``delete`` and
     ``iterate`` (MemoryDB, LMDBStore, LevelDBStore).
     """
@@ -103,9 +106,9 @@ cdef class MutableTree:
         dict _fast_additions                # key -> value set since the last save (Go: unsavedFastNodeAdditions)
         set _fast_removals                  # keys removed since the last save (unsavedFastNodeRemovals)
 
-    def __init__(self, db=None, *, format="v1", fast_storage=True):
+    def __init__(self, db=None, *, format="v1", fast_storage=True, fast_cache_size=FAST_CACHE_SIZE):
         self.db = MemoryDB() if db is None else check_database(db)
-        self.ndb = NodeDB(self.db)
+        self.ndb = NodeDB(self.db, fast_cache_size=fast_cache_size)
         self.storage = <NodeFormat>parse_format(format)
         if self.storage != FORMAT_V1 and self.storage != FORMAT_LEGACY:
             raise ValueError("a tree stores nodes as 'v1' or 'legacy'")
@@ -240,12 +243,12 @@ cdef class MutableTree:
             if self._fast_removals and k in self._fast_removals:
                 return default
             if self._fast_reads:
-                value = self.ndb.fast_value(k, &updated_at)
-                if value is None:
+                if self.version == self.ndb._latest:
                     # The fast index is the latest version's state: absent there, absent in the tree.
-                    if self.version == self.ndb._latest:
-                        return default
-                elif updated_at <= self.version:
+                    value = self.ndb.latest_value(k)
+                    return default if value is None else value
+                value = self.ndb.fast_value(k, &updated_at)
+                if value is not None and updated_at <= self.version:
                     return value
         node = self._leaf_for(self.root, k)
         if node is not None and compare_keys(k, node.key) == 0:
@@ -417,9 +420,12 @@ cdef class MutableTree:
         """The node to change for the working version: a clone of a saved node, or the node itself if it is new."""
         cdef InnerNode copy
         if not node.persisted:
-            node._hash = None
-            (<InnerNode>node)._left_hash = None
-            (<InnerNode>node)._right_hash = None
+            if node._hash is not None:
+                # Hashed since its last change (hash() or a proof): forget the hashes. An unhashed node has none
+                # (_hash_new and _assign set all three together), so building a tree skips three stores a level.
+                node._hash = None
+                (<InnerNode>node)._left_hash = None
+                (<InnerNode>node)._right_hash = None
             return node
         copy = InnerNode.new(node.key, node.height, node.size, self.version + 1)
         copy.left_node = self._left(node)
