@@ -239,6 +239,7 @@ cdef class MutableTree:
         cdef Node node
         cdef bytes value
         cdef int64_t updated_at
+        self.ndb.check_open()
         if self.root is None:
             return default
         if self.fast_storage:
@@ -295,6 +296,7 @@ cdef class MutableTree:
         cdef Node right
         cdef int64_t index = 0
         cdef int c
+        self.ndb.check_open()
         if node is None:
             return 0, None
         while node.height != 0:
@@ -317,6 +319,7 @@ cdef class MutableTree:
         cdef int64_t i
         cdef Node node = self.root
         cdef Node left
+        self.ndb.check_open()
         if node is None or index < 0 or index >= node.size:
             return None, None
         i = index
@@ -334,7 +337,7 @@ cdef class MutableTree:
         return self.get(key) is not None
 
     def __contains__(self, key):
-        return self.get(key) is not None
+        return self.has(key)
 
     def __getitem__(self, key):
         """``tree[key]``: the value at key in the working tree; KeyError if it is absent."""
@@ -377,10 +380,12 @@ cdef class MutableTree:
         cdef Node node = self.root
         cdef bint asc = ascending
         cdef bint go_left, go_right
+        self.ndb.check_open()
         if node is None:
             return
         stack.append(node)
         while stack:
+            self.ndb.check_open()       # also between the items of an iteration the store was closed in
             node = stack.pop()
             if node.height == 0:
                 if (lo is None or compare_keys(node.key, lo) >= 0) and (hi is None or compare_keys(node.key, hi) < 0):
@@ -511,6 +516,7 @@ cdef class MutableTree:
         cdef bint updated = False
         cdef bytes k = as_bytes(key, "key")
         cdef bytes v = as_bytes(value, "value")
+        self.ndb.check_open()
         if self.fast_storage:
             self._fast_additions[k] = v
             if self._fast_removals:
@@ -564,6 +570,7 @@ cdef class MutableTree:
         """Remove key from the working tree. Returns the removed value, or None if the key was absent."""
         cdef bytes k = as_bytes(key, "key")
         cdef Node new_root
+        self.ndb.check_open()
         if self.root is None:
             return None
         self._rm_found = False
@@ -593,6 +600,7 @@ cdef class MutableTree:
 
     def hash(self):
         """The root hash of the working tree (iavl's WorkingHash; the saved root right after save_version)."""
+        self.ndb.check_open()
         if self.root is None:
             return EMPTY_ROOT
         return self._hash_new(self.root)
@@ -670,6 +678,7 @@ cdef class MutableTree:
         cdef bint found = False
         cdef int64_t v
         cdef Node root
+        self.ndb.check_open()
         if version is None:
             if self.root is not None:
                 self._hash_new(self.root)
@@ -769,6 +778,7 @@ cdef class MutableTree:
         cdef bint found
         cdef int64_t v
         cdef Node root
+        self.ndb.check_open()
         if version is None:
             if self.version == 0:
                 raise VersionError("no saved version to export (save_version or load first)")
