@@ -24,30 +24,34 @@ DEFAULT_MAX_DEPTH = 128
 
 # --------------------------------------------------------------------------------------------------- hashes
 
-def _ripemd160(data: bytes) -> bytes:
-    try:
-        return hashlib.new("ripemd160", data).digest()
-    except ValueError:
-        # OpenSSL 3 moved RIPEMD-160 to its legacy provider, which many builds leave out; pycryptodome has it
-        # (the "ics23" extra).
+def _hashlib_or_pycryptodome(hashlib_name: str, title: str, pycryptodome_digest):
+    """The digest function of hashlib's hashlib_name, falling back to pycryptodome_digest(data) where hashlib
+    lacks it: OpenSSL 3 moved RIPEMD-160 to its legacy provider, which many builds leave out, and some builds
+    lack SHA-512/256; pycryptodome (the "ics23" extra) has both. Without either: ProofError naming title."""
+    def digest(data: bytes) -> bytes:
         try:
-            from Crypto.Hash import RIPEMD160
-        except ImportError:
-            raise ProofError("RIPEMD-160 is unavailable: this Python's hashlib lacks it; "
-                             "pip install 'mpt-engine[ics23]' (pycryptodome)") from None
-        return RIPEMD160.new(data).digest()
+            return hashlib.new(hashlib_name, data).digest()
+        except ValueError:
+            try:
+                return pycryptodome_digest(data)
+            except ImportError:
+                raise ProofError("%s is unavailable: this Python's hashlib lacks it; "
+                                 "pip install 'mpt-engine[ics23]' (pycryptodome)" % title) from None
+    return digest
 
 
-def _sha512_256(data: bytes) -> bytes:
-    try:
-        return hashlib.new("sha512_256", data).digest()
-    except ValueError:
-        try:
-            from Crypto.Hash import SHA512
-        except ImportError:
-            raise ProofError("SHA-512/256 is unavailable: this Python's hashlib lacks it; "
-                             "pip install 'mpt-engine[ics23]' (pycryptodome)") from None
-        return SHA512.new(data, truncate="256").digest()
+def _pycryptodome_ripemd160(data: bytes) -> bytes:
+    from Crypto.Hash import RIPEMD160
+    return RIPEMD160.new(data).digest()
+
+
+def _pycryptodome_sha512_256(data: bytes) -> bytes:
+    from Crypto.Hash import SHA512
+    return SHA512.new(data, truncate="256").digest()
+
+
+_ripemd160 = _hashlib_or_pycryptodome("ripemd160", "RIPEMD-160", _pycryptodome_ripemd160)
+_sha512_256 = _hashlib_or_pycryptodome("sha512_256", "SHA-512/256", _pycryptodome_sha512_256)
 
 
 _HASHES = {
