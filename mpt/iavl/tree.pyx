@@ -429,22 +429,19 @@ cdef class MutableTree:
         node.height = (l.height if l.height > r.height else r.height) + 1
         node.size = l.size + r.size
 
-    cdef Node _rotate_right(self, Node node):
+    cdef Node _rotate(self, Node node, bint to_the_right):
+        """Go iavl's rotateRight (to_the_right) or rotateLeft: the child on the other side becomes the subtree's
+        root, and node, now its child, takes over that child's inner grandchild."""
         cdef Node new_root
         node = self._mutable(node)
-        new_root = self._mutable(self._left(node))
-        (<InnerNode>node).left_node = self._right(new_root)
-        (<InnerNode>new_root).right_node = node
-        self._update(node)
-        self._update(new_root)
-        return new_root
-
-    cdef Node _rotate_left(self, Node node):
-        cdef Node new_root
-        node = self._mutable(node)
-        new_root = self._mutable(self._right(node))
-        (<InnerNode>node).right_node = self._left(new_root)
-        (<InnerNode>new_root).left_node = node
+        if to_the_right:
+            new_root = self._mutable(self._left(node))
+            (<InnerNode>node).left_node = self._right(new_root)
+            (<InnerNode>new_root).right_node = node
+        else:
+            new_root = self._mutable(self._right(node))
+            (<InnerNode>node).right_node = self._left(new_root)
+            (<InnerNode>new_root).left_node = node
         self._update(node)
         self._update(new_root)
         return new_root
@@ -456,14 +453,14 @@ cdef class MutableTree:
         cdef int b = (<InnerNode>node).left_node.height - (<InnerNode>node).right_node.height
         if b > 1:
             if self._balance_of((<InnerNode>node).left_node) >= 0:
-                return self._rotate_right(node)
-            (<InnerNode>node).left_node = self._rotate_left((<InnerNode>node).left_node)
-            return self._rotate_right(node)
+                return self._rotate(node, True)
+            (<InnerNode>node).left_node = self._rotate((<InnerNode>node).left_node, False)
+            return self._rotate(node, True)
         if b < -1:
             if self._balance_of((<InnerNode>node).right_node) <= 0:
-                return self._rotate_left(node)
-            (<InnerNode>node).right_node = self._rotate_right((<InnerNode>node).right_node)
-            return self._rotate_left(node)
+                return self._rotate(node, False)
+            (<InnerNode>node).right_node = self._rotate((<InnerNode>node).right_node, True)
+            return self._rotate(node, False)
         return node
 
     cdef Node _set(self, Node node, bytes key, bytes value, bint *updated):
