@@ -473,21 +473,22 @@ def is_left_neighbor(spec: InnerSpec, left: List[InnerOp], right: List[InnerOp])
     return is_right_most(spec, left[:i]) and is_left_most(spec, right[:j])
 
 
+def _verified_neighbour_key(side: Optional[ExistenceProof], name: str, spec: ProofSpec, root: bytes):
+    """The key of one side of a non-existence proof once that side verifies under root (ProofError "<name>
+    proof, ..." otherwise); None when the side is missing."""
+    if side is None:
+        return None
+    try:
+        verify_existence(side, spec, root, side.key, side.value)
+    except ProofError as exc:
+        raise ProofError("%s proof, %s" % (name, exc)) from None
+    return side.key
+
+
 def verify_nonexistence(proof: NonExistenceProof, spec: ProofSpec, root: bytes, key: bytes) -> bool:
     """Go ``NonExistenceProof.Verify``: True, or ProofError."""
-    left_key = right_key = None
-    if proof.left is not None:
-        try:
-            verify_existence(proof.left, spec, root, proof.left.key, proof.left.value)
-        except ProofError as exc:
-            raise ProofError("left proof, %s" % exc) from None
-        left_key = proof.left.key
-    if proof.right is not None:
-        try:
-            verify_existence(proof.right, spec, root, proof.right.key, proof.right.value)
-        except ProofError as exc:
-            raise ProofError("right proof, %s" % exc) from None
-        right_key = proof.right.key
+    left_key = _verified_neighbour_key(proof.left, "left", spec, root)
+    right_key = _verified_neighbour_key(proof.right, "right", spec, root)
     if left_key is None and right_key is None:
         raise ProofError("both left and right proofs missing")
     if right_key is not None and _key_for_comparison(spec, key) >= _key_for_comparison(spec, right_key):
