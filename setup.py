@@ -53,9 +53,16 @@ MODULES = {
     "mpt.iavl.tree": False,
     "mpt.iavl.proof": False,
     "mpt.iavl.export": False,
-    "mpt.parallel": False,
+    "mpt.shards.sort": False,
+    "mpt.shards.partition": False,
+    "mpt.shards.read": False,
+    "mpt.shards.build": False,
     "mpt.ics23.wire": False,
 }
+
+# Modules that were compiled once and are plain Python now: an in-place or editable build deletes their old
+# compiled file beside the .py, which Python would otherwise import instead of it (and the .c Cython left).
+RETIRED_MODULES = ["mpt.parallel"]
 
 # Modules that call our C SHA-256 link the static library built once from sha256.c ("mpt_sha256").
 SHA256_MODULES = {"mpt._sha256.binding", "mpt.merkle", "mpt.iavl.node", "mpt.iavl.tree", "mpt.ics23.wire"}
@@ -171,7 +178,18 @@ class ParallelBuildExt(build_ext):
         self._libraries = [os.path.join(self.get_finalized_command("build_clib").build_clib, "lib%s.a" % name)
                            for name, _ in self.distribution.libraries]
         self._reuse = self.inplace or getattr(self, "editable_mode", False)
+        if self._reuse:
+            self._remove_retired()
         super().run()
+
+    def _remove_retired(self):
+        for name in RETIRED_MODULES:
+            stem = name.replace(".", "/")
+            if os.path.exists(stem + ".py") and not os.path.exists(stem + ".pyx"):
+                for path in glob.glob(stem + ".*.so") + glob.glob(stem + ".*.pyd") + [stem + ".c"]:
+                    if os.path.exists(path):
+                        os.remove(path)
+                        sys.stdout.write("removing %s (%s is plain Python now)\n" % (path, name))
 
     def _cythonize(self):
         import Cython

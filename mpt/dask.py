@@ -3,7 +3,7 @@
 Install with ``pip install 'mpt-engine[dask]'``. The input's partitions are read where they live; each is split
 by key prefix into shard groups (the records of a group, as bytes), the groups are shuffled so that one task
 receives everything of its shards, in partition order (so the last duplicate still wins), and builds them with
-the nogil shard builder of :mod:`mpt.parallel`. Only the shard results (a few dozen bytes each) come back, and
+the nogil shard builder of :mod:`mpt.shards.build`. Only the shard results (a few dozen bytes each) come back, and
 the client combines them into the root, exactly as :func:`mpt.build_root` does.
 
 To run the shard builds of an in-memory or streamed input on a cluster instead, pass the ``Client`` as
@@ -49,12 +49,13 @@ def _records_of_frame(frame, key: str, value: str):
 def _split(partition, k: int, groups: int, key: Optional[str], value: Optional[str]) -> List[Tuple[List[bytes], dict]]:
     """One input partition -> for each shard group: the records of each of its shards (bytes), and the keys
     shorter than the shard prefix."""
-    from mpt.parallel import _Partition
+    from mpt.shards.partition import Partition
+    from mpt.shards.read import read_pairs
 
     pairs = partition if key is None else _records_of_frame(partition, key, value)
-    part = _Partition(k, None, 0)
+    part = Partition(k, None, 0)
     try:
-        part.add_all(pairs)
+        read_pairs(part, pairs)
         nshards = 1 << (4 * k)
         per = -(-nshards // groups)
         out = []

@@ -11,18 +11,21 @@ import sys
 import time
 
 from mpt.bench.workloads import shuffled_account_pairs as _shuffled_account_pairs
-from mpt.parallel import _current_backend, _Partition, _run_shards, choose_shard_nibbles, combine
+from mpt.parallel import choose_shard_nibbles, run_shards
+from mpt.shards.build import combine, current_backend
+from mpt.shards.partition import Partition
+from mpt.shards.read import read_pairs
 
 
 def phases(pairs, workers):
     k = choose_shard_nibbles(len(pairs), workers)
     c0 = time.process_time()
     t0 = time.perf_counter()
-    part = _Partition(k, None, 0)
+    part = Partition(k, None, 0)
     try:
-        part.add_all(pairs, None, workers)
+        read_pairs(part, pairs, None, workers)
         t1 = time.perf_counter()
-        results = _run_shards(part, 1 << (4 * k), _current_backend(), workers, None, None)
+        results = run_shards(part, current_backend(), workers)
         t2 = time.perf_counter()
         root = combine(results, part.short_keys)
         t3 = time.perf_counter()

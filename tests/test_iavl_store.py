@@ -80,6 +80,14 @@ def test_store_protocol_delete_iterate_and_batches(store):
             batch.put(b"e", b"e")
             raise RuntimeError("abandon")
     assert store.get(b"d") == b"new" and store.get(b"e") is None
+    with store.write_batch() as batch:
+        if hasattr(batch, "put_many"):     # optional: MemoryDB's and LevelDB's batches (IAVL's save uses it)
+            assert batch.put_many({b"m1": b"1", b"m2": b"2"}) == 2
+            assert batch.put_many([(b"m3", b"3"), (b"m4", b"4")]) == 2
+        else:
+            for k, v in ((b"m1", b"1"), (b"m2", b"2"), (b"m3", b"3"), (b"m4", b"4")):
+                batch.put(k, v)
+    assert [store.get(b"m%d" % i) for i in range(1, 5)] == [b"1", b"2", b"3", b"4"]
 
 
 def test_prefix_range():
@@ -230,9 +238,12 @@ def test_get_reads_fast_nodes_like_go(go_store):
     key = bytes.fromhex(META["versions"][-1]["present"][0]["key_hex"])
     value = tree.get(key)
     go_store.put(b"f" + key, encode_fast_node(6, b"doctored"))
+    assert tree.get(key) == value                         # the decoded fast node is cached, as Go's
+    tree.ndb.clear_fast_cache()
     assert tree.get(key) == b"doctored"
     assert dict(tree.items())[key] == value               # iteration walks the tree
     go_store.delete(b"f" + key)
+    tree.ndb.clear_fast_cache()
     assert tree.get(key) is None
     old = MutableTree(go_store)
     old.load_version(5)
@@ -240,6 +251,50 @@ def test_get_reads_fast_nodes_like_go(go_store):
     unfast = MutableTree(go_store, fast_storage=False)
     unfast.load()
     assert unfast.get(key) == value
+
+
+@pytest.mark.parametrize("cache_size", [0, 1, 7, 100000])
+def test_fast_node_cache_agrees_with_the_store(store, cache_size):
+    """Random sets, removes and saves; after each save every key reads the same through the cache, through the
+    store alone (cache off) and by a tree walk, at the latest version and at older ones."""
+    import random
+
+    r = random.Random(cache_size)
+    tree = MutableTree(store, fast_cache_size=cache_size)
+    model, history = {}, []
+    keys = [bytes([i]) * (1 + i % 3) for i in range(40)]
+    for version in range(1, 9):
+        for _ in range(25):
+            k = r.choice(keys)
+            if r.random() < 0.3:
+                tree.remove(k)
+                model.pop(k, None)
+            else:
+                v = r.randbytes(r.randrange(0, 5))
+                tree.set(k, v)
+                model[k] = v
+        tree.save_version()
+        history.append(dict(model))
+        for k in keys:
+            assert tree.get(k) == model.get(k)
+        assert tree.ndb.cached_fast_nodes() <= cache_size
+        uncached = MutableTree(store, fast_cache_size=0)
+        uncached.load()
+        assert {k: uncached.get(k) for k in keys} == {k: model.get(k) for k in keys}
+        assert {k: tree.get(k) for k in keys} == {k: model.get(k) for k in keys}   # now from the cache
+    for version, state in enumerate(history, 1):
+        old = MutableTree(store, fast_cache_size=cache_size)
+        old.load_version(version)
+        for k in keys:
+            assert old.get(k) == state.get(k), (version, k)
+
+
+def test_fast_cache_size_is_checked():
+    with pytest.raises(TypeError, match="fast_cache_size"):
+        MutableTree(fast_cache_size=1.5)
+    with pytest.raises(ValueError, match="fast_cache_size"):
+        MutableTree(fast_cache_size=-1)
+    assert MutableTree().ndb.fast_cache_size == 100000
 
 
 def test_fast_node_codec():

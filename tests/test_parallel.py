@@ -135,10 +135,11 @@ def test_spilling_with_a_tiny_memory_budget(tmp_path):
 
 
 def test_spill_files_are_used(tmp_path):
-    from mpt.parallel import _Partition
+    from mpt.shards.partition import Partition
+    from mpt.shards.read import read_pairs
 
-    part = _Partition(1, str(tmp_path), 1000)
-    part.add_all([(bytes([i]) * 32, b"v" * 50) for i in range(100)])
+    part = Partition(1, str(tmp_path), 1000)
+    read_pairs(part, [(bytes([i]) * 32, b"v" * 50) for i in range(100)])
     part.finish_input()
     assert part.spilled > 5
     assert sum(len(part.shard_bytes(s)) for s in range(16)) == 100 * (8 + 32 + 50)

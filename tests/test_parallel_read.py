@@ -5,9 +5,10 @@ import random
 
 import pytest
 
-import mpt.parallel as parallel
+import mpt.shards.read as reading
 from mpt import Trie, build_root
-from mpt.parallel import _Partition
+from mpt.shards.partition import Partition
+from mpt.shards.read import read_pairs
 
 from conftest import root_of
 
@@ -19,12 +20,12 @@ def trie_root(pairs):
 @pytest.fixture(params=["rounds", "split"])
 def small_chunks(request, monkeypatch):
     # "rounds": a list or tuple read in rounds of readers x _READ_CHUNK pairs, merged after each (as iterators and
-    # spilling inputs are); "split": one stretch of the input per reader, kept apart (_read_split), with the
+    # spilling inputs are); "split": one stretch of the input per reader, kept apart (_Readers.read_split), with the
     # arenas presized after 3 pairs.
-    monkeypatch.setattr(parallel, "_READ_CHUNK", 7)
-    monkeypatch.setattr(parallel, "_ITER_CHUNK", 5)
-    monkeypatch.setattr(parallel, "_SPLIT_MIN", 1 if request.param == "split" else 1 << 60)
-    monkeypatch.setattr(parallel, "_PRESIZE_AFTER", 3)
+    monkeypatch.setattr(reading, "_READ_CHUNK", 7)
+    monkeypatch.setattr(reading, "_ITER_CHUNK", 5)
+    monkeypatch.setattr(reading, "_SPLIT_MIN", 1 if request.param == "split" else 1 << 60)
+    monkeypatch.setattr(reading, "_PRESIZE_AFTER", 3)
 
 
 def _dup_heavy(seed, n=400, distinct=60, short=True):
@@ -133,9 +134,9 @@ def test_progress_counts_every_pair(small_chunks):
     for workers in (1, 2):
         for form in (tuple, iter):
             seen = []
-            part = _Partition(1, None, 0)
+            part = Partition(1, None, 0)
             try:
-                part.add_all(form(pairs), seen.append, workers)
+                read_pairs(part, form(pairs), seen.append, workers)
             finally:
                 part.close()
             assert sum(seen) == len(pairs)
@@ -153,11 +154,11 @@ def test_spilling_with_readers(small_chunks, tmp_path):
 
 
 def _shards(pairs, readers, k=2, calls=1):
-    part = _Partition(k, None, 0)
+    part = Partition(k, None, 0)
     try:
         step = -(-len(pairs) // calls)
         for lo in range(0, len(pairs), step):
-            part.add_all(tuple(pairs[lo:lo + step]), None, readers)
+            read_pairs(part, tuple(pairs[lo:lo + step]), None, readers)
         return [part.shard_bytes(s) for s in range(16 ** k)], dict(part.short_keys)
     finally:
         part.close()
@@ -166,7 +167,7 @@ def _shards(pairs, readers, k=2, calls=1):
 @pytest.mark.parametrize("calls", [1, 3])
 def test_shard_records_same_for_every_reader_count(small_chunks, calls):
     # Whatever the readers and however the input was split, each shard's records come out in input order, byte
-    # for byte (what process pools and Dask workers are sent), and a second add_all appends after the first.
+    # for byte (what process pools and Dask workers are sent), and a second read_pairs appends after the first.
     pairs = _dup_heavy(13, n=700)
     want = _shards(pairs, 1, calls=calls)
     assert sum(len(b) for b in want[0]) > 0

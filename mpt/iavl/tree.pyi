@@ -19,7 +19,12 @@ EMPTY_HASH: bytes
 @final
 class MutableTree:
     def __init__(
-        self, db: Any = None, *, format: Literal["v1", "legacy"] = "v1", fast_storage: bool = True
+        self,
+        db: Any = None,
+        *,
+        format: Literal["v1", "legacy"] = "v1",
+        fast_storage: bool = True,
+        fast_cache_size: int = 100000,
     ) -> None: ...
     @property
     def db(self) -> Any: ...

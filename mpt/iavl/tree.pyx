@@ -46,6 +46,8 @@ from mpt.iavl.node cimport (
 )
 from mpt.iavl.nodedb cimport NodeDB, check_child, check_children
 
+from mpt.iavl.nodedb import FAST_CACHE_SIZE
+
 import warnings
 
 from mpt._deprecation import renamed_attributes as _renamed_attributes
@@ -77,9 +79,10 @@ cdef inline int _height(Node n) noexcept:
 cdef class MutableTree:
     """A versioned IAVL tree over a node database (MemoryDB by default, mpt.db.LMDBStore, mpt.db.LevelDBStore).
 
-    ``MutableTree(db=None, *, format="v1", fast_storage=True)``: ``format`` is how new nodes are stored, ``"v1"``
-    (iavl >= 1.0) or ``"legacy"`` (iavl v0.x); both are read. ``fast_storage=False`` is Go's
-    ``skipFastStorageUpgrade``: no fast nodes are written or read. Call ``load()`` or ``load_version(n)`` to open
+    ``MutableTree(db=None, *, format="v1", fast_storage=True, fast_cache_size=100000)``: ``format`` is how new
+    nodes are stored, ``"v1"`` (iavl >= 1.0) or ``"legacy"`` (iavl v0.x); both are read. ``fast_storage=False`` is
+    Go's ``skipFastStorageUpgrade``: no fast nodes are written or read. ``fast_cache_size`` bounds the decoded
+    fast nodes kept in memory (Go's ``fastNodeCacheSize``; 0 turns the cache off). Call ``load()`` or ``load_version(n)`` to open
     saved versions. ``db`` is any mpt node store; saving, pruning and ``load()`` need one with ``delete`` and
     ``iterate`` (MemoryDB, LMDBStore, LevelDBStore).
     """
@@ -101,9 +104,9 @@ cdef class MutableTree:
         dict _fast_additions                # key -> value set since the last save (Go: unsavedFastNodeAdditions)
         set _fast_removals                  # keys removed since the last save (unsavedFastNodeRemovals)
 
-    def __init__(self, db=None, *, format="v1", fast_storage=True):
+    def __init__(self, db=None, *, format="v1", fast_storage=True, fast_cache_size=FAST_CACHE_SIZE):
         self.db = MemoryDB() if db is None else check_database(db)
-        self.ndb = NodeDB(self.db)
+        self.ndb = NodeDB(self.db, fast_cache_size=fast_cache_size)
         self.storage = <NodeFormat>parse_format(format)
         if self.storage != FORMAT_V1 and self.storage != FORMAT_LEGACY:
             raise ValueError("a tree stores nodes as 'v1' or 'legacy'")
@@ -190,7 +193,8 @@ cdef class MutableTree:
     def delete_versions_to(self, to_version):
         """Delete the saved versions up to and including ``to_version`` (iavl's DeleteVersionsTo): their root
         records and the nodes no later version references; nodes still in use stay under their original node
-        key. Deleting the latest version is refused (VersionError). Returns the number of keys deleted."""
+        key. Deleting the latest version is refused (VersionError). Legacy (iavl v0.x) versions are deleted all at
+        once, as in Go, when to_version reaches the latest of them. Returns the number of keys deleted."""
         if not 1 <= to_version < 2**63:
             raise VersionError("IAVL versions run from 1 to 2**63-1, not %d" % to_version)
         return self.ndb.delete_versions_to(to_version)
@@ -237,12 +241,12 @@ cdef class MutableTree:
             if self._fast_removals and k in self._fast_removals:
                 return default
             if self._fast_reads:
-                value = self.ndb.fast_value(k, &updated_at)
-                if value is None:
+                if self.version == self.ndb._latest:
                     # The fast index is the latest version's state: absent there, absent in the tree.
-                    if self.version == self.ndb._latest:
-                        return default
-                elif updated_at <= self.version:
+                    value = self.ndb.latest_value(k)
+                    return default if value is None else value
+                value = self.ndb.fast_value(k, &updated_at)
+                if value is not None and updated_at <= self.version:
                     return value
         node = self._leaf_for(self.root, k)
         if node is not None and compare_keys(k, node.key) == 0:
@@ -414,9 +418,12 @@ cdef class MutableTree:
         """The node to change for the working version: a clone of a saved node, or the node itself if it is new."""
         cdef InnerNode copy
         if not node.persisted:
-            node._hash = None
-            (<InnerNode>node)._left_hash = None
-            (<InnerNode>node)._right_hash = None
+            if node._hash is not None:
+                # Hashed since its last change (hash() or a proof): forget the hashes. An unhashed node has none
+                # (_hash_new and _assign set all three together), so building a tree skips three stores a level.
+                node._hash = None
+                (<InnerNode>node)._left_hash = None
+                (<InnerNode>node)._right_hash = None
             return node
         copy = InnerNode.new(node.key, node.height, node.size, self.version + 1)
         copy.left_node = self._left(node)
@@ -772,46 +779,19 @@ cdef class MutableTree:
 
     def import_nodes(self, nodes, version):
         """Rebuild this tree, which must be empty (no saved version, no keys), from ``nodes`` (ExportNodes in
-        exporter order, e.g. another tree's ``export(version)``) and save it as ``version`` in one batch, with
-        Go's node keys. Returns the root hash. A malformed stream raises ExportImportError and writes nothing."""
+        exporter order, e.g. another tree's ``export(version)``) and save it as ``version`` with Go's node keys,
+        writing as it reads (batches of 10,000 nodes: memory holds the open subtrees, not the tree). Returns the
+        root hash. A malformed stream raises ExportImportError, and what was written of it is deleted again."""
         from mpt.iavl.export import import_nodes
-        return import_nodes(self, nodes, version)
+        return import_nodes(self, nodes, version, self.storage == FORMAT_LEGACY)
 
     def _export_children(self, Node node):
         """(left, right) of a saved inner node, loaded from the store if needed."""
         return self._left(node), self._right(node)
 
-    def _import_write(self, list nodes, Node root, int64_t version):
-        """Write imported nodes (node keys assigned, hashes known) and the root record of ``version`` in one
-        batch, as Go's Importer.Commit does, then open that version as Go's LoadVersion does (fast nodes
-        included); the built nodes stay in memory, as after save_version."""
-        from mpt.iavl.nodedb import LEGACY_NODE_PREFIX, NODE_PREFIX, legacy_root_key, root_key
-        cdef Node node
-        cdef bytes s = NODE_PREFIX
-        with self.db.write_batch() as batch:
-            if self.storage == FORMAT_V1:
-                put_many = getattr(batch, "put_many", None)
-                if put_many is not None:        # MemoryDB: one C-level dict update
-                    put_many([(s + node.node_key_bytes(), node._to_bytes(FORMAT_V1)) for node in nodes])
-                else:
-                    for node in nodes:
-                        batch.put(s + node.node_key_bytes(), node._to_bytes(FORMAT_V1))
-                if root is None:
-                    batch.put(root_key(version), b"")
-                elif root.version != version:
-                    # The root is older than the version: the version's root record refers to it.
-                    batch.put(root_key(version), s + root.node_key_bytes())
-            else:
-                for node in nodes:
-                    batch.put(LEGACY_NODE_PREFIX + node.c_hash(), node._to_bytes(FORMAT_LEGACY))
-                    # Legacy nodes are found by hash and carry no node key, as when read from the store.
-                    node.nonce = 0
-                    if node.height != 0:
-                        (<InnerNode>node)._left_ref = (<InnerNode>node)._left_hash
-                        (<InnerNode>node)._right_ref = (<InnerNode>node)._right_hash
-                batch.put(legacy_root_key(version), b"" if root is None else root.c_hash())
-        for node in nodes:
-            node.persisted = True
+    def _import_opened(self, Node root, int64_t version):
+        """Open the version an import wrote (root: its root node, children in the store) as Go's LoadVersion
+        after Importer.Commit does."""
         self.ndb.set_latest_version(version)
         self._new_nodes = None
         self._opened(root, version)
