@@ -12,7 +12,7 @@ from mpt.errors import CorruptTreeError, MissingNodeError, MptError, StoreClosed
 from mpt.iavl import MutableTree, decode_node, node_key
 from mpt.iavl.nodedb import NodeDB, decode_fast_node, encode_fast_node, root_key
 
-from conftest import VECTORS
+from conftest import VECTORS, replay_iavl_ops
 
 pytest.importorskip("plyvel")
 
@@ -308,15 +308,7 @@ def test_fast_node_codec():
 # ---------------------------------------------------------------------------------------------- writing what Go writes
 
 def replay(tree, ops=OPS, prune=True):
-    for op in ops:
-        if op["op"] == "set":
-            tree.set(bytes.fromhex(op["key"]), bytes.fromhex(op["value"]))
-        elif op["op"] == "remove":
-            assert tree.remove(bytes.fromhex(op["key"])) is not None
-        elif op["op"] == "save_version":
-            assert tree.save_version() == (bytes.fromhex(op["root"]), op["version"])
-        elif prune:
-            tree.delete_versions_to(op["version"])
+    replay_iavl_ops(tree, ops, prune=prune)
     return tree
 
 
