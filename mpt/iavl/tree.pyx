@@ -44,7 +44,7 @@ from mpt.iavl.node cimport (
     parse_format,
     sha256_into,
 )
-from mpt.iavl.nodedb cimport NodeDB, check_child, check_children
+from mpt.iavl.nodedb cimport NodeDB, check_child, check_children, describe
 
 from mpt.iavl.nodedb import FAST_CACHE_SIZE
 
@@ -52,7 +52,7 @@ import warnings
 
 from mpt._deprecation import renamed_attributes as _renamed_attributes
 from mpt.db.memory import MemoryDB, check_database
-from mpt.errors import VersionError
+from mpt.errors import CorruptTreeError, VersionError
 
 
 cdef bytes _empty_hash():
@@ -69,6 +69,12 @@ EMPTY_ROOT = _empty_hash()
 __getattr__ = _renamed_attributes(__name__, {
     "EMPTY_HASH": ("mpt.iavl.tree.EMPTY_HASH is deprecated; use mpt.iavl.EMPTY_ROOT", lambda: EMPTY_ROOT),
 })
+
+
+# No balanced tree of at most 2**63 leaves is deeper than 1.44 * 63 levels (an AVL bound); a store claiming more is
+# corrupt, and set's path array stops there.
+cdef enum:
+    MAX_TREE_DEPTH = 128
 
 
 cdef inline int _height(Node n) noexcept:
@@ -483,33 +489,76 @@ cdef class MutableTree:
             return self._rotate(node, False)
         return node
 
-    cdef Node _set(self, Node node, bytes key, bytes value, bint *updated):
+    cdef Node _set_at_leaf(self, Node leaf, bytes key, bytes value, bint *updated):
+        """What replaces the leaf a set ends at: a new leaf for the same key (an update), else an inner node of
+        height 1 over both leaves whose key is the larger key (iavl's recursiveSet at a leaf)."""
         cdef int64_t wv = self.version + 1
-        cdef int c
+        cdef int c = compare_keys(key, leaf.key)
         cdef InnerNode inner
-        if node.height == 0:
-            c = compare_keys(key, node.key)
-            if c == 0:
-                updated[0] = True
-                return LeafNode.new(key, value, wv)
-            if c < 0:
-                inner = InnerNode.new(node.key, 1, 2, wv)
-                inner.left_node = LeafNode.new(key, value, wv)
-                inner.right_node = node
-            else:
-                inner = InnerNode.new(key, 1, 2, wv)
-                inner.left_node = node
-                inner.right_node = LeafNode.new(key, value, wv)
-            return inner
-        node = self._mutable(node)
-        if compare_keys(key, node.key) < 0:
-            (<InnerNode>node).left_node = self._set((<InnerNode>node).left_node, key, value, updated)
+        if c == 0:
+            updated[0] = True
+            return LeafNode.new(key, value, wv)
+        if c < 0:
+            inner = InnerNode.new(leaf.key, 1, 2, wv)
+            inner.left_node = LeafNode.new(key, value, wv)
+            inner.right_node = leaf
         else:
-            (<InnerNode>node).right_node = self._set((<InnerNode>node).right_node, key, value, updated)
+            inner = InnerNode.new(key, 1, 2, wv)
+            inner.left_node = leaf
+            inner.right_node = LeafNode.new(key, value, wv)
+        return inner
+
+    cdef int _set(self, bytes key, bytes value, bint *updated) except -1:
+        """iavl's recursiveSet as a loop: down to the leaf making each node on the path mutable, the leaf
+        replaced, then back up recomputing heights and sizes and rebalancing (not after an update, which
+        changes no shape). The path is kept in a C array of borrowed references: every node on it is held by
+        its parent, or by the tree, until the way up replaces it."""
+        cdef PyObject *path[MAX_TREE_DEPTH]
+        cdef bint went_right[MAX_TREE_DEPTH]
+        cdef int depth = 0, i
+        cdef bint right, at_leaf
+        cdef Node node = self.root, child, balanced
+        if node.height == 0:
+            self.root = self._set_at_leaf(node, key, value, updated)
+            return 0
+        node = self._mutable(node)
+        self.root = node
+        while True:
+            if depth == MAX_TREE_DEPTH:
+                raise CorruptTreeError("IAVL tree deeper than %d levels below %s: no balanced tree of int64 "
+                                       "size is" % (MAX_TREE_DEPTH, describe(self.root)))
+            path[depth] = <PyObject *>node
+            right = compare_keys(key, node.key) >= 0
+            went_right[depth] = right
+            depth += 1
+            child = (<InnerNode>node).right_node if right else (<InnerNode>node).left_node
+            at_leaf = child.height == 0
+            if at_leaf:
+                child = self._set_at_leaf(child, key, value, updated)
+            else:
+                child = self._mutable(child)
+            if right:
+                if child is not (<InnerNode>node).right_node:
+                    (<InnerNode>node).right_node = child
+            elif child is not (<InnerNode>node).left_node:
+                (<InnerNode>node).left_node = child
+            if at_leaf:
+                break
+            node = child
         if updated[0]:
-            return node
-        self._update(node)
-        return self._balance(node)
+            return 0
+        for i in range(depth - 1, -1, -1):
+            node = <Node>path[i]
+            self._update(node)
+            balanced = self._balance(node)
+            if balanced is not node:
+                if i == 0:
+                    self.root = balanced
+                elif went_right[i - 1]:
+                    (<InnerNode>path[i - 1]).right_node = balanced
+                else:
+                    (<InnerNode>path[i - 1]).left_node = balanced
+        return 0
 
     def set(self, key, value):
         """Set key to value in the working tree. Returns True if the key existed (an update)."""
@@ -524,7 +573,7 @@ cdef class MutableTree:
         if self.root is None:
             self.root = LeafNode.new(k, v, self.version + 1)
             return False
-        self.root = self._set(self.root, k, v, &updated)
+        self._set(k, v, &updated)
         return updated
 
     cdef Node _remove(self, Node node, bytes key):
