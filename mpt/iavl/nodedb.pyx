@@ -461,9 +461,10 @@ cdef class NodeDB:
     cdef bytes fast_value(self, bytes key, int64_t *version):
         """key's fast node value (None if it has none), its versionLastUpdatedAt in version[0]: get's path for a
         tree opened at an older version, which needs the version (the cache does not keep it)."""
-        cdef object data = self._read_key(_prefixed(b"f", key))
+        cdef object data
         cdef bytes value
         self.check_open()
+        data = self._read_key(_prefixed(b"f", key))
         if data is None:
             return None
         value = _fast_node_value(key, data, version)

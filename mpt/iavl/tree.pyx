@@ -88,9 +88,9 @@ cdef class MutableTree:
     ``MutableTree(db=None, *, format="v1", fast_storage=True, fast_cache_size=100000)``: ``format`` is how new
     nodes are stored, ``"v1"`` (iavl >= 1.0) or ``"legacy"`` (iavl v0.x); both are read. ``fast_storage=False`` is
     Go's ``skipFastStorageUpgrade``: no fast nodes are written or read. ``fast_cache_size`` bounds the decoded
-    fast nodes kept in memory (Go's ``fastNodeCacheSize``; 0 turns the cache off). Call ``load()`` or ``load_version(n)`` to open
-    saved versions. ``db`` is any mpt node store; saving, pruning and ``load()`` need one with ``delete`` and
-    ``iterate`` (MemoryDB, LMDBStore, LevelDBStore).
+    fast nodes kept in memory (Go's ``fastNodeCacheSize``; 0 turns the cache off). Call ``load()`` or
+    ``load_version(n)`` to open saved versions. ``db`` is any mpt node store; saving, pruning and ``load()`` need
+    one with ``delete`` and ``iterate`` (MemoryDB, LMDBStore, LevelDBStore).
     """
 
     cdef:
