@@ -15,6 +15,7 @@ from mpt._varint import uvarint
 from mpt.errors import ProofError
 from mpt.ics23 import _reference as ics23_reference
 from mpt.ics23 import verify_abci_query, verify_ibc_merkle_proof
+from mpt.ics23.ibc import decode_merkle_proof
 
 VECTORS = Path(__file__).parent / "vectors" / "cosmos" / "abci"
 MANIFEST = json.loads((VECTORS / "vectors.json").read_text())
@@ -232,6 +233,9 @@ def test_response_shape():
     resp["codespace"] = "sdk"
     resp["log"] = "failed to load state at height 6"
     refused(resp, r"query failed: code 38 \(sdk\): failed to load")
+    resp["codespace"], resp["log"] = 7, ["not", "text"]         # any JSON value: shown, not a TypeError
+    refused(resp, r"query failed: code 38 \(7\): \['not', 'text'\]")
+    resp["codespace"], resp["log"] = "sdk", "failed to load state at height 6"
     resp["code"] = "0"
     refused(resp, "code must be a number")
     for height, match in (("0", "positive"), ("-1", "positive"), ("6.0", "decimal"), ("+6", "decimal"),
@@ -362,11 +366,23 @@ def test_ibc_refusals():
     one = _MerkleProof_first(proof)
     ibc_refused("length of specs: 2 not equal to length of proof: 1", one, APP_HASH, path, value)
     ibc_refused("length of specs: 2 not equal to length of proof: 3", proof + one, APP_HASH, path, value)
-    ibc_refused("field 2", proof + b"\x12\x00", APP_HASH, path, value)
-    ibc_refused("truncated|claims", proof[:-1], APP_HASH, path, value)
+    ibc_refused("wrong wire type 0 for field 1", proof + b"\x08\x00", APP_HASH, path, value)
+    ibc_refused("illegal tag 0", proof + b"\x02\x00", APP_HASH, path, value)
+    ibc_refused("truncated|runs past the end", proof[:-1], APP_HASH, path, value)
     ibc_refused("root", proof, b"\x00" * 31, path, value)
     ibc_refused("root: .* is not hex data", proof, "0x" + APP_HASH.hex(), path, value)
     assert first_len is None or first_len > 0
+
+
+def test_ibc_merkle_proof_is_read_as_gogoproto_reads_it():
+    """ibc-go decodes the MerkleProof with gogoproto: unknown fields are skipped and a varint may be longer than
+    it needs to be; both verify as the plain proof does."""
+    proof, path, value = ibc_case("membership")
+    assert verify_ibc_merkle_proof(proof + b"\x12\x00" + b"\x18\x05", APP_HASH, path, value) is True
+    length, pos = ics23_reference._varint(proof, 1, len(proof))
+    padded = b"\x0a" + bytes([(length & 0x7F) | 0x80, (length >> 7) | 0x80, 0x00]) + proof[pos:]
+    assert length < 1 << 14 and verify_ibc_merkle_proof(padded, APP_HASH, path, value) is True
+    assert decode_merkle_proof(padded) == decode_merkle_proof(proof)
 
 
 def _MerkleProof_first(proof):

@@ -31,14 +31,24 @@ from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp
 
 from mpt.bytes_like cimport as_bytes, as_bytes_or_none
-from mpt.iavl.node cimport FORMAT_LEGACY, FORMAT_V1, MAX_HEIGHT, InnerNode, LeafNode, Node, compare_keys
+from mpt.iavl.node cimport (
+    FORMAT_LEGACY,
+    FORMAT_V1,
+    MAX_HEIGHT,
+    InnerNode,
+    LeafNode,
+    Node,
+    compare_keys,
+    int_in_range,
+)
 from mpt.iavl.nodedb cimport NodeDB, describe
 
 from operator import index as _index
 
 from mpt.db.memory import prefix_range
 from mpt.errors import CorruptTreeError, ExportImportError, VersionError
-from mpt.iavl.nodedb import STORAGE_VERSION_KEY, encode_fast_node, legacy_root_key, root_key
+from mpt.iavl.nodedb import STORAGE_VERSION_KEY as _STORAGE_VERSION_KEY
+from mpt.iavl.nodedb import encode_fast_node, legacy_root_key, root_key
 
 cdef int64_t MAX_VERSION = 0x7FFFFFFFFFFFFFFF
 
@@ -69,14 +79,12 @@ cdef class ExportNode:
         cdef object v, h
         if self.key is not None:
             raise TypeError("ExportNode objects are immutable")
-        v = _index(version)
-        h = _index(height)
+        v = int_in_range(version, "version", 0, MAX_VERSION, "an ExportNode version must be in 0..2**63-1, got %d",
+                         ExportImportError)
+        h = int_in_range(height, "height", 0, MAX_HEIGHT, "an ExportNode height must be in 0..127, got %d",
+                         ExportImportError)
         self.key = as_bytes(key, "key")
         self.value = as_bytes_or_none(value, "value")
-        if not 0 <= v <= MAX_VERSION:
-            raise ExportImportError("an ExportNode version is an int64 of at least 0, not %d" % v)
-        if not 0 <= h <= MAX_HEIGHT:
-            raise ExportImportError("an ExportNode height is 0..%d (an int8 of at least 0), not %d" % (MAX_HEIGHT, h))
         self.version = v
         self.height = h
 
@@ -117,6 +125,7 @@ cdef class Exporter:
 
     def __init__(self, tree, Node root, version):
         self._tree = tree
+        self._ndb = tree.ndb
         self.version = version
         self._path = []
         if root is not None:
@@ -142,6 +151,7 @@ cdef class Exporter:
         cdef Py_ssize_t top
         cdef Node node
         cdef uint8_t state
+        self._ndb.check_open()
         while True:
             top = len(self._path) - 1
             if top < 0:
@@ -293,7 +303,7 @@ cdef class _ImportWriter:
             self.pending.append((root_key(self.version), b"s" + root.node_key_bytes()))
         if self.fast:
             storage_version = self.ndb.next_storage_version(self.version)
-            self.pending.append((STORAGE_VERSION_KEY, storage_version.encode()))
+            self.pending.append((_STORAGE_VERSION_KEY, storage_version.encode()))
         self.flush()
         if storage_version is not None:
             self.ndb.storage_version = storage_version

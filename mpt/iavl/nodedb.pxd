@@ -15,6 +15,16 @@ cdef class NodeDB:
         readonly str storage_version    # the `m storage_version` record ("1.0.0" when absent)
         dict _fast_cache                # key -> value of the latest version (Go's fastNodeCache)
         readonly Py_ssize_t fast_cache_size
+        bytearray _open_flag            # the store's open flag (None for a store without one): see check_open
+
+    cdef inline int check_open(self) except -1:
+        """StoreClosedError once the store is closed: every tree and NodeDB entry that may touch the store
+        calls it first, so a closed store is refused the same way whether or not a cache could answer."""
+        if self._open_flag is not None and not self._open_flag[0]:
+            self._raise_closed()
+        return 0
+
+    cdef int _raise_closed(self) except -1
 
     cdef Node get_node(self, bytes ref)
     cdef Node load_root(self, int64_t version, bint *found)
@@ -27,7 +37,7 @@ cdef class NodeDB:
     cdef object _read_key(self, bytes key)
     cdef int write_version(self, int64_t version, Node root, list new_nodes, bint legacy, dict fast_additions,
                            set fast_removals, bint fast_storage) except -1
-    cdef int _put_root_reference(self, dict records, bytes rkey, Node root) except -1
+    cdef int _put_root_reference(self, dict records, int64_t version, Node root) except -1
 
 
 cdef int check_child(Node parent, Node child, bint right) except -1

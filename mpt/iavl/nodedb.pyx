@@ -50,7 +50,7 @@ from mpt.varint cimport (
 )
 
 from mpt.db.memory import MemoryDB, prefix_range
-from mpt.errors import CorruptTreeError, MissingNodeError, NodeDecodeError, VersionError
+from mpt.errors import CorruptTreeError, MissingNodeError, NodeDecodeError, StoreClosedError, VersionError
 
 NODE_PREFIX = b"s"
 FAST_PREFIX = b"f"
@@ -248,10 +248,21 @@ cdef class NodeDB:
             self._get = db._data.get
         else:
             self._get = db.get
+        # LMDBStore and LevelDBStore keep a one-byte bytearray that close() clears: read in C, it costs nothing
+        # per call, where a Python attribute lookup (db.closed) would cost more than a cached read.
+        flag = getattr(db, "_open_flag", None)
+        self._open_flag = flag if type(flag) is bytearray and len(flag) == 1 else None
         self._latest = -1
         self._legacy_latest = 0
+        self.check_open()
         raw = self._get(STORAGE_VERSION_KEY)
         self.storage_version = DEFAULT_STORAGE_VERSION if raw is None else (<bytes>raw).decode("latin-1")
+
+    cdef int _raise_closed(self) except -1:
+        check = getattr(self.db, "_check_open", None)
+        if check is not None:
+            check()             # the store's own message, naming its path
+        raise StoreClosedError("the node store %r is closed" % (self.db,))
 
     # ------------------------------------------------------------------------------------------ nodes
 
@@ -261,6 +272,7 @@ cdef class NodeDB:
         cdef Node node
         cdef const uint8_t *k
         cdef Py_ssize_t n = PyBytes_GET_SIZE(ref)
+        self.check_open()
         if n == NODE_KEY_SIZE:
             k = <const uint8_t *>PyBytes_AS_STRING(ref)
             data = self._read_key(_prefixed(b"s", ref))
@@ -297,9 +309,11 @@ cdef class NodeDB:
     cdef Node load_root(self, int64_t version, bint *found):
         """The root of a saved version (None for an empty one); found[0] is False if there is no such version."""
         cdef bytes key = S + make_node_key(version, 1)
-        cdef bytes data = self._get(key)
+        cdef bytes data
         cdef Node node
         cdef Py_ssize_t n
+        self.check_open()
+        data = self._get(key)
         found[0] = True
         if data is not None:
             n = PyBytes_GET_SIZE(data)
@@ -333,6 +347,7 @@ cdef class NodeDB:
         """Go's GetRoot: the reference of version's root (a NodeKey or legacy hash), b"" for an empty tree;
         VersionError if the version does not exist."""
         cdef bytes key = make_node_key(version, 1)
+        self.check_open()
         data = self._get(S + key)
         if data is None:
             data = self._get(R + (<object>version).to_bytes(8, "big"))
@@ -363,6 +378,7 @@ cdef class NodeDB:
 
     cdef int64_t c_latest_version(self) except -2:
         cdef bytes k
+        self.check_open()
         if self._latest >= 0:
             return self._latest
         self._latest = 0
@@ -383,6 +399,7 @@ cdef class NodeDB:
 
     def legacy_latest_version(self):
         """The latest legacy (``r``) version, -1 if there is none."""
+        self.check_open()
         if self._legacy_latest == 0:
             self._legacy_latest = -1
             for k, _ in self.db.iterate(*prefix_range(R), reverse=True):
@@ -392,9 +409,11 @@ cdef class NodeDB:
         return self._legacy_latest
 
     def legacy_versions(self):
+        self.check_open()
         return [int.from_bytes(k[1:], "big") for k, _ in self.db.iterate(*prefix_range(R)) if len(k) == 9]
 
     def has_version(self, int64_t version):
+        self.check_open()
         return self._get(S + make_node_key(version, 1)) is not None
 
     def first_version(self):
@@ -433,6 +452,7 @@ cdef class NodeDB:
 
     cdef tuple get_fast_node(self, bytes key):
         """(value, versionLastUpdatedAt) of key's fast node, or None."""
+        self.check_open()
         data = self._get(F + key)
         if data is None:
             return None
@@ -443,6 +463,7 @@ cdef class NodeDB:
         tree opened at an older version, which needs the version (the cache does not keep it)."""
         cdef object data = self._read_key(_prefixed(b"f", key))
         cdef bytes value
+        self.check_open()
         if data is None:
             return None
         value = _fast_node_value(key, data, version)
@@ -454,6 +475,7 @@ cdef class NodeDB:
         GetFastNode, cache first). A cache hit is one dict probe with no allocation."""
         cdef PyObject *cached = PyDict_GetItemWithError(self._fast_cache, key)
         cdef int64_t version
+        self.check_open()
         if cached != NULL:
             return <bytes>cached
         return self.fast_value(key, &version)
@@ -521,6 +543,7 @@ cdef class NodeDB:
     def upgrade_fast_storage(self, items, int64_t version):
         """Go's enableFastStorageAndCommitIfNotEnabled: drop every fast node, write one per (key, value) of items
         at ``version``, record the storage version; one batch. Returns whether it wrote anything."""
+        self.check_open()
         if not self.fast_upgrade_pending(self.c_latest_version()):
             return False
         latest = self.c_latest_version()
@@ -550,6 +573,7 @@ cdef class NodeDB:
         cdef list deletes = []
         cdef Node node
         cdef bytes k, v
+        self.check_open()
         # Raises on a malformed stored version: before anything is written.
         cdef str storage_version = self.next_storage_version(version) if fast_storage else None
         if fast_storage:
@@ -563,7 +587,7 @@ cdef class NodeDB:
         elif not new_nodes:
             # Nothing changed: a reference to the root the version reuses (SaveRoot).
             if not legacy:
-                self._put_root_reference(records, _node_record_key(version, 1), root)
+                self._put_root_reference(records, version, root)
             else:
                 records[_legacy_root_key(version)] = root.c_hash()
         elif legacy:
@@ -600,7 +624,7 @@ cdef class NodeDB:
         self._latest = version
         return 0
 
-    cdef int _put_root_reference(self, dict records, bytes rkey, Node root) except -1:
+    cdef int _put_root_reference(self, dict records, int64_t version, Node root) except -1:
         """The root record of a v1 version that reuses ``root`` (Go's SaveRoot): ``b"s"`` + the root's node key.
 
         A root at nonce 0 is a legacy node (read by hash) or a root that pruning moved to (version, 0); Go names
@@ -609,10 +633,10 @@ cdef class NodeDB:
         cdef bytes key
         cdef InnerNode inner
         if root.nonce != 0:
-            records[rkey] = S + root.node_key_bytes()
+            records[_node_record_key(version, 1)] = S + root.node_key_bytes()
             return 0
-        key = S + make_node_key(root.version, 0)
-        records[rkey] = key
+        key = _node_record_key(root.version, 0)
+        records[_node_record_key(version, 1)] = key
         if self._get(key) is None:
             if root.height != 0:
                 inner = <InnerNode>root
@@ -675,6 +699,7 @@ cdef class NodeDB:
         cdef int64_t legacy = self.legacy_latest_version()
         cdef int64_t latest, first, v
         cdef Node orphan, root
+        self.check_open()
         if legacy > to_version:
             return 0            # Go: the legacy versions are deleted at once, later
         latest = self.c_latest_version()

@@ -121,26 +121,34 @@ cdef class MutableTree:
 
     cdef inline Node _left(self, Node node):
         # node is an inner node (height > 0): every caller checks, so the cast is unchecked.
-        cdef InnerNode inner = <InnerNode>node
-        cdef Node child
-        if inner.left_node is None:
-            child = self.ndb.get_node(inner._left_ref if inner._left_ref is not None else inner._left_hash)
-            check_child(node, child, False)
-            if inner.right_node is not None:
-                check_children(node, child, inner.right_node)
-            inner.left_node = child
-        return inner.left_node
+        if (<InnerNode>node).left_node is None:
+            self._load_child(<InnerNode>node, False)
+        return (<InnerNode>node).left_node
 
     cdef inline Node _right(self, Node node):
-        cdef InnerNode inner = <InnerNode>node
-        cdef Node child
-        if inner.right_node is None:
-            child = self.ndb.get_node(inner._right_ref if inner._right_ref is not None else inner._right_hash)
-            check_child(node, child, True)
-            if inner.left_node is not None:
-                check_children(node, inner.left_node, child)
+        if (<InnerNode>node).right_node is None:
+            self._load_child(<InnerNode>node, True)
+        return (<InnerNode>node).right_node
+
+    cdef int _load_child(self, InnerNode inner, bint right) except -1:
+        """Read a child that is not in memory yet from the store, checked against its parent (and against its
+        sibling, if that is in memory), and keep it in the parent."""
+        cdef bytes ref
+        cdef Node child, sibling
+        if right:
+            ref = inner._right_ref if inner._right_ref is not None else inner._right_hash
+        else:
+            ref = inner._left_ref if inner._left_ref is not None else inner._left_hash
+        child = self.ndb.get_node(ref)
+        check_child(inner, child, right)
+        sibling = inner.left_node if right else inner.right_node
+        if sibling is not None:
+            check_children(inner, sibling if right else child, child if right else sibling)
+        if right:
             inner.right_node = child
-        return inner.right_node
+        else:
+            inner.left_node = child
+        return 0
 
     cdef Node _load_root(self, int64_t version, bint *found):
         return self.ndb.load_root(version, found)
@@ -231,6 +239,7 @@ cdef class MutableTree:
         cdef Node node
         cdef bytes value
         cdef int64_t updated_at
+        self.ndb.check_open()
         if self.root is None:
             return default
         if self.fast_storage:
@@ -287,6 +296,7 @@ cdef class MutableTree:
         cdef Node right
         cdef int64_t index = 0
         cdef int c
+        self.ndb.check_open()
         if node is None:
             return 0, None
         while node.height != 0:
@@ -309,6 +319,7 @@ cdef class MutableTree:
         cdef int64_t i
         cdef Node node = self.root
         cdef Node left
+        self.ndb.check_open()
         if node is None or index < 0 or index >= node.size:
             return None, None
         i = index
@@ -326,7 +337,7 @@ cdef class MutableTree:
         return self.get(key) is not None
 
     def __contains__(self, key):
-        return self.get(key) is not None
+        return self.has(key)
 
     def __getitem__(self, key):
         """``tree[key]``: the value at key in the working tree; KeyError if it is absent."""
@@ -369,10 +380,12 @@ cdef class MutableTree:
         cdef Node node = self.root
         cdef bint asc = ascending
         cdef bint go_left, go_right
+        self.ndb.check_open()
         if node is None:
             return
         stack.append(node)
         while stack:
+            self.ndb.check_open()       # also between the items of an iteration the store was closed in
             node = stack.pop()
             if node.height == 0:
                 if (lo is None or compare_keys(node.key, lo) >= 0) and (hi is None or compare_keys(node.key, hi) < 0):
@@ -436,22 +449,22 @@ cdef class MutableTree:
         node.height = (l.height if l.height > r.height else r.height) + 1
         node.size = l.size + r.size
 
-    cdef Node _rotate(self, Node node, bint to_the_right):
-        """Go iavl's rotateRight (to_the_right) or rotateLeft: the child on the other side becomes the subtree's
-        root, and node, now its child, takes over that child's inner grandchild."""
-        cdef Node new_root
+    cdef Node _rotate(self, Node node, bint to_right):
+        """iavl's rotateRight (to_right) or rotateLeft: the child on the other side becomes the subtree's root,
+        and its inner grandchild moves across to node."""
+        cdef Node pivot
         node = self._mutable(node)
-        if to_the_right:
-            new_root = self._mutable(self._left(node))
-            (<InnerNode>node).left_node = self._right(new_root)
-            (<InnerNode>new_root).right_node = node
+        if to_right:
+            pivot = self._mutable(self._left(node))
+            (<InnerNode>node).left_node = self._right(pivot)
+            (<InnerNode>pivot).right_node = node
         else:
-            new_root = self._mutable(self._right(node))
-            (<InnerNode>node).right_node = self._left(new_root)
-            (<InnerNode>new_root).left_node = node
+            pivot = self._mutable(self._right(node))
+            (<InnerNode>node).right_node = self._left(pivot)
+            (<InnerNode>pivot).left_node = node
         self._update(node)
-        self._update(new_root)
-        return new_root
+        self._update(pivot)
+        return pivot
 
     cdef inline int _balance_of(self, Node node) except? -999:
         return self._left(node).height - self._right(node).height
@@ -503,6 +516,7 @@ cdef class MutableTree:
         cdef bint updated = False
         cdef bytes k = as_bytes(key, "key")
         cdef bytes v = as_bytes(value, "value")
+        self.ndb.check_open()
         if self.fast_storage:
             self._fast_additions[k] = v
             if self._fast_removals:
@@ -556,6 +570,7 @@ cdef class MutableTree:
         """Remove key from the working tree. Returns the removed value, or None if the key was absent."""
         cdef bytes k = as_bytes(key, "key")
         cdef Node new_root
+        self.ndb.check_open()
         if self.root is None:
             return None
         self._rm_found = False
@@ -585,6 +600,7 @@ cdef class MutableTree:
 
     def hash(self):
         """The root hash of the working tree (iavl's WorkingHash; the saved root right after save_version)."""
+        self.ndb.check_open()
         if self.root is None:
             return EMPTY_ROOT
         return self._hash_new(self.root)
@@ -662,6 +678,7 @@ cdef class MutableTree:
         cdef bint found = False
         cdef int64_t v
         cdef Node root
+        self.ndb.check_open()
         if version is None:
             if self.root is not None:
                 self._hash_new(self.root)
@@ -761,6 +778,7 @@ cdef class MutableTree:
         cdef bint found
         cdef int64_t v
         cdef Node root
+        self.ndb.check_open()
         if version is None:
             if self.version == 0:
                 raise VersionError("no saved version to export (save_version or load first)")
