@@ -15,6 +15,8 @@ EMPTY_ROOT: bytes
 """sha256(b""): the root hash of the empty tree."""
 EMPTY_HASH: bytes
 """Deprecated name of EMPTY_ROOT (a DeprecationWarning when read)."""
+FAST_CACHE_SIZE: int
+"""The default fast_cache_size (Go iavl's fastNodeCacheSize)."""
 
 @final
 class MutableTree:
