@@ -16,6 +16,8 @@ FAST_CACHE_SIZE: int
 """sha256(b""): the root hash of the empty tree."""
 EMPTY_HASH: bytes
 """Deprecated name of EMPTY_ROOT (a DeprecationWarning when read)."""
+FAST_CACHE_SIZE: int
+"""The default fast_cache_size (Go iavl's fastNodeCacheSize)."""
 
 @final
 class MutableTree:
