@@ -12,7 +12,6 @@ from mpt.iavl.export import Exporter, ExportNode
 from mpt.iavl.nodedb import NodeDB
 
 EMPTY_ROOT: bytes
-FAST_CACHE_SIZE: int
 """sha256(b""): the root hash of the empty tree."""
 EMPTY_HASH: bytes
 """Deprecated name of EMPTY_ROOT (a DeprecationWarning when read)."""
