@@ -248,7 +248,7 @@ cdef class _ImportWriter:
     cdef bint legacy
     cdef bint fast                  # fast nodes are written with the leaves
     cdef int64_t version
-    cdef list pending               # (key, value) of the current batch
+    cdef dict pending               # key -> value of the current batch (a dict: no GC-tracked tuple per record)
     cdef Py_ssize_t nodes           # nodes in it
     cdef dict before                # prefix -> keys the store held under it before the import (normally none)
 
@@ -257,7 +257,7 @@ cdef class _ImportWriter:
         self.ndb = <NodeDB>tree.ndb
         self.legacy = legacy
         self.version = version
-        self.pending = []
+        self.pending = {}
         self.nodes = 0
         # Go's LoadVersion rebuilds the fast index after an import unless it is current. A store that holds fast
         # nodes already (not one an import starts from) is left to that rebuild (MutableTree._opened), which
@@ -270,11 +270,11 @@ cdef class _ImportWriter:
 
     cdef int add(self, Node node, bint may_flush=True) except -1:
         if self.legacy:
-            self.pending.append((b"n" + node.c_hash(), node._to_bytes(FORMAT_LEGACY)))
+            self.pending[b"n" + node.c_hash()] = node._to_bytes(FORMAT_LEGACY)
         else:
-            self.pending.append((b"s" + node.node_key_bytes(), node._to_bytes(FORMAT_V1)))
+            self.pending[b"s" + node.node_key_bytes()] = node._to_bytes(FORMAT_V1)
         if self.fast and node.height == 0:
-            self.pending.append((b"f" + node.key, encode_fast_node(self.version, node._value)))
+            self.pending[b"f" + node.key] = encode_fast_node(self.version, node._value)
         node.persisted = True
         self.nodes += 1
         if may_flush and self.nodes >= IMPORT_BATCH_SIZE:
@@ -284,7 +284,7 @@ cdef class _ImportWriter:
     cdef int flush(self) except -1:
         with self.db.write_batch() as batch:
             _put_all(batch, self.pending)
-        self.pending = []
+        self.pending = {}
         self.nodes = 0
         return 0
 
@@ -295,15 +295,15 @@ cdef class _ImportWriter:
         if root is not None:
             self.add(root, False)       # in the last batch, with the root record
         if self.legacy:
-            self.pending.append((legacy_root_key(self.version), b"" if root is None else root.c_hash()))
+            self.pending[legacy_root_key(self.version)] = b"" if root is None else root.c_hash()
         elif root is None:
-            self.pending.append((root_key(self.version), b""))
+            self.pending[root_key(self.version)] = b""
         elif root.version != self.version:
             # The root is older than the version: the version's root record refers to it.
-            self.pending.append((root_key(self.version), b"s" + root.node_key_bytes()))
+            self.pending[root_key(self.version)] = b"s" + root.node_key_bytes()
         if self.fast:
             storage_version = self.ndb.next_storage_version(self.version)
-            self.pending.append((_STORAGE_VERSION_KEY, storage_version.encode()))
+            self.pending[_STORAGE_VERSION_KEY] = storage_version.encode()
         self.flush()
         if storage_version is not None:
             self.ndb.storage_version = storage_version
@@ -326,13 +326,13 @@ cdef object _first_key(db, bytes prefix):
     return None
 
 
-cdef int _put_all(batch, list pairs) except -1:
+cdef int _put_all(batch, dict records) except -1:
     put_many = getattr(batch, "put_many", None)
-    if put_many is not None:        # MemoryDB: one C-level dict update
-        put_many(pairs)
+    if put_many is not None:        # MemoryDB: one C-level dict update; LevelDB: plyvel's put bound once
+        put_many(records)
     else:
         put = batch.put
-        for k, v in pairs:
+        for k, v in records.items():
             put(k, v)
     return 0
 
