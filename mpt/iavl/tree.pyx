@@ -689,9 +689,10 @@ cdef class MutableTree:
         cdef int64_t v = self.version + 1
         cdef bint found
         cdef Node node
-        cdef bytes root_hash = self.hash()
+        cdef bytes root_hash
         existing = self._load_root(v, &found)
         if found:
+            root_hash = self.hash()
             existing_hash = EMPTY_ROOT if existing is None else existing.c_hash()
             if existing_hash != root_hash:
                 raise VersionError("version %d was already saved to a different hash %s" % (v, existing_hash.hex()))
@@ -702,7 +703,8 @@ cdef class MutableTree:
         self._nonce = 0
         self._new_nodes = []
         if self.root is not None and not self.root.persisted:
-            self._assign(self.root, v)
+            self._assign(self.root, v)      # hashes the new nodes too: no separate hash() walk
+        root_hash = EMPTY_ROOT if self.root is None else self.root.c_hash()
         self.ndb.write_version(v, self.root, self._new_nodes, self.storage == FORMAT_LEGACY, self._fast_additions,
                                self._fast_removals, self.fast_storage)
         self._fast_additions = {}
