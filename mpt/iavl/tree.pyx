@@ -28,6 +28,7 @@ child read from the store must sit lower than its parent, so no walk can loop.
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF, Py_XDECREF
 from libc.stdint cimport int64_t, uint8_t, uint32_t
 from libc.string cimport memcmp
 
@@ -509,56 +510,68 @@ cdef class MutableTree:
         return inner
 
     cdef int _set(self, bytes key, bytes value, bint *updated) except -1:
-        """iavl's recursiveSet as a loop: down to the leaf making each node on the path mutable, the leaf
-        replaced, then back up recomputing heights and sizes and rebalancing (not after an update, which
-        changes no shape). The path is kept in a C array of borrowed references: every node on it is held by
-        its parent, or by the tree, until the way up replaces it."""
-        cdef PyObject *path[MAX_TREE_DEPTH]
+        """iavl's recursiveSet as a loop. Down: each node on the path made mutable (a saved node is copied) and
+        held in a C array of strong references, nothing linked yet; a child that cannot be read raises with the
+        tree as it was. Then the copies are linked in, the leaf replaced, and the way back up recomputes heights
+        and sizes and rebalances (not after an update, which changes no shape)."""
+        cdef PyObject *path[MAX_TREE_DEPTH + 1]
         cdef bint went_right[MAX_TREE_DEPTH]
-        cdef int depth = 0, i
-        cdef bint right, at_leaf
+        cdef int depth = 0, held = 0, i
+        cdef bint at_leaf
         cdef Node node = self.root, child, balanced
         if node.height == 0:
             self.root = self._set_at_leaf(node, key, value, updated)
             return 0
-        node = self._mutable(node)
-        self.root = node
-        while True:
-            if depth == MAX_TREE_DEPTH:
-                raise CorruptTreeError("IAVL tree deeper than %d levels below %s: no balanced tree of int64 "
-                                       "size is" % (MAX_TREE_DEPTH, describe(self.root)))
-            path[depth] = <PyObject *>node
-            right = compare_keys(key, node.key) >= 0
-            went_right[depth] = right
-            depth += 1
-            child = (<InnerNode>node).right_node if right else (<InnerNode>node).left_node
-            at_leaf = child.height == 0
-            if at_leaf:
-                child = self._set_at_leaf(child, key, value, updated)
-            else:
-                child = self._mutable(child)
-            if right:
-                if child is not (<InnerNode>node).right_node:
-                    (<InnerNode>node).right_node = child
-            elif child is not (<InnerNode>node).left_node:
-                (<InnerNode>node).left_node = child
-            if at_leaf:
-                break
-            node = child
-        if updated[0]:
-            return 0
-        for i in range(depth - 1, -1, -1):
-            node = <Node>path[i]
-            self._update(node)
-            balanced = self._balance(node)
-            if balanced is not node:
-                if i == 0:
-                    self.root = balanced
-                elif went_right[i - 1]:
-                    (<InnerNode>path[i - 1]).right_node = balanced
+        try:
+            node = self._mutable(node)
+            Py_INCREF(node)
+            path[0] = <PyObject *>node
+            held = 1
+            while True:
+                if depth == MAX_TREE_DEPTH:
+                    raise CorruptTreeError("IAVL tree deeper than %d levels below %s: no balanced tree of int64 "
+                                           "size is" % (MAX_TREE_DEPTH, describe(self.root)))
+                went_right[depth] = compare_keys(key, node.key) >= 0
+                child = (<InnerNode>node).right_node if went_right[depth] else (<InnerNode>node).left_node
+                depth += 1
+                at_leaf = child.height == 0
+                if at_leaf:
+                    child = self._set_at_leaf(child, key, value, updated)
                 else:
-                    (<InnerNode>path[i - 1]).left_node = balanced
-        return 0
+                    child = self._mutable(child)
+                Py_INCREF(child)
+                path[depth] = <PyObject *>child
+                held += 1
+                if at_leaf:
+                    break
+                node = child
+            # The whole path is in hand: link it in, top down.
+            self.root = <Node>path[0]
+            for i in range(depth):
+                node = <Node>path[i]
+                child = <Node>path[i + 1]
+                if went_right[i]:
+                    if child is not (<InnerNode>node).right_node:
+                        (<InnerNode>node).right_node = child
+                elif child is not (<InnerNode>node).left_node:
+                    (<InnerNode>node).left_node = child
+            if updated[0]:
+                return 0
+            for i in range(depth - 1, -1, -1):
+                node = <Node>path[i]
+                self._update(node)
+                balanced = self._balance(node)
+                if balanced is not node:
+                    if i == 0:
+                        self.root = balanced
+                    elif went_right[i - 1]:
+                        (<InnerNode>path[i - 1]).right_node = balanced
+                    else:
+                        (<InnerNode>path[i - 1]).left_node = balanced
+            return 0
+        finally:
+            for i in range(held):
+                Py_XDECREF(path[i])
 
     def set(self, key, value):
         """Set key to value in the working tree. Returns True if the key existed (an update)."""
