@@ -218,6 +218,29 @@ def test_a_store_with_legacy_versions_only(store):
     assert list(store.iterate()) == before
 
 
+@pytest.mark.parametrize("reopened", [False, True])
+def test_versions_saved_after_a_prune_are_legacy_versions_too(store, reopened):
+    """The same tree keeps saving in the legacy format after a prune (or after load() looked up the latest
+    legacy version): the next prune below those versions deletes nothing, and never the latest version."""
+    tree = MutableTree(store, format="legacy")
+    for i in range(2):
+        tree.set(b"k%d" % i, b"v")
+        tree.save_version()
+    if reopened:
+        tree = MutableTree(store, format="legacy")
+        assert tree.load() == 2
+    else:
+        assert tree.delete_versions_to(1) == 0
+    for i in range(2, 5):
+        tree.set(b"k%d" % i, b"v")
+        tree.save_version()
+    before = list(store.iterate())
+    assert tree.delete_versions_to(3) == 0
+    assert list(store.iterate()) == before and tree.available_versions() == [1, 2, 3, 4, 5]
+    fresh = MutableTree(store, format="legacy")
+    assert fresh.load() == 5 and len(fresh) == 5
+
+
 def test_a_legacy_root_reused_by_the_first_v1_version(store):
     """Go's SaveVersion: a v1 version that changed nothing on a legacy root names it (version, 0) and writes the
     node there in the v1 format; pruning the legacy versions leaves both records (Go does not look at the

@@ -611,3 +611,84 @@ def test_load_upgrades_a_store_without_fast_nodes_as_go_does(store):
     assert fast == [(k, (v, 2)) for k, v in plain.items()]
     assert store.get(b"mstorage_version") == b"1.1.0-2" and tree.ndb.fast_storage_enabled()
     assert tree.get(b"k07") is None and tree.get(b"k08") == b"v8"
+
+
+# ---------------------------------------------------------------------------------------------- several trees, one store
+
+def test_get_never_answers_from_a_version_newer_than_the_tree(store):
+    """Tree A stays at version 1 while tree B saves version 2: A's gets answer version 1 whether or not A had
+    cached the key (Go checks each fast node's versionLastUpdatedAt against the tree's version)."""
+    t = MutableTree(store)
+    t.set(b"k", b"old")
+    t.set(b"cached", b"old")
+    t.set(b"gone", b"old")
+    t.save_version()
+    a = MutableTree(store)
+    a.load()
+    assert a.get(b"cached") == b"old"               # now in A's cache
+    b = MutableTree(store)
+    b.load()
+    b.set(b"k", b"new")
+    b.set(b"cached", b"new")
+    b.set(b"added", b"new")
+    b.save_version()
+    assert [a.get(k) for k in (b"k", b"cached", b"gone", b"added")] == [b"old", b"old", b"old", None]
+    assert a.get(b"k") == dict(a.items())[b"k"] == a.get_versioned(b"k", 1)
+    a.load()                                        # version 2: loading forgets what A had cached
+    assert [a.get(k) for k in (b"k", b"cached", b"gone", b"added")] == [b"new", b"new", b"old", b"new"]
+    a.set(b"gone", b"x")
+    a.save_version()
+    assert a.get(b"cached") == b"new" and a.ndb.cached_fast_nodes() >= 1
+
+
+def _reused_root_pruned(store, child):
+    """v1: the leaf a; v2 reuses it; with child, v3 is a new inner node over it. Pruning v1 moves the leaf from
+    (1, 1) to (1, 0)."""
+    t = MutableTree(store)
+    t.set(b"a", b"1")
+    t.save_version()
+    t.save_version()
+    if child:
+        t.set(b"b", b"2")
+        t.save_version()
+    t.delete_versions_to(1)
+    assert store.get(root_key(1)) is None and store.get(b"s" + node_key(1, 0)) is not None
+
+
+@pytest.mark.parametrize("child", [False, True])
+def test_a_pruned_root_keeps_its_node_key(store, child):
+    """Pruning moves a reused root from (v, 1) to (v, 0); read back, it keeps the key (v, 1), as Go's GetNode
+    does, so a later version that keeps it as a child references (v, 1) and stays readable."""
+    _reused_root_pruned(store, child)
+    t = MutableTree(store)
+    latest = t.load()
+    assert t.get_with_index(b"a") == (0, b"1")      # the moved leaf: the root (v2), or a child (v3)
+    t.set(b"c", b"3")
+    assert t.save_version()[1] == latest + 1
+    fresh = MutableTree(store, fast_storage=False)
+    fresh.load()
+    expected = {b"a": b"1", b"b": b"2", b"c": b"3"} if child else {b"a": b"1", b"c": b"3"}
+    assert dict(fresh.items()) == expected
+    assert t.available_versions() == list(range(2, latest + 2))
+
+
+def test_a_set_that_cannot_read_a_node_leaves_the_tree_as_it_was():
+    db = MemoryDB()
+    t = MutableTree(db, fast_storage=False)
+    for i in range(64):
+        t.set(b"%03d" % i, b"v")
+    saved, _ = t.save_version()
+    leaves = [k for k, v in db.iterate(*prefix_range(b"s")) if v[:1] == b"\x00"]
+    db.delete(leaves[len(leaves) // 2])             # a leaf deep in the tree
+    t = MutableTree(db, fast_storage=False)
+    t.load()
+    failed = 0
+    for i in range(64):
+        try:
+            t.set(b"%03dx" % i, b"w")
+        except MissingNodeError:
+            failed += 1
+            assert t.hash() == saved                # nothing copied or relinked
+        else:
+            t.rollback()
+    assert failed >= 1 and t.hash() == saved

@@ -15,6 +15,7 @@ cdef class NodeDB:
         readonly str storage_version    # the `m storage_version` record ("1.0.0" when absent)
         dict _fast_cache                # key -> value of the latest version (Go's fastNodeCache)
         readonly Py_ssize_t fast_cache_size
+        int64_t _cache_newest           # the newest versionLastUpdatedAt among the cached fast nodes
         bytearray _open_flag            # the store's open flag (None for a store without one): see check_open
 
     cdef inline int check_open(self) except -1:
@@ -31,8 +32,8 @@ cdef class NodeDB:
     cdef int64_t c_latest_version(self) except -2
     cdef tuple get_fast_node(self, bytes key)
     cdef bytes fast_value(self, bytes key, int64_t *version)
-    cdef bytes latest_value(self, bytes key)
-    cdef int _cache_fast_value(self, bytes key, bytes value) except -1
+    cdef bytes cached_value(self, bytes key, int64_t at_version)
+    cdef int cache_fast_value(self, bytes key, bytes value, int64_t version) except -1
     cdef int _evict_oldest(self) except -1
     cdef object _read_key(self, bytes key)
     cdef int write_version(self, int64_t version, Node root, list new_nodes, bint legacy, dict fast_additions,

@@ -240,6 +240,7 @@ cdef class NodeDB:
         self.db = db
         self.fast_cache_size = fast_cache_size
         self._fast_cache = {}
+        self._cache_newest = 0
         self._dict = None
         if type(db) is MemoryDB and type(db._data) is dict:
             # The dict itself, read with PyDict_GetItemWithError: no call per node read. Holding it also keeps
@@ -277,10 +278,10 @@ cdef class NodeDB:
             k = <const uint8_t *>PyBytes_AS_STRING(ref)
             data = self._read_key(_prefixed(b"s", ref))
             if data is None and read_be32(k + 8) == 1:
-                # A root moved to (version, 0) by pruning (nodedb.go GetNode).
-                ref = make_node_key(<int64_t>read_be64(k), 0)
-                k = <const uint8_t *>PyBytes_AS_STRING(ref)
-                data = self._get(S + ref)
+                # A root that pruning moved to (version, 0) (nodedb.go GetNode). The node keeps the key it was
+                # asked for, (version, 1), as Go's MakeNode(nk, buf) does: a parent saved later references it so,
+                # and this fallback finds it again.
+                data = self._get(_node_record_key(<int64_t>read_be64(k), 0))
             if data is None:
                 raise MissingNodeError(ref, message="missing IAVL node s%s (version %d, nonce %d)"
                                        % (ref.hex(), <int64_t>read_be64(k), read_be32(k + 8)))
@@ -394,6 +395,11 @@ cdef class NodeDB:
         """The latest saved version (0 if none): the version of the last ``s`` key, else of the last ``r`` key."""
         return self.c_latest_version()
 
+    def forget_latest_version(self):
+        """Drop the cached latest (and latest legacy) version: the next lookup scans the store."""
+        self._latest = -1
+        self._legacy_latest = 0
+
     def set_latest_version(self, int64_t version):
         self._latest = version
 
@@ -459,35 +465,35 @@ cdef class NodeDB:
         return _decode_fast_node(key, data)
 
     cdef bytes fast_value(self, bytes key, int64_t *version):
-        """key's fast node value (None if it has none), its versionLastUpdatedAt in version[0]: get's path for a
-        tree opened at an older version, which needs the version (the cache does not keep it)."""
+        """key's fast node value from the store (None if it has none), its versionLastUpdatedAt in version[0]."""
         cdef object data
-        cdef bytes value
         self.check_open()
         data = self._read_key(_prefixed(b"f", key))
         if data is None:
             return None
-        value = _fast_node_value(key, data, version)
-        self._cache_fast_value(key, value)
-        return value
+        return _fast_node_value(key, data, version)
 
-    cdef bytes latest_value(self, bytes key):
-        """key's value in the latest version by its fast node, None if it has none: get's hot path (Go's
-        GetFastNode, cache first). A cache hit is one dict probe with no allocation."""
-        cdef PyObject *cached = PyDict_GetItemWithError(self._fast_cache, key)
-        cdef int64_t version
+    cdef bytes cached_value(self, bytes key, int64_t at_version):
+        """key's cached fast-node value for a tree at version ``at_version``, or None (not cached, or the cache
+        may hold values newer than that version: the caller reads the store then, as Go checks each fast node's
+        versionLastUpdatedAt). A hit is one dict probe with no allocation."""
+        cdef PyObject *cached
         self.check_open()
-        if cached != NULL:
-            return <bytes>cached
-        return self.fast_value(key, &version)
+        if at_version < self._cache_newest:
+            return None
+        cached = PyDict_GetItemWithError(self._fast_cache, key)
+        return None if cached == NULL else <bytes>cached
 
-    cdef int _cache_fast_value(self, bytes key, bytes value) except -1:
+    cdef int cache_fast_value(self, bytes key, bytes value, int64_t version) except -1:
+        """Cache key's fast node (Go's fastNodeCache.Add), last updated at ``version``."""
         cdef dict cache = self._fast_cache
         if self.fast_cache_size == 0:
             return 0
         if len(cache) >= self.fast_cache_size and key not in cache:
             self._evict_oldest()
         cache[key] = value
+        if version > self._cache_newest:
+            self._cache_newest = version
         return 0
 
     cdef int _evict_oldest(self) except -1:
@@ -505,8 +511,10 @@ cdef class NodeDB:
         return len(self._fast_cache)
 
     def clear_fast_cache(self):
-        """Forget the cached fast nodes (after the store's fast nodes were changed by someone else)."""
+        """Forget the cached fast nodes (trees do when they load a version; call it after another program changed
+        the store's fast nodes)."""
         self._fast_cache.clear()
+        self._cache_newest = 0
 
     cdef inline object _read_key(self, bytes key):
         cdef PyObject *found
@@ -549,7 +557,7 @@ cdef class NodeDB:
             return False
         latest = self.c_latest_version()
         stale = [k for k, _ in self.db.iterate(*prefix_range(F))]
-        self._fast_cache.clear()
+        self.clear_fast_cache()
         with self.db.write_batch() as batch:
             for k in stale:
                 batch.delete(k)
@@ -621,15 +629,17 @@ cdef class NodeDB:
             for k in fast_removals:
                 cache.pop(k, None)
             for k, v in fast_additions.items():
-                self._cache_fast_value(k, v)
+                self.cache_fast_value(k, v, version)
         self._latest = version
+        if legacy:
+            self._legacy_latest = 0     # a new legacy version: look the latest one up again when asked
         return 0
 
     cdef int _put_root_reference(self, dict records, int64_t version, Node root) except -1:
         """The root record of a v1 version that reuses ``root`` (Go's SaveRoot): ``b"s"`` + the root's node key.
 
-        A root at nonce 0 is a legacy node (read by hash) or a root that pruning moved to (version, 0); Go names
-        it (version, 0) either way. A legacy root the first v1 version reuses is written there in the v1 format
+        A root at nonce 0 is a legacy node (read by hash); Go names it (version, 0). (A root that pruning moved to
+        (version, 0) keeps the key (version, 1) it was read by, as in Go, and is referenced so.) A legacy root the first v1 version reuses is written there in the v1 format
         (Go's SaveVersion: "update the legacy node to the new format"), its children still referenced by hash."""
         cdef bytes key
         cdef InnerNode inner

@@ -168,6 +168,8 @@ cdef class MutableTree:
         self.version = version
         self._fast_additions = {}
         self._fast_removals = set()
+        # Another tree may have written the store since this one cached its fast nodes.
+        self.ndb.clear_fast_cache()
         if self.fast_storage and not getattr(self.db, "readonly", False):
             self.ndb.upgrade_fast_storage(self.items(), version)
         self._fast_reads = self.fast_storage and self.ndb.fast_storage_enabled()
@@ -187,7 +189,11 @@ cdef class MutableTree:
         return v
 
     def load(self):
-        """Load the latest saved version (0 and an empty tree when nothing was saved). Returns the version."""
+        """Load the latest saved version (0 and an empty tree when nothing was saved). Returns the version.
+
+        The latest version is looked up in the store again (Go keeps the one its nodedb saw first), so a tree
+        reloads what another tree on the same store saved since."""
+        self.ndb.forget_latest_version()
         latest = self.ndb.c_latest_version()
         if latest == 0:
             self._opened(None, 0)
@@ -257,12 +263,16 @@ cdef class MutableTree:
             if self._fast_removals and k in self._fast_removals:
                 return default
             if self._fast_reads:
-                if self.version == self.ndb._latest:
-                    # The fast index is the latest version's state: absent there, absent in the tree.
-                    value = self.ndb.latest_value(k)
-                    return default if value is None else value
+                value = self.ndb.cached_value(k, self.version)
+                if value is not None:
+                    return value
                 value = self.ndb.fast_value(k, &updated_at)
-                if value is not None and updated_at <= self.version:
+                if value is None:
+                    # The fast index is the latest version's state: absent there, absent in the tree.
+                    if self.version == self.ndb._latest:
+                        return default
+                elif updated_at <= self.version:
+                    self.ndb.cache_fast_value(k, value, updated_at)
                     return value
         node = self._leaf_for(self.root, k)
         if node is not None and compare_keys(k, node.key) == 0:
