@@ -28,7 +28,6 @@ child read from the store must sit lower than its parent, so no walk can loop.
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.object cimport PyObject
-from cpython.ref cimport Py_INCREF, Py_XDECREF
 from libc.stdint cimport int64_t, uint8_t, uint32_t
 from libc.string cimport memcmp
 
@@ -520,68 +519,70 @@ cdef class MutableTree:
         return inner
 
     cdef int _set(self, bytes key, bytes value, bint *updated) except -1:
-        """iavl's recursiveSet as a loop. Down: each node on the path made mutable (a saved node is copied) and
-        held in a C array of strong references, nothing linked yet; a child that cannot be read raises with the
-        tree as it was. Then the copies are linked in, the leaf replaced, and the way back up recomputes heights
-        and sizes and rebalances (not after an update, which changes no shape)."""
-        cdef PyObject *path[MAX_TREE_DEPTH + 1]
+        """iavl's recursiveSet as a loop: down to the leaf making each node on the path mutable, the leaf
+        replaced, then back up recomputing heights and sizes and rebalancing (not after an update, which
+        changes no shape).
+
+        A path runs through nodes of the working tree (not saved yet, changed in place) and then, from the first
+        saved node on, through copies of saved nodes. The one link from the working tree into the copies (or the
+        new root, when the root itself was saved) is made only once the leaf is reached, so a child that cannot
+        be read raises with the tree as it was. The path is a C array of borrowed references: a working-tree
+        node is held by its parent, a copy by the copy above it or by ``top_copy``."""
+        cdef PyObject *path[MAX_TREE_DEPTH]
         cdef bint went_right[MAX_TREE_DEPTH]
-        cdef int depth = 0, held = 0, i
+        cdef int depth = 0, i
+        cdef int boundary = -1              # depth of the working-tree node whose child is top_copy (-1: the root)
         cdef bint at_leaf
-        cdef Node node = self.root, child, balanced
+        cdef Node node = self.root, child, original, balanced, top_copy = None
         if node.height == 0:
             self.root = self._set_at_leaf(node, key, value, updated)
             return 0
-        try:
-            node = self._mutable(node)
-            Py_INCREF(node)
-            path[0] = <PyObject *>node
-            held = 1
-            while True:
-                if depth == MAX_TREE_DEPTH:
-                    raise CorruptTreeError("IAVL tree deeper than %d levels below %s: no balanced tree of int64 "
-                                           "size is" % (MAX_TREE_DEPTH, describe(self.root)))
-                went_right[depth] = compare_keys(key, node.key) >= 0
-                child = (<InnerNode>node).right_node if went_right[depth] else (<InnerNode>node).left_node
-                depth += 1
-                at_leaf = child.height == 0
-                if at_leaf:
-                    child = self._set_at_leaf(child, key, value, updated)
+        child = self._mutable(node)
+        if child is not node:
+            top_copy = child
+        node = child
+        while True:
+            if depth == MAX_TREE_DEPTH:
+                raise CorruptTreeError("IAVL tree deeper than %d levels below %s: no balanced tree of int64 "
+                                       "size is" % (MAX_TREE_DEPTH, describe(self.root)))
+            path[depth] = <PyObject *>node
+            went_right[depth] = compare_keys(key, node.key) >= 0
+            original = (<InnerNode>node).right_node if went_right[depth] else (<InnerNode>node).left_node
+            at_leaf = original.height == 0
+            child = self._set_at_leaf(original, key, value, updated) if at_leaf else self._mutable(original)
+            if child is not original:
+                if top_copy is None:
+                    top_copy = child        # linked below, once nothing can fail any more
+                    boundary = depth
+                elif went_right[depth]:
+                    (<InnerNode>node).right_node = child
                 else:
-                    child = self._mutable(child)
-                Py_INCREF(child)
-                path[depth] = <PyObject *>child
-                held += 1
-                if at_leaf:
-                    break
-                node = child
-            # The whole path is in hand: link it in, top down.
-            self.root = <Node>path[0]
-            for i in range(depth):
-                node = <Node>path[i]
-                child = <Node>path[i + 1]
-                if went_right[i]:
-                    if child is not (<InnerNode>node).right_node:
-                        (<InnerNode>node).right_node = child
-                elif child is not (<InnerNode>node).left_node:
                     (<InnerNode>node).left_node = child
-            if updated[0]:
-                return 0
-            for i in range(depth - 1, -1, -1):
-                node = <Node>path[i]
-                self._update(node)
-                balanced = self._balance(node)
-                if balanced is not node:
-                    if i == 0:
-                        self.root = balanced
-                    elif went_right[i - 1]:
-                        (<InnerNode>path[i - 1]).right_node = balanced
-                    else:
-                        (<InnerNode>path[i - 1]).left_node = balanced
+            depth += 1
+            if at_leaf:
+                break
+            node = child
+        if top_copy is not None:
+            if boundary < 0:
+                self.root = top_copy
+            elif went_right[boundary]:
+                (<InnerNode>path[boundary]).right_node = top_copy
+            else:
+                (<InnerNode>path[boundary]).left_node = top_copy
+        if updated[0]:
             return 0
-        finally:
-            for i in range(held):
-                Py_XDECREF(path[i])
+        for i in range(depth - 1, -1, -1):
+            node = <Node>path[i]
+            self._update(node)
+            balanced = self._balance(node)
+            if balanced is not node:
+                if i == 0:
+                    self.root = balanced
+                elif went_right[i - 1]:
+                    (<InnerNode>path[i - 1]).right_node = balanced
+                else:
+                    (<InnerNode>path[i - 1]).left_node = balanced
+        return 0
 
     def set(self, key, value):
         """Set key to value in the working tree. Returns True if the key existed (an update)."""
