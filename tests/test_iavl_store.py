@@ -613,7 +613,7 @@ def test_load_upgrades_a_store_without_fast_nodes_as_go_does(store):
     assert tree.get(b"k07") is None and tree.get(b"k08") == b"v8"
 
 
-# ---------------------------------------------------------------------------------------------- several trees, one store
+# ------------------------------------------------------------------------------------------ several trees, one store
 
 def test_get_never_answers_from_a_version_newer_than_the_tree(store):
     """Tree A stays at version 1 while tree B saves version 2: A's gets answer version 1 whether or not A had
