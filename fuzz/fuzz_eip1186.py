@@ -18,7 +18,7 @@ from mpt import EMPTY_CODE_HASH, EMPTY_ROOT, SecureTrie, keccak256
 from mpt.eip1186 import Account, get_proof, verify_get_proof_response
 from mpt.errors import ProofError
 
-from fuzz_support import FuzzInput, run_fuzzer
+from fuzz_support import FuzzInput, real_or_hostile, run_fuzzer
 
 MAX_LEN = 8192
 ZERO_HASH = b"\x00" * 32
@@ -196,12 +196,7 @@ def check_arbitrary_json(inp: FuzzInput) -> None:
         pass
 
 
-def test_one_input(data: bytes) -> None:
-    inp = FuzzInput(data)
-    if inp.byte() & 1:
-        check_arbitrary_json(inp)
-    else:
-        check_real_response(inp)
+test_one_input = real_or_hostile(check_real_response, check_arbitrary_json)
 
 
 def json_input(root: bytes, response) -> bytes:

@@ -15,15 +15,15 @@ verifier proves nothing the object verifier refuses.
 """
 import hashlib
 
+from mpt._varint import uvarint
 from mpt.errors import ProofError
 from mpt.ics23 import (
     IAVL_SPEC, TENDERMINT_SPEC, CommitmentProof, ExistenceProof, HashOp, InnerOp, LeafOp, LengthOp,
     NonExistenceProof, calculate_root, verify_membership, verify_non_membership,
 )
 from mpt.ics23 import _reference as ref
-from mpt.ics23 import ops, wire
 
-from fuzz_support import FuzzInput, run_fuzzer
+from fuzz_support import FuzzInput, ics23_verdicts, real_or_hostile, run_fuzzer
 
 MAX_LEN = 4096
 _SPECS = ((IAVL_SPEC, ref.IAVL), (TENDERMINT_SPEC, ref.TENDERMINT))
@@ -33,14 +33,6 @@ _LEAF = LeafOp(HashOp.SHA256, HashOp.NO_HASH, HashOp.SHA256, LengthOp.VAR_PROTO,
 def _sha(data: bytes) -> bytes:
     return hashlib.sha256(data).digest()
 
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def _simple_tree(items):
@@ -55,33 +47,12 @@ def _simple_tree(items):
         rh, rp = build(hashes[k:])
         return _sha(b"\x01" + lh + rh), ([p + [InnerOp(HashOp.SHA256, b"\x01", rh)] for p in lp]
                                          + [p + [InnerOp(HashOp.SHA256, b"\x01" + lh)] for p in rp])
-    leaves = [_sha(b"\x00" + _uvarint(len(k)) + k + b"\x20" + _sha(v)) for k, v in items]
+    leaves = [_sha(b"\x00" + uvarint(len(k)) + k + b"\x20" + _sha(v)) for k, v in items]
     return build(leaves)
 
 
 def check_agreement(spec, ref_spec, root: bytes, proof: bytes, key: bytes, value) -> None:
-    if value is not None:
-        wire_says = wire.wire_verdict_membership(spec, root, proof, key, value)
-        try:
-            mpt_says = verify_membership(spec, root, proof, key, value)
-        except ProofError:
-            mpt_says = False
-        try:
-            objects_say = ops.verify_membership_objects(spec, root, proof, key, value)
-        except ProofError:
-            objects_say = False
-        ref_says = ref.verify_membership(ref_spec, root, proof, key, value)
-    else:
-        wire_says = wire.wire_verdict_non_membership(spec, root, proof, key)
-        try:
-            mpt_says = verify_non_membership(spec, root, proof, key)
-        except ProofError:
-            mpt_says = False
-        try:
-            objects_say = ops.verify_non_membership_objects(spec, root, proof, key)
-        except ProofError:
-            objects_say = False
-        ref_says = ref.verify_non_membership(ref_spec, root, proof, key)
+    wire_says, mpt_says, objects_say, ref_says = ics23_verdicts(spec, ref_spec, root, proof, key, value)
     assert mpt_says is True or mpt_says is False
     assert mpt_says == objects_say == ref_says, \
         "mpt %s, object verifier %s, reference %s: %s" % (mpt_says, objects_say, ref_says, proof.hex())
@@ -184,12 +155,7 @@ def check_hostile(inp: FuzzInput) -> None:
         check_agreement(spec, ref_spec, root, data, b"k", None)
 
 
-def test_one_input(data: bytes) -> None:
-    inp = FuzzInput(data)
-    if inp.byte() & 1:
-        check_hostile(inp)
-    else:
-        check_real(inp)
+test_one_input = real_or_hostile(check_real, check_hostile)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from mpt import merkle
 from mpt import _merkle_reference as ref
 from mpt.errors import ProofError
 
-from fuzz_support import FuzzInput, run_fuzzer
+from fuzz_support import FuzzInput, real_or_hostile, run_fuzzer
 
 MAX_LEN = 4096
 # Replacement values of other JSON types. The lists and dicts are templates: _tamper hands out deep copies, since
@@ -121,12 +121,7 @@ def check_hostile(inp: FuzzInput) -> None:
                               hashlib.sha256(base64.b64decode(obj["data"])).digest())
 
 
-def test_one_input(data: bytes) -> None:
-    inp = FuzzInput(data)
-    if inp.byte() & 1:
-        check_hostile(inp)
-    else:
-        check_real(inp)
+test_one_input = real_or_hostile(check_real, check_hostile)
 
 
 if __name__ == "__main__":

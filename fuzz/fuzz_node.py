@@ -7,23 +7,14 @@ from mpt import keccak256
 from mpt.errors import NodeDecodeError
 from mpt.node import decode_node
 
-from fuzz_support import HASH_LENGTH, Rejected, describe_node, reference_decode_node, run_fuzzer
+from fuzz_support import HASH_LENGTH, answers, both_accept, describe_node, reference_decode_node, run_fuzzer
 
 MAX_LEN = 4096
 
 
 def test_one_input(data: bytes) -> None:
-    try:
-        node = decode_node(data)
-    except NodeDecodeError:
-        node = None
-    try:
-        want = reference_decode_node(data)
-    except Rejected:
-        want = None
-    if node is None or want is None:
-        assert node is None and want is None, "mpt %s a node the reference %s" % (
-            "refuses" if node is None else "accepts", "accepts" if want is not None else "refuses")
+    node, want = answers(lambda: decode_node(data), NodeDecodeError, lambda: reference_decode_node(data))
+    if not both_accept(node, want):
         return
     assert describe_node(node) == want, "mpt and the reference decode the node differently"
     assert node.encoding() == data, "a decoded node does not re-encode to its input"

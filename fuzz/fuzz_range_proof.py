@@ -15,7 +15,9 @@ The first byte picks the mode:
 from mpt import keccak256, verify_range_proof
 from mpt.errors import ProofError
 
-from fuzz_support import FuzzInput, InputBuilder, build_trie_from_input, draw_key, draw_value, mutate_proof, run_fuzzer
+from fuzz_support import (
+    FuzzInput, InputBuilder, build_trie_from_input, draw_key, draw_value, mutate_proof, real_or_hostile, run_fuzzer,
+)
 
 MAX_LEN = 4096
 
@@ -105,34 +107,19 @@ def check_hostile_range(inp: FuzzInput) -> None:
     assert has_more in (True, False)
 
 
-def test_one_input(data: bytes) -> None:
-    inp = FuzzInput(data)
-    if inp.byte() & 1:
-        check_hostile_range(inp)
-    else:
-        check_real_range(inp)
+test_one_input = real_or_hostile(check_real_range, check_hostile_range)
 
 
 def hostile_input(first: bytes, keys, values, proof, root: bytes = None, sort_keys: bool = False) -> bytes:
     """Encode a hostile-mode input (seeds and regression files); proof None means no proof, root None means
     keccak(proof[0])."""
-    builder = InputBuilder().byte(1)
-    if root is not None:
-        builder.byte(1).raw(root)
-    else:
-        builder.byte(0)
-    builder.chunk(first).byte(len(keys))
-    for key in keys:
-        builder.chunk(key)
-    builder.byte(1 if sort_keys else 0)
+    builder = InputBuilder().byte(1).optional_raw(root).chunk(first).chunks(keys).byte(1 if sort_keys else 0)
     for value in values:
         builder.chunk(value)
     if proof is None:
         builder.byte(0)
     else:
-        builder.byte(1).byte(len(proof))
-        for blob in proof:
-            builder.chunk(blob)
+        builder.byte(1).chunks(proof)
     return builder.build()
 
 

@@ -7,24 +7,15 @@ Run: python fuzz/fuzz_rlp.py [corpus dirs] [libFuzzer flags], or all targets wit
 from mpt import rlp
 from mpt.errors import RLPDecodeError
 
-from fuzz_support import Rejected, reference_rlp_decode, run_fuzzer, same_tree
+from fuzz_support import answers, both_accept, reference_rlp_decode, run_fuzzer, same_tree
 
 # Deep nesting needs room: 1025 nested lists take about 3 KB.
 MAX_LEN = 8192
 
 
 def test_one_input(data: bytes) -> None:
-    try:
-        got = rlp.decode(data)
-    except RLPDecodeError:
-        got = Rejected
-    try:
-        want = reference_rlp_decode(data)
-    except Rejected:
-        want = Rejected
-    if got is Rejected or want is Rejected:
-        assert got is want, "mpt %s what the reference %s" % (
-            "refuses" if got is Rejected else "accepts", "accepts" if want is not Rejected else "refuses")
+    got, want = answers(lambda: rlp.decode(data), RLPDecodeError, lambda: reference_rlp_decode(data))
+    if not both_accept(got, want):
         return
     assert same_tree(got, want), "mpt and the reference decode differently"
     assert rlp.encode(got) == data, "decoded input does not re-encode to itself"

@@ -88,6 +88,17 @@ class InputBuilder:
         self._parts.append(len(data).to_bytes(2, "big") + bytes(data))
         return self
 
+    def optional_raw(self, data: Optional[bytes]) -> "InputBuilder":
+        """What ``inp.take(len(data)) if inp.flag() else None`` reads back: a flag byte, then data if any."""
+        return self.byte(0) if data is None else self.byte(1).raw(data)
+
+    def chunks(self, blobs: Sequence[bytes]) -> "InputBuilder":
+        """What ``[inp.chunk(n) for _ in range(inp.int_below(m))]`` reads back: a count byte, then each chunk."""
+        self.byte(len(blobs))
+        for blob in blobs:
+            self.chunk(blob)
+        return self
+
     def build(self) -> bytes:
         return b"".join(self._parts)
 
@@ -96,6 +107,30 @@ class InputBuilder:
 
 class Rejected(Exception):
     """The reference oracle refuses the input (mpt must refuse it too)."""
+
+
+def answers(mpt_call, mpt_refusal, reference_call) -> Tuple[object, object]:
+    """(mpt's answer, the reference oracle's) to the same input, each the class Rejected where it refuses it:
+    mpt by raising mpt_refusal (its domain error), the oracle by raising Rejected."""
+    try:
+        got = mpt_call()
+    except mpt_refusal:
+        got = Rejected
+    try:
+        want = reference_call()
+    except Rejected:
+        want = Rejected
+    return got, want
+
+
+def both_accept(got, want) -> bool:
+    """True when mpt and the reference both accepted the input (compare the answers next), False when both
+    refused it; an AssertionError when only one refused."""
+    if got is Rejected or want is Rejected:
+        assert got is want, "mpt %s what the reference %s" % (
+            "refuses" if got is Rejected else "accepts", "accepts" if want is not Rejected else "refuses")
+        return False
+    return True
 
 
 RLPItem = Union[bytes, list]
@@ -400,7 +435,44 @@ def draw_key(inp: FuzzInput, model_keys: Sequence[bytes], length: Optional[int] 
     return inp.take(length if length is not None else inp.int_below(6))
 
 
+# ------------------------------------------------------------------------------------------ ICS23 verdicts
+
+def ics23_verdicts(spec, ref_spec, root: bytes, proof: bytes, key: bytes, value: Optional[bytes]):
+    """What each ICS23 verifier says of one claim (value None: key is absent), for the differential checks of
+    fuzz_ics23.py and tests/test_ics23_wire.py: (the wire verifier's own verdict, the public function, the object
+    verifier, the pure-Python reference under ref_spec), each True or False (a ProofError is False)."""
+    from mpt.errors import ProofError
+    from mpt.ics23 import _reference as ref
+    from mpt.ics23 import ops, verify_membership, verify_non_membership, wire
+
+    def verdict(verify, *args) -> bool:
+        try:
+            return verify(*args)
+        except ProofError:
+            return False
+
+    if value is not None:
+        claim = (spec, root, proof, key, value)
+        return (wire.wire_verdict_membership(*claim), verdict(verify_membership, *claim),
+                verdict(ops.verify_membership_objects, *claim), ref.verify_membership(ref_spec, *claim[1:]))
+    claim = (spec, root, proof, key)
+    return (wire.wire_verdict_non_membership(*claim), verdict(verify_non_membership, *claim),
+            verdict(ops.verify_non_membership_objects, *claim), ref.verify_non_membership(ref_spec, *claim[1:]))
+
+
 # ----------------------------------------------------------------------------------------------- atheris entry
+
+def real_or_hostile(check_real, check_hostile):
+    """The test_one_input of a two-mode harness: an even first byte runs check_real on the rest of the input,
+    an odd one check_hostile (each harness's docstring says what its two modes do)."""
+    def test_one_input(data: bytes) -> None:
+        inp = FuzzInput(data)
+        if inp.byte() & 1:
+            check_hostile(inp)
+        else:
+            check_real(inp)
+    return test_one_input
+
 
 def run_fuzzer(test_one_input, max_len: int) -> None:
     """Run test_one_input under atheris with sys.argv as libFuzzer arguments (corpus dirs, -max_total_time...).

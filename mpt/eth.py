@@ -98,36 +98,42 @@ def _to_field(tx: dict, where: str, allow_create: bool) -> bytes:
     return parse_data(to, where + ".to", 20)
 
 
+def _list(obj: dict, field: str, where: str) -> list:
+    """obj[field], which must be a JSON list."""
+    items = _get(obj, field, where=where)
+    if not isinstance(items, (list, tuple)):
+        raise ValueError("%s.%s: expected a list" % (where, field))
+    return items
+
+
+def _objects(obj: dict, field: str, where: str, expected: str = "an object"):
+    """(where it is, entry) of each entry of the list obj[field], each of which must be a JSON object (the
+    error says it expected ``expected``)."""
+    for i, entry in enumerate(_list(obj, field, where)):
+        at = "%s.%s[%d]" % (where, field, i)
+        if not isinstance(entry, dict):
+            raise ValueError("%s: expected %s" % (at, expected))
+        yield at, entry
+
+
+def _words(items: list, field: str, where: str) -> list:
+    """items, the list at where.field, as 32-byte words (storage keys, log topics)."""
+    return [parse_data(w, "%s.%s[%d]" % (where, field, j), 32) for j, w in enumerate(items)]
+
+
 def _access_list(tx: dict, where: str) -> list:
     """accessList -> [[address, [storageKey, ...]], ...]."""
-    entries = _get(tx, "accessList", where=where)
-    if not isinstance(entries, (list, tuple)):
-        raise ValueError("%s.accessList: expected a list" % where)
     out = []
-    for i, entry in enumerate(entries):
-        at = "%s.accessList[%d]" % (where, i)
-        if not isinstance(entry, dict):
-            raise ValueError("%s: expected an object with address and storageKeys" % at)
-        keys = _get(entry, "storageKeys", where=at)
-        if not isinstance(keys, (list, tuple)):
-            raise ValueError("%s.storageKeys: expected a list" % at)
-        out.append([
-            _data(entry, "address", where=at, size=20),
-            [parse_data(k, "%s.storageKeys[%d]" % (at, j), 32) for j, k in enumerate(keys)],
-        ])
+    for at, entry in _objects(tx, "accessList", where, "an object with address and storageKeys"):
+        keys = _list(entry, "storageKeys", at)
+        out.append([_data(entry, "address", where=at, size=20), _words(keys, "storageKeys", at)])
     return out
 
 
 def _authorization_list(tx: dict, where: str) -> list:
     """authorizationList -> [[chainId, address, nonce, yParity, r, s], ...] (SetCodeAuthorization order)."""
-    entries = _get(tx, "authorizationList", where=where)
-    if not isinstance(entries, (list, tuple)):
-        raise ValueError("%s.authorizationList: expected a list" % where)
     out = []
-    for i, auth in enumerate(entries):
-        at = "%s.authorizationList[%d]" % (where, i)
-        if not isinstance(auth, dict):
-            raise ValueError("%s: expected an object" % at)
+    for at, auth in _objects(tx, "authorizationList", where):
         out.append([
             _quantity(auth, "chainId", where=at),
             _data(auth, "address", where=at, size=20),
@@ -277,22 +283,11 @@ def _status_or_post_state(receipt: dict, where: str) -> bytes:
 
 def _logs(receipt: dict, where: str) -> list:
     """logs -> [[address, [topic, ...], data], ...]."""
-    logs = _get(receipt, "logs", where=where)
-    if not isinstance(logs, (list, tuple)):
-        raise ValueError("%s.logs: expected a list" % where)
     out = []
-    for i, log in enumerate(logs):
-        at = "%s.logs[%d]" % (where, i)
-        if not isinstance(log, dict):
-            raise ValueError("%s: expected an object" % at)
-        topics = _get(log, "topics", where=at)
-        if not isinstance(topics, (list, tuple)):
-            raise ValueError("%s.topics: expected a list" % at)
-        out.append([
-            _data(log, "address", where=at, size=20),
-            [parse_data(t, "%s.topics[%d]" % (at, j), 32) for j, t in enumerate(topics)],
-            _data(log, "data", where=at),
-        ])
+    for at, log in _objects(receipt, "logs", where):
+        topics = _list(log, "topics", at)
+        out.append([_data(log, "address", where=at, size=20), _words(topics, "topics", at),
+                    _data(log, "data", where=at)])
     return out
 
 

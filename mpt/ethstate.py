@@ -24,7 +24,7 @@ from typing import Any, Dict, Iterable, Iterator, Mapping, Optional, Tuple
 from mpt import EMPTY_CODE_HASH, EMPTY_ROOT, build_root, keccak256, rlp
 from mpt.errors import InputFormatError
 from mpt.parallel import check_workers
-from mpt.jsonrpc import parse_data, parse_number
+from mpt.jsonrpc import parse_data, parse_json_line, parse_number
 
 __all__ = [
     "account_pairs",
@@ -229,14 +229,10 @@ class read_geth_dump:
                 text = line.strip()
                 if not text:
                     continue
-                try:
-                    obj = json.loads(text)
-                except json.JSONDecodeError as e:
-                    if number == 1 and text == "{":
-                        yield from self._whole(f, line)
-                        return
-                    raise InputFormatError("line %d: not JSON (%s at column %d)" % (number, e.msg, e.colno),
-                                           line=number) from None
+                if number == 1 and text == "{":     # never a JSON line: the start of an indented whole dump
+                    yield from self._whole(f, line)
+                    return
+                obj = parse_json_line(text, number)
                 if not isinstance(obj, dict):
                     raise InputFormatError("line %d: expected a JSON object, got %s" % (number, type(obj).__name__),
                                            line=number)

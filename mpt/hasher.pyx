@@ -19,7 +19,7 @@ the other tree families; their old names here still work, with a DeprecationWarn
 
 tests/test_batched_hashing.py checks every path against the other; docs/performance.md has the measurements.
 """
-import warnings
+import functools
 
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -36,6 +36,8 @@ from mpt.node cimport FullNode, Node, ShortNode, ValueNode, check_filled
 from mpt.encoding cimport compact_size, write_compact
 from mpt.rlp cimport MAX_HEADER_SIZE, WriteBuffer, header_size, put_header, string_size
 from mpt.runtime cimport hash_threads, keccak_backend_by_name, keccak_backend_number, mark_openmp_used
+
+from mpt._deprecation import renamed_attributes as _renamed_attributes
 
 cdef enum:
     HASH_LENGTH = 32
@@ -884,15 +886,14 @@ def encode_node(Node node not None):
         _DEFAULT_POOL.release(h)
 
 
+def _runtime_setting(name):
+    import mpt.runtime
+
+    return getattr(mpt.runtime, name)
+
+
 # Settings that moved to mpt.runtime (every tree family uses them): the old names keep working for a release.
-_MOVED_TO_RUNTIME = frozenset(("get_hash_threads", "set_hash_threads", "keccak_backends", "keccak_backend",
-                               "set_keccak_backend"))
-
-
-def __getattr__(name):
-    if name in _MOVED_TO_RUNTIME:
-        import mpt.runtime
-
-        warnings.warn(f"mpt.hasher.{name} moved to mpt.runtime.{name}", DeprecationWarning, stacklevel=2)
-        return getattr(mpt.runtime, name)
-    raise AttributeError(f"module 'mpt.hasher' has no attribute {name!r}")
+__getattr__ = _renamed_attributes(__name__, {
+    name: (f"mpt.hasher.{name} moved to mpt.runtime.{name}", functools.partial(_runtime_setting, name))
+    for name in ("get_hash_threads", "set_hash_threads", "keccak_backends", "keccak_backend", "set_keccak_backend")
+})

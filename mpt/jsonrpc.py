@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import re
 from typing import Callable, Optional, Union
 
-from mpt.errors import FieldFormatError
+from mpt.errors import FieldFormatError, InputFormatError
 
 __all__ = ["parse_quantity", "parse_decimal", "parse_number", "parse_data", "parse_base64", "FieldFormatError"]
 
@@ -175,3 +176,14 @@ def parse_base64(value, field: str = "data", size: Optional[int] = None, *,
     if size is not None and len(out) != size:
         raise _fail(error, "%s: expected %d bytes, got %d" % (field, size, len(out)))
     return out
+
+
+def parse_json_line(text: str, number: int):
+    """The JSON value of line ``number`` of a JSON-lines input (``text``: the line, stripped), or
+    :class:`mpt.errors.InputFormatError` naming the line: the one reading of ``python -m mpt root`` pairs files
+    and geth dumps."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputFormatError("line %d: not JSON (%s at column %d)" % (number, e.msg, e.colno),
+                               line=number) from None

@@ -50,6 +50,7 @@ import re
 import warnings
 from collections.abc import Mapping
 
+from mpt._deprecation import renamed_attributes as _renamed_attributes
 from mpt.errors import ProofError
 from mpt.jsonrpc import parse_base64, parse_data
 
@@ -90,16 +91,12 @@ cdef const unsigned char INNER_PREFIX = 1
 cdef int64_t _INT64_MAX = 0x7FFFFFFFFFFFFFFF
 
 EMPTY_ROOT = bytes.fromhex("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")  # sha256(b"")
-
-
-def __getattr__(name):
-    # EMPTY_ROOT is every family's name for the empty tree's root; the old name stays for one release.
-    if name == "EMPTY_HASH":
-        warnings.warn("mpt.merkle.EMPTY_HASH is deprecated; use mpt.merkle.EMPTY_ROOT", DeprecationWarning,
-                      stacklevel=2)
-        return EMPTY_ROOT
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 """Root of the empty tree: sha256(b"")."""
+
+# EMPTY_ROOT is every family's name for the empty tree's root; the old name stays for one release.
+__getattr__ = _renamed_attributes(__name__, {
+    "EMPTY_HASH": ("mpt.merkle.EMPTY_HASH is deprecated; use mpt.merkle.EMPTY_ROOT", lambda: EMPTY_ROOT),
+})
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -162,5 +162,3 @@ cdef inline bint read_item_fast(const uint8_t *data, Py_ssize_t pos, Py_ssize_t 
     item.payload_length = <Py_ssize_t>length
     item.end = item.payload_offset + item.payload_length
     return True
-
-cdef int count_items(const uint8_t *data, Py_ssize_t pos, Py_ssize_t limit) except -1

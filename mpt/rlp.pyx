@@ -144,17 +144,6 @@ cdef int read_item(const uint8_t *data, Py_ssize_t pos, Py_ssize_t limit, RLPIte
     return 0
 
 
-cdef int count_items(const uint8_t *data, Py_ssize_t pos, Py_ssize_t limit) except -1:
-    """Number of items in the list payload data[pos:limit] (each item checked to be well-formed)."""
-    cdef RLPItem item
-    cdef int count = 0
-    while pos < limit:
-        read_item(data, pos, limit, &item)
-        pos = item.end
-        count += 1
-    return count
-
-
 cdef object _decode_item(const uint8_t *data, Py_ssize_t pos, Py_ssize_t limit, int depth, Py_ssize_t *end):
     cdef RLPItem item
     cdef list out

@@ -15,7 +15,6 @@ message names the line), 130 when interrupted. An empty input prints the empty t
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -99,16 +98,13 @@ def _hex_field(value, what, number):
 def read_pairs_jsonl(f):
     """(key, value) pairs of a JSON-lines text file; errors name the line."""
     from mpt.errors import InputFormatError
+    from mpt.jsonrpc import parse_json_line
 
     for number, line in enumerate(f, 1):
         text = line.strip()
         if not text:
             continue
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise InputFormatError("line %d: not JSON (%s at column %d)" % (number, e.msg, e.colno),
-                                   line=number) from None
+        obj = parse_json_line(text, number)
         if isinstance(obj, dict):
             if "key" not in obj or "value" not in obj:
                 raise InputFormatError("line %d: expected an object with \"key\" and \"value\"" % number, line=number)

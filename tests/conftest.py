@@ -31,6 +31,29 @@ def trie_of(model, db=None):
     return t
 
 
+def replay_iavl_ops(tree, ops, *, prune=True, until=None):
+    """Apply Go iavl's logged operations (an ops.jsonl of tests/vectors/cosmos/iavl_store_*, as dicts) to an IAVL
+    tree: each save_version must give the logged root and version; the logged delete_versions_to runs only when
+    prune. Stops after saving version until. Returns {version: root}."""
+    roots = {}
+    for op in ops:
+        if op["op"] == "set":
+            tree.set(bytes.fromhex(op["key"]), bytes.fromhex(op["value"]))
+        elif op["op"] == "remove":
+            assert tree.remove(bytes.fromhex(op["key"])) is not None
+        elif op["op"] == "save_version":
+            root, version = tree.save_version()
+            assert (root.hex(), version) == (op["root"], op["version"])
+            roots[version] = root
+            if version == until:
+                break
+        else:
+            assert op["op"] == "delete_versions_to", op
+            if prune:
+                tree.delete_versions_to(op["version"])
+    return roots
+
+
 def root_of(pairs):
     """The root of the Trie holding (key, value) pairs (a later pair of the same key wins), the tests' reference
     for build_root and friends."""

@@ -8,6 +8,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from mpt._varint import uvarint
 from mpt.ics23 import (
     TENDERMINT_SPEC, CommitmentProof, ExistenceProof, HashOp, InnerOp, LeafOp, LengthOp, NonExistenceProof,
 )
@@ -36,14 +37,6 @@ def _sha(data):
     return hashlib.sha256(data).digest()
 
 
-def _uvarint(n):
-    out = bytearray()
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
 
 SIMPLE_LEAF = LeafOp(hash=HashOp.SHA256, prehash_key=HashOp.NO_HASH, prehash_value=HashOp.SHA256,
                      length=LengthOp.VAR_PROTO, prefix=b"\x00")
@@ -51,7 +44,7 @@ SIMPLE_LEAF = LeafOp(hash=HashOp.SHA256, prehash_key=HashOp.NO_HASH, prehash_val
 
 def simple_leaf_hash(key, value):
     vh = _sha(value)
-    return _sha(b"\x00" + _uvarint(len(key)) + key + _uvarint(len(vh)) + vh)
+    return _sha(b"\x00" + uvarint(len(key)) + key + uvarint(len(vh)) + vh)
 
 
 def _split(n):

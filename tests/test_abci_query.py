@@ -11,8 +11,11 @@ from pathlib import Path
 import pytest
 
 from mpt import merkle
+from mpt._varint import uvarint
 from mpt.errors import ProofError
+from mpt.ics23 import _reference as ics23_reference
 from mpt.ics23 import verify_abci_query, verify_ibc_merkle_proof
+from mpt.ics23.ibc import decode_merkle_proof
 
 VECTORS = Path(__file__).parent / "vectors" / "cosmos" / "abci"
 MANIFEST = json.loads((VECTORS / "vectors.json").read_text())
@@ -230,6 +233,9 @@ def test_response_shape():
     resp["codespace"] = "sdk"
     resp["log"] = "failed to load state at height 6"
     refused(resp, r"query failed: code 38 \(sdk\): failed to load")
+    resp["codespace"], resp["log"] = 7, ["not", "text"]         # any JSON value: shown, not a TypeError
+    refused(resp, r"query failed: code 38 \(7\): \['not', 'text'\]")
+    resp["codespace"], resp["log"] = "sdk", "failed to load state at height 6"
     resp["code"] = "0"
     refused(resp, "code must be a number")
     for height, match in (("0", "positive"), ("-1", "positive"), ("6.0", "decimal"), ("+6", "decimal"),
@@ -360,23 +366,28 @@ def test_ibc_refusals():
     one = _MerkleProof_first(proof)
     ibc_refused("length of specs: 2 not equal to length of proof: 1", one, APP_HASH, path, value)
     ibc_refused("length of specs: 2 not equal to length of proof: 3", proof + one, APP_HASH, path, value)
-    ibc_refused("field 2", proof + b"\x12\x00", APP_HASH, path, value)
-    ibc_refused("truncated|claims", proof[:-1], APP_HASH, path, value)
+    ibc_refused("wrong wire type 0 for field 1", proof + b"\x08\x00", APP_HASH, path, value)
+    ibc_refused("illegal tag 0", proof + b"\x02\x00", APP_HASH, path, value)
+    ibc_refused("truncated|runs past the end", proof[:-1], APP_HASH, path, value)
     ibc_refused("root", proof, b"\x00" * 31, path, value)
     ibc_refused("root: .* is not hex data", proof, "0x" + APP_HASH.hex(), path, value)
     assert first_len is None or first_len > 0
 
 
+def test_ibc_merkle_proof_is_read_as_gogoproto_reads_it():
+    """ibc-go decodes the MerkleProof with gogoproto: unknown fields are skipped and a varint may be longer than
+    it needs to be; both verify as the plain proof does."""
+    proof, path, value = ibc_case("membership")
+    assert verify_ibc_merkle_proof(proof + b"\x12\x00" + b"\x18\x05", APP_HASH, path, value) is True
+    length, pos = ics23_reference._varint(proof, 1, len(proof))
+    padded = b"\x0a" + bytes([(length & 0x7F) | 0x80, (length >> 7) | 0x80, 0x00]) + proof[pos:]
+    assert length < 1 << 14 and verify_ibc_merkle_proof(padded, APP_HASH, path, value) is True
+    assert decode_merkle_proof(padded) == decode_merkle_proof(proof)
+
+
 def _MerkleProof_first(proof):
-    """The MerkleProof made of only the first proof of proof."""
-    pos, length, shift = 1, 0, 0
-    while True:
-        b = proof[pos]
-        pos += 1
-        length |= (b & 0x7F) << shift
-        shift += 7
-        if b < 0x80:
-            break
+    """The MerkleProof made of only the first proof of proof (its field 1: tag, length varint, bytes)."""
+    length, pos = ics23_reference._varint(proof, 1, len(proof))
     return proof[:pos + length]
 
 
@@ -555,20 +566,12 @@ def test_answers_from_mutable_tree_proofs(seed):
         assert verify_abci_query(answer, app_hash, key=k, store=store) == value
         assert verify_abci_query(json.dumps(answer), app_hash.hex()) == value
         parts = [base64.b64decode(op["data"]) for op in ops_of(answer)]
-        merkle_proof = b"".join(b"\x0a" + _uvarint(len(p)) + p for p in parts)
+        merkle_proof = b"".join(b"\x0a" + uvarint(len(p)) + p for p in parts)
         assert verify_ibc_merkle_proof(merkle_proof, app_hash, [store, k], value) is True
         forged = copy.deepcopy(answer)
         response_of(forged)["value"] = b64(b"forged") if value is None else None
         refused(forged, "did not verify")
 
-
-def _uvarint(n):
-    out = bytearray()
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def test_compressed_paths_longer_than_the_spec_are_refused_before_hashing():

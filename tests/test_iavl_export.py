@@ -10,7 +10,7 @@ from mpt.db import MemoryDB
 from mpt.errors import CorruptTreeError, ExportImportError, MptError, VersionError
 from mpt.iavl import EMPTY_ROOT, ExportNode, MutableTree
 
-from conftest import VECTORS
+from conftest import VECTORS, replay_iavl_ops
 
 STORE_A = VECTORS / "cosmos" / "iavl_store_A"
 ROOT_V6 = bytes.fromhex("d3dcd9863823a7851f3309fe22c019eb27dab84b3ab61fdd7ac5061be960fd6c")
@@ -36,20 +36,8 @@ def as_dict(n):
 
 
 def replay(tree, ops=OPS, until=None):
-    """Apply Go's logged operations; every save_version must give the logged root. Stops after version until."""
-    roots = {}
-    for op in ops:
-        if op["op"] == "set":
-            tree.set(bytes.fromhex(op["key"]), bytes.fromhex(op["value"]))
-        elif op["op"] == "remove":
-            assert tree.remove(bytes.fromhex(op["key"])) is not None
-        elif op["op"] == "save_version":
-            root, version = tree.save_version()
-            assert (version, root.hex()) == (op["version"], op["root"])
-            roots[version] = root
-            if version == until:
-                break
-    return roots
+    """Apply Go's logged operations but its pruning (old versions stay for the export tests); {version: root}."""
+    return replay_iavl_ops(tree, ops, prune=False, until=until)
 
 
 @pytest.fixture(scope="module")

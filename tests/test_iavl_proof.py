@@ -21,6 +21,8 @@ from mpt.iavl import _reference as R
 from mpt.iavl.proof import membership_proof_bytes, non_membership_proof_bytes
 from mpt.ics23 import IAVL_SPEC, CommitmentProof, verify_membership, verify_non_membership
 
+from conftest import replay_iavl_ops
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 STORE_A = os.path.join(HERE, "vectors", "cosmos", "iavl_store_A")
 
@@ -32,18 +34,7 @@ def store_a():
     """(tree after the whole log, iavl_store.json): every logged root checked on the way."""
     tree = MutableTree()
     with open(os.path.join(STORE_A, "ops.jsonl")) as f:
-        for line in f:
-            op = json.loads(line)
-            if op["op"] == "set":
-                tree.set(bytes.fromhex(op["key"]), bytes.fromhex(op["value"]))
-            elif op["op"] == "remove":
-                assert tree.remove(bytes.fromhex(op["key"])) is not None
-            elif op["op"] == "save_version":
-                root, version = tree.save_version()
-                assert (root.hex(), version) == (op["root"], op["version"])
-            else:
-                assert op["op"] == "delete_versions_to"
-                tree.delete_versions_to(op["version"])
+        replay_iavl_ops(tree, [json.loads(line) for line in f])
     with open(os.path.join(STORE_A, "iavl_store.json")) as f:
         return tree, json.load(f)
 

@@ -12,7 +12,7 @@ from mpt.errors import CorruptTreeError, MissingNodeError, MptError, StoreClosed
 from mpt.iavl import MutableTree, decode_node, node_key
 from mpt.iavl.nodedb import NodeDB, decode_fast_node, encode_fast_node, root_key
 
-from conftest import VECTORS
+from conftest import VECTORS, replay_iavl_ops
 
 pytest.importorskip("plyvel")
 
@@ -80,6 +80,14 @@ def test_store_protocol_delete_iterate_and_batches(store):
             batch.put(b"e", b"e")
             raise RuntimeError("abandon")
     assert store.get(b"d") == b"new" and store.get(b"e") is None
+    with store.write_batch() as batch:
+        if hasattr(batch, "put_many"):     # optional: MemoryDB's and LevelDB's batches (IAVL's save uses it)
+            assert batch.put_many({b"m1": b"1", b"m2": b"2"}) == 2
+            assert batch.put_many([(b"m3", b"3"), (b"m4", b"4")]) == 2
+        else:
+            for k, v in ((b"m1", b"1"), (b"m2", b"2"), (b"m3", b"3"), (b"m4", b"4")):
+                batch.put(k, v)
+    assert [store.get(b"m%d" % i) for i in range(1, 5)] == [b"1", b"2", b"3", b"4"]
 
 
 def test_prefix_range():
@@ -230,9 +238,12 @@ def test_get_reads_fast_nodes_like_go(go_store):
     key = bytes.fromhex(META["versions"][-1]["present"][0]["key_hex"])
     value = tree.get(key)
     go_store.put(b"f" + key, encode_fast_node(6, b"doctored"))
+    assert tree.get(key) == value                         # the decoded fast node is cached, as Go's
+    tree.ndb.clear_fast_cache()
     assert tree.get(key) == b"doctored"
     assert dict(tree.items())[key] == value               # iteration walks the tree
     go_store.delete(b"f" + key)
+    tree.ndb.clear_fast_cache()
     assert tree.get(key) is None
     old = MutableTree(go_store)
     old.load_version(5)
@@ -240,6 +251,50 @@ def test_get_reads_fast_nodes_like_go(go_store):
     unfast = MutableTree(go_store, fast_storage=False)
     unfast.load()
     assert unfast.get(key) == value
+
+
+@pytest.mark.parametrize("cache_size", [0, 1, 7, 100000])
+def test_fast_node_cache_agrees_with_the_store(store, cache_size):
+    """Random sets, removes and saves; after each save every key reads the same through the cache, through the
+    store alone (cache off) and by a tree walk, at the latest version and at older ones."""
+    import random
+
+    r = random.Random(cache_size)
+    tree = MutableTree(store, fast_cache_size=cache_size)
+    model, history = {}, []
+    keys = [bytes([i]) * (1 + i % 3) for i in range(40)]
+    for version in range(1, 9):
+        for _ in range(25):
+            k = r.choice(keys)
+            if r.random() < 0.3:
+                tree.remove(k)
+                model.pop(k, None)
+            else:
+                v = r.randbytes(r.randrange(0, 5))
+                tree.set(k, v)
+                model[k] = v
+        tree.save_version()
+        history.append(dict(model))
+        for k in keys:
+            assert tree.get(k) == model.get(k)
+        assert tree.ndb.cached_fast_nodes() <= cache_size
+        uncached = MutableTree(store, fast_cache_size=0)
+        uncached.load()
+        assert {k: uncached.get(k) for k in keys} == {k: model.get(k) for k in keys}
+        assert {k: tree.get(k) for k in keys} == {k: model.get(k) for k in keys}   # now from the cache
+    for version, state in enumerate(history, 1):
+        old = MutableTree(store, fast_cache_size=cache_size)
+        old.load_version(version)
+        for k in keys:
+            assert old.get(k) == state.get(k), (version, k)
+
+
+def test_fast_cache_size_is_checked():
+    with pytest.raises(TypeError, match="fast_cache_size"):
+        MutableTree(fast_cache_size=1.5)
+    with pytest.raises(ValueError, match="fast_cache_size"):
+        MutableTree(fast_cache_size=-1)
+    assert MutableTree().ndb.fast_cache_size == 100000
 
 
 def test_fast_node_codec():
@@ -253,15 +308,7 @@ def test_fast_node_codec():
 # ---------------------------------------------------------------------------------------------- writing what Go writes
 
 def replay(tree, ops=OPS, prune=True):
-    for op in ops:
-        if op["op"] == "set":
-            tree.set(bytes.fromhex(op["key"]), bytes.fromhex(op["value"]))
-        elif op["op"] == "remove":
-            assert tree.remove(bytes.fromhex(op["key"])) is not None
-        elif op["op"] == "save_version":
-            assert tree.save_version() == (bytes.fromhex(op["root"]), op["version"])
-        elif prune:
-            tree.delete_versions_to(op["version"])
+    replay_iavl_ops(tree, ops, prune=prune)
     return tree
 
 
@@ -564,3 +611,84 @@ def test_load_upgrades_a_store_without_fast_nodes_as_go_does(store):
     assert fast == [(k, (v, 2)) for k, v in plain.items()]
     assert store.get(b"mstorage_version") == b"1.1.0-2" and tree.ndb.fast_storage_enabled()
     assert tree.get(b"k07") is None and tree.get(b"k08") == b"v8"
+
+
+# ------------------------------------------------------------------------------------------ several trees, one store
+
+def test_get_never_answers_from_a_version_newer_than_the_tree(store):
+    """Tree A stays at version 1 while tree B saves version 2: A's gets answer version 1 whether or not A had
+    cached the key (Go checks each fast node's versionLastUpdatedAt against the tree's version)."""
+    t = MutableTree(store)
+    t.set(b"k", b"old")
+    t.set(b"cached", b"old")
+    t.set(b"gone", b"old")
+    t.save_version()
+    a = MutableTree(store)
+    a.load()
+    assert a.get(b"cached") == b"old"               # now in A's cache
+    b = MutableTree(store)
+    b.load()
+    b.set(b"k", b"new")
+    b.set(b"cached", b"new")
+    b.set(b"added", b"new")
+    b.save_version()
+    assert [a.get(k) for k in (b"k", b"cached", b"gone", b"added")] == [b"old", b"old", b"old", None]
+    assert a.get(b"k") == dict(a.items())[b"k"] == a.get_versioned(b"k", 1)
+    a.load()                                        # version 2: loading forgets what A had cached
+    assert [a.get(k) for k in (b"k", b"cached", b"gone", b"added")] == [b"new", b"new", b"old", b"new"]
+    a.set(b"gone", b"x")
+    a.save_version()
+    assert a.get(b"cached") == b"new" and a.ndb.cached_fast_nodes() >= 1
+
+
+def _reused_root_pruned(store, child):
+    """v1: the leaf a; v2 reuses it; with child, v3 is a new inner node over it. Pruning v1 moves the leaf from
+    (1, 1) to (1, 0)."""
+    t = MutableTree(store)
+    t.set(b"a", b"1")
+    t.save_version()
+    t.save_version()
+    if child:
+        t.set(b"b", b"2")
+        t.save_version()
+    t.delete_versions_to(1)
+    assert store.get(root_key(1)) is None and store.get(b"s" + node_key(1, 0)) is not None
+
+
+@pytest.mark.parametrize("child", [False, True])
+def test_a_pruned_root_keeps_its_node_key(store, child):
+    """Pruning moves a reused root from (v, 1) to (v, 0); read back, it keeps the key (v, 1), as Go's GetNode
+    does, so a later version that keeps it as a child references (v, 1) and stays readable."""
+    _reused_root_pruned(store, child)
+    t = MutableTree(store)
+    latest = t.load()
+    assert t.get_with_index(b"a") == (0, b"1")      # the moved leaf: the root (v2), or a child (v3)
+    t.set(b"c", b"3")
+    assert t.save_version()[1] == latest + 1
+    fresh = MutableTree(store, fast_storage=False)
+    fresh.load()
+    expected = {b"a": b"1", b"b": b"2", b"c": b"3"} if child else {b"a": b"1", b"c": b"3"}
+    assert dict(fresh.items()) == expected
+    assert t.available_versions() == list(range(2, latest + 2))
+
+
+def test_a_set_that_cannot_read_a_node_leaves_the_tree_as_it_was():
+    db = MemoryDB()
+    t = MutableTree(db, fast_storage=False)
+    for i in range(64):
+        t.set(b"%03d" % i, b"v")
+    saved, _ = t.save_version()
+    leaves = [k for k, v in db.iterate(*prefix_range(b"s")) if v[:1] == b"\x00"]
+    db.delete(leaves[len(leaves) // 2])             # a leaf deep in the tree
+    t = MutableTree(db, fast_storage=False)
+    t.load()
+    failed = 0
+    for i in range(64):
+        try:
+            t.set(b"%03dx" % i, b"w")
+        except MissingNodeError:
+            failed += 1
+            assert t.hash() == saved                # nothing copied or relinked
+        else:
+            t.rollback()
+    assert failed >= 1 and t.hash() == saved

@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ics23_trees import ICS23_DIR, SimpleTree, iavl_store, vector_cases  # noqa: E402
 
 from mpt import keccak256  # noqa: E402
+from mpt._varint import uvarint  # noqa: E402
 from mpt.errors import ProofError  # noqa: E402
 from mpt.ics23 import (  # noqa: E402
     IAVL_SPEC, MAX_INNER_OPS, SMT_SPEC, TENDERMINT_SPEC, BatchEntry, BatchProof, CommitmentProof,
@@ -395,19 +396,11 @@ def _tamper_positions(raw):
     if cp.nonexist is not None and cp.nonexist.key:
         body_start = len(raw) - len(cp.nonexist.to_bytes())
         key = cp.nonexist.key
-        start = body_start + 1 + len(_uvarint(len(key)))
+        start = body_start + 1 + len(uvarint(len(key)))
         assert raw[start:start + len(key)] == key
         skip = set(range(start, start + len(key)))
     return [i for i in range(len(raw)) if i not in skip]
 
-
-def _uvarint(n):
-    out = bytearray()
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 @pytest.mark.parametrize("name, tree, root, proof, key, value", CASES, ids=[c[0] for c in CASES])
@@ -470,7 +463,7 @@ def test_hostile_bytes(data, message):
 def test_a_million_inner_ops_fail_fast():
     body = b"\x22\x00" * 1_000_000
     exist = b"\x0a\x01k\x12\x01v" + body
-    length = _uvarint(len(exist))
+    length = uvarint(len(exist))
     data = b"\x0a" + length + exist
     start = time.perf_counter()
     with pytest.raises(ProofError, match="more than %d entries" % MAX_INNER_OPS):
@@ -482,7 +475,7 @@ def test_a_million_inner_ops_fail_fast():
 
 
 def test_huge_batch_fails_fast():
-    data = b"\x1a" + _uvarint(2 * 70000) + b"\x0a\x00" * 70000
+    data = b"\x1a" + uvarint(2 * 70000) + b"\x0a\x00" * 70000
     with pytest.raises(ProofError, match="more than 65536 entries"):
         CommitmentProof.from_bytes(data)
 

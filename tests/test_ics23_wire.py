@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "fuzz"))
 
+from fuzz_support import ics23_verdicts  # noqa: E402
 from ics23_trees import SimpleTree, iavl_store, vector_cases  # noqa: E402
 
 from mpt.errors import ProofError  # noqa: E402
@@ -19,7 +21,7 @@ from mpt.ics23 import (  # noqa: E402
     verify_non_membership,
 )
 from mpt.ics23 import _reference as ref  # noqa: E402
-from mpt.ics23 import ops, wire  # noqa: E402
+from mpt.ics23 import wire  # noqa: E402
 
 REF_SPECS = {id(IAVL_SPEC): ref.IAVL, id(TENDERMINT_SPEC): ref.TENDERMINT}
 
@@ -51,37 +53,16 @@ def _claims():
 CLAIMS = _claims()
 
 
-def _three_verdicts(spec, root, proof, key, value):
-    """(wire, object, reference) answers, each True/False (a ProofError is False)."""
-    ref_spec = REF_SPECS.get(id(spec)) or ref.from_proof_spec(spec)
-    if value is not None:
-        w = wire.wire_verdict_membership(spec, root, proof, key, value)
-        try:
-            o = ops.verify_membership_objects(spec, root, proof, key, value)
-        except ProofError:
-            o = False
-        r = ref.verify_membership(ref_spec, root, proof, key, value)
-    else:
-        w = wire.wire_verdict_non_membership(spec, root, proof, key)
-        try:
-            o = ops.verify_non_membership_objects(spec, root, proof, key)
-        except ProofError:
-            o = False
-        r = ref.verify_non_membership(ref_spec, root, proof, key)
-    return w, o, r
+def _verdicts(spec, root, proof, key, value):
+    """(wire, public function, object verifier, reference) answers, each True/False (a ProofError is False)."""
+    return ics23_verdicts(spec, REF_SPECS.get(id(spec)) or ref.from_proof_spec(spec), root, proof, key, value)
 
 
 def _agree(spec, root, proof, key, value):
-    w, o, r = _three_verdicts(spec, root, proof, key, value)
+    w, public, o, r = _verdicts(spec, root, proof, key, value)
     assert o == r, "object verifier says %s, reference %s: %s" % (o, r, proof.hex())
     assert o or not w, "the wire verifier proved what the object verifier refuses: %s" % proof.hex()
-    # The public functions: the same answer.
-    try:
-        public = (verify_membership(spec, root, proof, key, value) if value is not None
-                  else verify_non_membership(spec, root, proof, key))
-    except ProofError:
-        public = False
-    assert public == o
+    assert public == o          # the public functions: the same answer
     return w, o
 
 
@@ -211,7 +192,7 @@ def test_inner_op_swap_is_refused_everywhere():
     spec, root, proof, key, value = CLAIMS[0]
     cp = CommitmentProof.from_bytes(proof)
     cp.exist.path[0] = InnerOp(cp.exist.path[0].hash, cp.exist.path[0].prefix + b"\x00", cp.exist.path[0].suffix)
-    w, o, r = _three_verdicts(spec, root, cp.to_bytes(), key, value)
+    w, _public, o, r = _verdicts(spec, root, cp.to_bytes(), key, value)
     assert (w, o, r) == (False, False, False)
 
 
@@ -228,18 +209,16 @@ def test_fuzz_harness_on_generated_bytes(data):
     fuzz_ics23.test_one_input(data)
 
 
+def _or_none(fn, data):
+    """fn(data), or None where it raises ProofError."""
+    try:
+        return fn(data)
+    except ProofError:
+        return None
+
+
 def _object_root(data):
-    try:
-        return CommitmentProof.from_bytes(data).calculate_root()
-    except ProofError:
-        return None
-
-
-def _wire_root(data):
-    try:
-        return calculate_root(data)
-    except ProofError:
-        return None
+    return _or_none(lambda d: CommitmentProof.from_bytes(d).calculate_root(), data)
 
 
 def test_calculate_root_agrees():
@@ -253,16 +232,9 @@ def test_calculate_root_agrees():
         data = bytearray(proof)
         i = rng.randrange(len(data))
         data[i] ^= rng.randrange(1, 256)
-        assert _wire_root(bytes(data)) == _object_root(bytes(data)), bytes(data).hex()
+        assert _or_none(calculate_root, bytes(data)) == _object_root(bytes(data)), bytes(data).hex()
     with pytest.raises(TypeError, match="proof"):
         calculate_root("0a00")
-
-
-def _decode(fn, data):
-    try:
-        return fn(data)
-    except ProofError:
-        return None
 
 
 def test_compiled_reader_decodes_as_the_generic_decoder():
@@ -278,8 +250,8 @@ def test_compiled_reader_decodes_as_the_generic_decoder():
             i = rng.randrange(len(data))
             data[i] ^= rng.randrange(1, 256)
         data = bytes(data)
-        generic = _decode(CommitmentProof._from_bytes_generic, data)
-        assert _decode(CommitmentProof.from_bytes, data) == generic
+        generic = _or_none(CommitmentProof._from_bytes_generic, data)
+        assert _or_none(CommitmentProof.from_bytes, data) == generic
         fast = wire.decode_commitment(data)
         assert fast is None or fast == generic
 

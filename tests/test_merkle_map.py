@@ -8,17 +8,10 @@ from pathlib import Path
 import pytest
 
 from mpt import errors as ics23_errors, merkle
+from mpt._varint import uvarint
 
 
 # ---- reference (hashlib only) --------------------------------------------------------------------------------
-
-def _uvarint(n):
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def _sha(b):
@@ -27,7 +20,7 @@ def _sha(b):
 
 def _ref_leaf(key, value):
     vh = _sha(value)
-    return _uvarint(len(key)) + key + _uvarint(len(vh)) + vh
+    return uvarint(len(key)) + key + uvarint(len(vh)) + vh
 
 
 def _ref_tree(leaves):

@@ -34,19 +34,25 @@ def test_independent_tries_in_threads():
     def worker(i):
         def run():
             for _ in range(3):
-                t = Trie()
-                for k, v in models[i].items():
-                    t[k] = v
-                s = StackTrie()
-                for k in sorted(models[i]):
-                    s.update(k, models[i][k])
-                assert t.hash() == s.hash() == expected[i]
+                t = trie_of(models[i])
+                assert t.hash() == _stack_root(models[i]) == expected[i]
                 assert derive_sha(list(models[i].values())) == derive_sha(list(models[i].values()))
             results[i] = t.hash()
         return run
 
     run_in_threads([worker(i) for i in range(8)])
     assert results == expected
+
+
+def _read_and_prove(shared, root, model, keys, rng, reads, prove_share):
+    """One reader thread's work: reads random gets from the shared trie, each checked against model, about
+    prove_share of them also proven and verified against root; then the trie's hash must be root."""
+    for _ in range(reads):
+        k = rng.choice(keys)
+        assert shared.get(k) == model[k]
+        if rng.random() < prove_share:
+            assert verify_proof(root, k, shared.prove(k)) == model[k]
+    assert shared.hash() == root
 
 
 def test_readers_share_a_committed_trie():
@@ -59,15 +65,7 @@ def test_readers_share_a_committed_trie():
     keys = list(model)
 
     def reader(seed):
-        def run():
-            r = random.Random(seed)
-            for _ in range(400):
-                k = r.choice(keys)
-                assert shared.get(k) == model[k]
-                if r.random() < 0.1:
-                    assert verify_proof(root, k, shared.prove(k)) == model[k]
-            assert shared.hash() == root
-        return run
+        return lambda: _read_and_prove(shared, root, model, keys, random.Random(seed), 400, 0.1)
 
     run_in_threads([reader(s) for s in range(8)])
     assert dict(shared.items()) == model
@@ -98,9 +96,7 @@ def test_level_parallel_hashing_in_threads(hash_threads):
     def worker(i):
         def run():
             for round_ in range(3):
-                t = Trie()
-                for k, v in models[i].items():
-                    t[k] = v
+                t = trie_of(models[i])
                 if round_ == 1:
                     # The level path on purpose, on a hasher of this thread's own.
                     pool = get_default_pool()
@@ -138,12 +134,7 @@ def test_readers_hash_a_shared_unhashed_trie(hash_threads):
                 barrier.wait()
                 if seed % 2:
                     assert shared.hash() == expected
-                for _ in range(100):
-                    k = r.choice(keys)
-                    assert shared.get(k) == model[k]
-                    if r.random() < 0.2:
-                        assert verify_proof(expected, k, shared.prove(k)) == model[k]
-                assert shared.hash() == expected
+                _read_and_prove(shared, expected, model, keys, r, 100, 0.2)
             return run
 
         run_in_threads([reader(s) for s in range(8)])

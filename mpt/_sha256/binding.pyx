@@ -155,6 +155,18 @@ def _sha256_streamed(chunks):
     return (<char*>out)[:32]
 
 
+cdef int _point_at(list messages, const unsigned char** data, size_t* lengths, str refusal) except -1:
+    """Fill mpt_sha256_many's arrays: data[i], lengths[i] = the bytes of messages[i]; TypeError(refusal) for an
+    item that is not bytes."""
+    cdef Py_ssize_t i
+    for i in range(len(messages)):
+        if type(messages[i]) is not bytes:
+            raise TypeError(refusal)
+        data[i] = <const unsigned char*>PyBytes_AS_STRING(messages[i])
+        lengths[i] = <size_t>PyBytes_GET_SIZE(messages[i])
+    return 0
+
+
 def _sha256_many(messages, prefix=None):
     """mpt_sha256_many over a list of bytes: one digest per message, prefixed by the byte `prefix` (tests)."""
     cdef list items = list(messages)
@@ -165,11 +177,7 @@ def _sha256_many(messages, prefix=None):
     try:
         if data == NULL or lengths == NULL:
             raise MemoryError()
-        for i in range(n):
-            if type(items[i]) is not bytes:
-                raise TypeError("_sha256_many() needs bytes items")
-            data[i] = <const unsigned char*>PyBytes_AS_STRING(items[i])
-            lengths[i] = <size_t>PyBytes_GET_SIZE(items[i])
+        _point_at(items, data, lengths, "_sha256_many() needs bytes items")
         mpt_sha256_many(<unsigned char>(prefix or 0), 0 if prefix is None else 1, data, lengths, <size_t>n,
                         <unsigned char*>(<char*>out) if n else NULL)
     finally:
@@ -202,11 +210,7 @@ def _floor(list messages, Py_ssize_t repeat, bint batched=True):
     try:
         if data == NULL or lengths == NULL or out == NULL:
             raise MemoryError()
-        for i in range(n):
-            if type(messages[i]) is not bytes:
-                raise TypeError("_floor() needs bytes messages")
-            data[i] = <const unsigned char*>PyBytes_AS_STRING(messages[i])
-            lengths[i] = <size_t>PyBytes_GET_SIZE(messages[i])
+        _point_at(messages, data, lengths, "_floor() needs bytes messages")
         with nogil:
             for r in range(repeat):
                 if batched:

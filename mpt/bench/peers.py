@@ -122,26 +122,31 @@ def peers() -> List[Peer]:
     return [_mpt_peer(), _py_trie_peer(), _specs_peer()]
 
 
-def peer_case(peer: Peer, label: str) -> Case:
-    """The Insert workload for ``ACCOUNT_SIZES[label]`` accounts through peer: insert all, then the root."""
+def _build_of(peer: Peer) -> Callable:
     if peer.build is None:
         raise ValueError("peer %s is not available: %s" % (peer.name, peer.missing))
-    n = ACCOUNT_SIZES[label]
-    build = peer.build
+    return peer.build
 
-    def setup():
-        return hashed_accounts(n)
+
+def _peer_case(peer: Peer, group: str, label: str, n: int, setup, op, want_root, doc: str) -> Case:
+    """group/label's workload through peer (Ethereum and Merkle alike): op(setup()) must give want_root(state)."""
+    def check(state):
+        expect("%s %s/%s root" % (peer.name, group, label), bytes(op(state)), want_root(state))
+
+    return Case(name="%s/%s" % (group, label), group=group, size=n, setup=setup, op=op, check=check,
+                small=n < 100000, doc="%s: %s" % (peer.name, doc))
+
+
+def peer_case(peer: Peer, label: str) -> Case:
+    """The Insert workload for ``ACCOUNT_SIZES[label]`` accounts through peer: insert all, then the root."""
+    build = _build_of(peer)
+    n = ACCOUNT_SIZES[label]
 
     def op(state):
         return build(*state)
 
-    def check(state):
-        expect("%s Insert/%s root" % (peer.name, label), bytes(op(state)), ACCOUNT_ROOTS[n])
-
-    return Case(
-        name="Insert/%s" % label, group="Insert", size=n, setup=setup, op=op, check=check, small=n < 100000,
-        doc="%s: insert make_accounts(%d), then the root" % (peer.name, n),
-    )
+    return _peer_case(peer, "Insert", label, n, setup=lambda: hashed_accounts(n), op=op,
+                      want_root=lambda state: ACCOUNT_ROOTS[n], doc="insert make_accounts(%d), then the root" % n)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -193,22 +198,12 @@ def merkle_peers() -> List[Peer]:
 
 def merkle_peer_case(peer: Peer, label: str) -> Case:
     """MerkleRoot/label's leaves through peer."""
-    if peer.build is None:
-        raise ValueError("peer %s is not available: %s" % (peer.name, peer.missing))
+    build = _build_of(peer)
     n = MERKLE_SIZES[label]
-    build = peer.build
-
-    def setup():
-        return list(merkle_leaves(n, MERKLE_LEAF_SIZE))
 
     def op(leaves):
         return build(leaves)
 
-    def check(leaves):
-        expect("%s MerkleRoot/%s root" % (peer.name, label), bytes(op(leaves)),
-                merkle_reference_root(tuple(leaves)))
-
-    return Case(
-        name="MerkleRoot/%s" % label, group="MerkleRoot", size=n, setup=setup, op=op, check=check,
-        small=n < 100000, doc="%s: root of %d leaves of %d bytes" % (peer.name, n, MERKLE_LEAF_SIZE),
-    )
+    return _peer_case(peer, "MerkleRoot", label, n, setup=lambda: list(merkle_leaves(n, MERKLE_LEAF_SIZE)), op=op,
+                      want_root=lambda leaves: merkle_reference_root(tuple(leaves)),
+                      doc="root of %d leaves of %d bytes" % (n, MERKLE_LEAF_SIZE))

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
-__all__ = ["Case", "CheckFailed", "Registry", "expect", "cycled", "split_pattern", "name_matcher"]
+__all__ = ["Case", "CheckFailed", "Registry", "expect", "cycled", "each_key", "split_pattern", "name_matcher"]
 
 
 class CheckFailed(AssertionError):
@@ -32,6 +32,17 @@ def expect(what: str, got: Any, want: Any) -> None:
     if got != want:
         show = lambda v: v.hex() if isinstance(v, (bytes, bytearray)) else repr(v)  # noqa: E731
         raise CheckFailed("%s: got %s, want %s" % (what, show(got), show(want)))
+
+
+def each_key(method: str) -> Callable[[Any], None]:
+    """The op of a per-key tree case: for state ``(tree, keys)``, ``tree.<method>(key)`` for each key, the
+    method looked up once per batch (so the loop times the method, not the attribute lookup)."""
+    def op(state):
+        tree, keys = state
+        call = getattr(tree, method)
+        for key in keys:
+            call(key)
+    return op
 
 
 def cycled(seq: Sequence[Any], count: int) -> List[Any]:

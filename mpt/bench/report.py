@@ -74,16 +74,23 @@ def mpt_version() -> str:
 # Text tables
 # ---------------------------------------------------------------------------------------------------------------
 
+def _fixed_by_size(x: float, steps, finest: int) -> str:
+    """x with the decimals of the first (floor, decimals) step whose floor abs(x) reaches, else finest ones."""
+    ax = abs(x)
+    for floor, decimals in steps:
+        if ax >= floor:
+            return "%.*f" % (decimals, x)
+    return "%.*f" % (finest, x)
+
+
+_FOUR_DIGITS = ((1000, 0), (100, 1), (10, 2))
+# Go's testing.prettyPrint for ns/op: each floor is where rounding would carry into one more digit.
+_GO_NS_DIGITS = ((999.95, 0), (99.995, 1), (9.9995, 2), (0.99995, 3))
+
+
 def _sig(x: float) -> str:
     """About 4 significant digits."""
-    ax = abs(x)
-    if ax >= 1000:
-        return "%.0f" % x
-    if ax >= 100:
-        return "%.1f" % x
-    if ax >= 10:
-        return "%.2f" % x
-    return "%.3f" % x
+    return _fixed_by_size(x, _FOUR_DIGITS, 3)
 
 
 def fmt_time(ns: float) -> str:
@@ -354,16 +361,9 @@ def format_text(results: List[Result], info: Dict[str, Any], settings: Dict[str,
 
 def _go_ns(x: float) -> str:
     """Go's testing package number format for ns/op."""
-    y = abs(x)
-    if y == 0 or y >= 999.95:
+    if x == 0:
         return "%.0f" % x
-    if y >= 99.995:
-        return "%.1f" % x
-    if y >= 9.9995:
-        return "%.2f" % x
-    if y >= 0.99995:
-        return "%.3f" % x
-    return "%.4f" % x
+    return _fixed_by_size(x, _GO_NS_DIGITS, 4)
 
 
 def _go_line(name: str, iterations: int, ns: float, bytes_per_op, allocs_per_op) -> str:

@@ -12,7 +12,8 @@ the Ethereum trie (``Trie``, ``StackTrie``) keys a node by the hash of its encod
 * ``delete(key)``: remove one key (nothing happens if it is absent). IAVL only.
 * ``iterate(start=None, end=None, reverse=False)``: ``(key, value)`` pairs with start <= key < end (None:
   unbounded), in key order or in reverse; ``prefix_range(prefix)`` gives the bounds of a prefix scan. IAVL only.
-* ``close()``: release the files. Every family.
+* ``close()``: release the files; afterwards every method of LMDBStore and LevelDBStore, and every tree method
+  that may use the store, raises ``StoreClosedError`` (:mod:`mpt.db.store_base`). Every family.
 
 IAVL needs the ordered scan where Go iavl does: the latest version is the version of the last ``s`` key (a
 reverse scan), legacy versions are a scan of the ``r`` keys, and pruning and fast-storage upgrades delete.

@@ -19,24 +19,10 @@ writes through this object; it cannot stop LevelDB's own rewrite on open. LevelD
 import os
 from contextlib import contextmanager
 
-from mpt.errors import StoreClosedError, StoreError
-
-_plyvel = None
+from mpt.db.store_base import PersistentStore, import_backend
+from mpt.errors import StoreError
 
 HEAD_KEY = b"mpt:head"      # the head root of an Ethereum trie (Trie.commit(set_head=True)), as in LMDBStore
-
-
-def _import_plyvel():
-    global _plyvel
-    if _plyvel is None:
-        try:
-            import plyvel
-        except ImportError as e:        # pragma: no cover - depends on the environment
-            raise ImportError(
-                "LevelDBStore needs the 'plyvel' package (pip install 'mpt-engine[leveldb]' or pip install plyvel)"
-            ) from e
-        _plyvel = plyvel
-    return _plyvel
 
 
 def _text(error):
@@ -62,11 +48,24 @@ class LevelDBBatch:
         self._batch.delete(bytes(key))
         self._count += 1
 
+    def put_many(self, records):
+        """Put every (key, value) of a mapping or an iterable of pairs, with plyvel's put bound once: saving an
+        IAVL version writes tens of thousands of records, and a Python frame of ``put`` each cost more than
+        LevelDB's own work."""
+        put = self._batch.put
+        items = records.items() if hasattr(records, "items") else records
+        count = 0
+        for key, value in items:
+            put(key if type(key) is bytes else bytes(key), value if type(value) is bytes else bytes(value))
+            count += 1
+        self._count += count
+        return count
+
     def __len__(self):
         return self._count
 
 
-class LevelDBStore:
+class LevelDBStore(PersistentStore):
     """A node database in the LevelDB directory at ``path``.
 
     ``create=True`` makes the directory and an empty database if there is none (parents included); without it
@@ -81,13 +80,12 @@ class LevelDBStore:
     """
 
     def __init__(self, path, *, create=False, readonly=False, prefix=b""):
-        plyvel = _import_plyvel()
+        plyvel = import_backend("plyvel", "LevelDBStore", "pip install 'mpt-engine[leveldb]' or pip install plyvel")
         self.path = os.fspath(path)
         self.readonly = bool(readonly)
         if not isinstance(prefix, (bytes, bytearray, memoryview)):
             raise TypeError("prefix must be bytes, not %s" % type(prefix).__name__)
         self.prefix = bytes(prefix)
-        self.closed = False
         if create and self.readonly:
             raise StoreError("a LevelDB cannot be both created and read-only (%s): create it first, then open "
                              "it with readonly=True" % self.path)
@@ -115,6 +113,7 @@ class LevelDBStore:
         self._db = self._root.prefixed_db(self.prefix) if self.prefix else self._root
         # The hot path: a get is plyvel's own method, no Python frame of ours in between.
         self.get = self._db.get
+        self._opened()
 
     # -------------------------------------------------------------------------------------- reading
 
@@ -123,15 +122,6 @@ class LevelDBStore:
         self._check_open()
         return self._db.get(key, default)
 
-    def __contains__(self, key):
-        return self.get(key) is not None
-
-    def __getitem__(self, key):
-        value = self.get(key)
-        if value is None:
-            raise KeyError(key)
-        return value
-
     def iterate(self, start=None, end=None, reverse=False):
         """(key, value) pairs with start <= key < end (None: unbounded) in key order, or in reverse order with
         reverse=True; keys relative to the store's prefix. A snapshot: writes made meanwhile are not seen."""
@@ -139,18 +129,14 @@ class LevelDBStore:
         it = self._db.iterator(start=start, stop=end, reverse=bool(reverse))
         try:
             yield from it
+        except RuntimeError:
+            self._check_open()      # closed while iterating: plyvel's "Database or iterator is closed"
+            raise
         finally:
             it.close()
 
     def items(self):
         return self.iterate()
-
-    def keys(self):
-        for k, _ in self.iterate():
-            yield k
-
-    def __iter__(self):
-        return self.keys()
 
     def __len__(self):
         """Number of keys (a full scan)."""
@@ -187,10 +173,14 @@ class LevelDBStore:
         self._check_writable()
         if head is not None and len(head) != 32:
             raise ValueError("a head root must be a 32-byte hash")
-        with self._db.write_batch(transaction=True) as batch:
-            yield LevelDBBatch(batch)
-            if head is not None:
-                batch.put(HEAD_KEY, bytes(head))
+        try:
+            with self._db.write_batch(transaction=True) as batch:
+                yield LevelDBBatch(batch)
+                if head is not None:
+                    batch.put(HEAD_KEY, bytes(head))
+        except RuntimeError:
+            self._check_open()      # closed inside the block: plyvel's "Database is closed" from the write
+            raise
 
     def head(self):
         """The root recorded by ``write_batch(head=...)`` / ``set_head``, or None."""
@@ -202,24 +192,15 @@ class LevelDBStore:
 
     # -------------------------------------------------------------------------------------- lifetime
 
-    def _check_open(self):
-        if self.closed:
-            raise StoreClosedError("the LevelDB store at %s is closed" % self.path)
+    KIND = "LevelDB"
 
     def close(self):
         """Close the database and release its lock; using the store afterwards raises
         :class:`~mpt.errors.StoreClosedError`. Repeat calls do nothing."""
-        if not self.closed:
-            self.closed = True
+        if self._closing():
             self.get = type(self).get.__get__(self)     # back to the checking method
             self._db = None
             self._root.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def __repr__(self):
         extra = (" prefix=%r" % self.prefix if self.prefix else "") + (" read-only" if self.readonly else "")

@@ -19,7 +19,8 @@ import os
 import threading
 from contextlib import contextmanager
 
-from mpt.errors import StoreClosedError, StoreError, StoreWriteError
+from mpt.db.store_base import PersistentStore, import_backend
+from mpt.errors import StoreError, StoreWriteError
 
 HEAD_KEY = b"mpt:head"          # 8 bytes: no node hash (32 bytes) can equal it
 HASH_LENGTH = 32
@@ -31,13 +32,7 @@ _lmdb = None
 def _import_lmdb():
     global _lmdb
     if _lmdb is None:
-        try:
-            import lmdb
-        except ImportError as e:        # pragma: no cover - depends on the environment
-            raise ImportError(
-                "LMDBStore needs the 'lmdb' package (pip install lmdb); MemoryDB works without it"
-            ) from e
-        _lmdb = lmdb
+        _lmdb = import_backend("lmdb", "LMDBStore", "pip install lmdb; MemoryDB works without it")
     return _lmdb
 
 
@@ -83,7 +78,7 @@ class LMDBBatch:
         return len(self.pending)
 
 
-class LMDBStore:
+class LMDBStore(PersistentStore):
     """A node database in an LMDB environment at ``path`` (a directory, created unless ``readonly``).
 
     ``map_size`` is the initial map size in bytes (it doubles whenever a write needs more; reopening with a
@@ -145,7 +140,7 @@ class LMDBStore:
         self._write_lock = threading.RLock()    # one writer at a time in this process (LMDB's rule)
         self._map_lock = threading.Lock()       # held by readers and by a remap (set_mapsize invalidates txns)
         self.resizes = 0                        # times the map was grown by this object
-        self.closed = False
+        self._opened()
         if not self.readonly:
             self._env.reader_check()            # free reader slots left behind by killed processes
 
@@ -165,15 +160,6 @@ class LMDBStore:
             raise self._read_failure(e) from e
         return default if value is None else value
 
-    def __contains__(self, key):
-        return self.get(key) is not None
-
-    def __getitem__(self, key):
-        value = self.get(key)
-        if value is None:
-            raise KeyError(key)
-        return value
-
     def head(self):
         """The root recorded by the last ``set_head`` / ``write_batch(head=...)``, or None."""
         return self.get(HEAD_KEY)
@@ -184,33 +170,12 @@ class LMDBStore:
         return entries - (0 if head is None else 1)
 
     def items(self, chunk=4096):
-        """(hash, blob) of every stored node in key order (the head record is skipped).
+        """(hash, blob) of every stored node in key order (the head record is skipped): ``iterate()``.
 
         Reads in chunks, each in its own read transaction, so a long iteration neither pins old pages nor
         blocks a map resize; nodes written meanwhile may or may not be seen.
         """
-        last = None
-        while True:
-            def read_chunk(txn):
-                out = []
-                cur = txn.cursor()
-                if last is None:
-                    ok = cur.first()
-                else:
-                    ok = cur.set_range(last)
-                    if ok and cur.key() == last:
-                        ok = cur.next()
-                while ok and len(out) < chunk:
-                    out.append((cur.key(), cur.value()))
-                    ok = cur.next()
-                return out
-            block = self._read(read_chunk)
-            for k, v in block:
-                if k != HEAD_KEY:
-                    yield k, v
-            if len(block) < chunk:
-                return
-            last = block[-1][0]
+        return self.iterate(chunk=chunk)
 
     def iterate(self, start=None, end=None, reverse=False, chunk=4096):
         """(key, value) pairs with start <= key < end (None: unbounded) in key order, or in reverse order with
@@ -251,19 +216,13 @@ class LMDBStore:
                 return out
             block = self._read(read_chunk)
             for k, v in block:
+                if self.closed:
+                    self._check_open()      # closed while iterating: not another item of the chunk read
                 if k != HEAD_KEY:
                     yield k, v
             if len(block) < chunk:
                 return
             last = block[-1][0]
-
-    def keys(self):
-        """Hashes of every stored node, in key order."""
-        for k, _ in self.items():
-            yield k
-
-    def __iter__(self):
-        return self.keys()
 
     def stats(self):
         """A dict: nodes, head (hex or None), map_size, used_bytes, page_size, depth, path, resizes."""
@@ -288,9 +247,7 @@ class LMDBStore:
         self._check_open()
         return self._env.info()["map_size"]
 
-    def _check_open(self):
-        if self.closed:
-            raise StoreClosedError("the LMDB store at %s is closed" % self.path)
+    KIND = "LMDB"
 
     def _read(self, fn):
         self._check_open()
@@ -408,15 +365,8 @@ class LMDBStore:
     def close(self):
         """Close the environment; using the store afterwards raises :class:`~mpt.errors.StoreClosedError`.
         Repeat calls do nothing."""
-        if not self.closed:
-            self.closed = True
+        if self._closing():
             self._env.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def __repr__(self):
         if self.closed:

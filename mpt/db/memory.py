@@ -73,7 +73,8 @@ class _DictBatch:
         self.deletes = True
 
     def put_many(self, pairs):
-        """Put every (key, value) pair of an iterable (one C-level dict update instead of a Python loop)."""
+        """Put every (key, value) of a mapping or an iterable of pairs (one C-level dict update instead of a
+        Python loop)."""
         before = len(self.pending)
         self.pending.update(pairs)
         return len(self.pending) - before

@@ -6,7 +6,7 @@ See docs/iavl.rst. ``EMPTY_ROOT`` is the empty tree's root, sha256(b""). ``decod
 proofs as Go iavl does (mpt.iavl.proof, imported on first use); ``ExportNode`` is one node of its export stream
 (mpt.iavl.export).
 """
-import warnings as _warnings
+from mpt._deprecation import renamed_attributes as _renamed_attributes
 
 from mpt.iavl.node import FORMATS, InnerNode, LeafNode, Node, decode_node, node_key
 from mpt.iavl.tree import EMPTY_ROOT, MutableTree
@@ -17,10 +17,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name):
-    # EMPTY_ROOT is every family's name for the empty tree's root; the old name stays for one release.
-    if name == "EMPTY_HASH":
-        _warnings.warn("mpt.iavl.EMPTY_HASH is deprecated; use mpt.iavl.EMPTY_ROOT", DeprecationWarning,
-                       stacklevel=2)
-        return EMPTY_ROOT
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# EMPTY_ROOT is every family's name for the empty tree's root; the old name stays for one release.
+__getattr__ = _renamed_attributes(__name__, {
+    "EMPTY_HASH": ("mpt.iavl.EMPTY_HASH is deprecated; use mpt.iavl.EMPTY_ROOT", lambda: EMPTY_ROOT),
+})

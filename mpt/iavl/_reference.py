@@ -9,6 +9,8 @@ Written from iavl's node.go / PR #673 independently of mpt.iavl.node, for differ
 """
 import hashlib
 
+from mpt._varint import uvarint
+
 FORMATS = ("legacy", "v1", "vbyte")
 
 
@@ -17,15 +19,6 @@ class Rejected(ValueError):
 
 
 # ---------------------------------------------------------------------------------------------- varints
-
-def uvarint(u: int) -> bytes:
-    out = bytearray()
-    while u >= 0x80:
-        out.append((u & 0x7F) | 0x80)
-        u >>= 7
-    out.append(u)
-    return bytes(out)
-
 
 def varint(v: int) -> bytes:
     """Go's binary.PutVarint: zigzag, then LEB128."""

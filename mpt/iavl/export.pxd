@@ -4,6 +4,7 @@ cimport cython
 from libc.stdint cimport int64_t, uint8_t
 
 from mpt.iavl.node cimport MAX_HEIGHT, InnerNode, Node
+from mpt.iavl.nodedb cimport NodeDB
 
 
 @cython.final
@@ -22,6 +23,7 @@ cdef class ExportNode:
 cdef class Exporter:
     cdef:
         object _tree                # the MutableTree: loads children that are not in memory yet
+        NodeDB _ndb                 # its node database: each step checks the store is still open
         list _path                  # the nodes from the root down to the one being visited
         uint8_t _state[MAX_HEIGHT + 2]  # per level of _path: 0 left child next, 1 right child next, 2 the node
         readonly int64_t version

@@ -10,8 +10,11 @@ Import: ``MutableTree.import_nodes(nodes, version)`` rebuilds the tree from such
 Go's stack machine (an inner node joins the last two subtrees on the stack) and Go's node keys: the n-th node of
 version v in stream order gets NodeKey (v, n + 1), and the root is renumbered to (root version, 1), so nonce 1
 stays the root's. When the root is older than the import version, the import version's root key refers to it,
-as ``Importer.Commit`` writes it. Everything is written in one batch at the end, so a malformed stream leaves the
-tree and its store untouched.
+as ``Importer.Commit`` writes it. As in Go, a node is written once its parent joins it, in batches of 10,000
+nodes, so an import holds the stack of open subtrees in memory, not the tree; the root and the version's root
+record come last, so the version is not visible before the whole stream checked out. Unlike Go, whose Close
+leaves the flushed batches behind, a stream that fails deletes what was written of it: a refused import leaves
+the tree and its store as they were.
 
 Go's importer checks little (a node's version against the import version, children lower than their parent,
 one subtree left at the end); a stream it accepts may still build a tree whose lookups fail. This one refuses
@@ -28,12 +31,24 @@ from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp
 
 from mpt.bytes_like cimport as_bytes, as_bytes_or_none
-from mpt.iavl.node cimport MAX_HEIGHT, InnerNode, LeafNode, Node, compare_keys
-from mpt.iavl.nodedb cimport describe
+from mpt.iavl.node cimport (
+    FORMAT_LEGACY,
+    FORMAT_V1,
+    MAX_HEIGHT,
+    InnerNode,
+    LeafNode,
+    Node,
+    compare_keys,
+    int_in_range,
+)
+from mpt.iavl.nodedb cimport NodeDB, describe
 
 from operator import index as _index
 
+from mpt.db.memory import prefix_range
 from mpt.errors import CorruptTreeError, ExportImportError, VersionError
+from mpt.iavl.nodedb import STORAGE_VERSION_KEY as _STORAGE_VERSION_KEY
+from mpt.iavl.nodedb import encode_fast_node, legacy_root_key, root_key
 
 cdef int64_t MAX_VERSION = 0x7FFFFFFFFFFFFFFF
 
@@ -64,14 +79,12 @@ cdef class ExportNode:
         cdef object v, h
         if self.key is not None:
             raise TypeError("ExportNode objects are immutable")
-        v = _index(version)
-        h = _index(height)
+        v = int_in_range(version, "version", 0, MAX_VERSION, "an ExportNode version must be in 0..2**63-1, got %d",
+                         ExportImportError)
+        h = int_in_range(height, "height", 0, MAX_HEIGHT, "an ExportNode height must be in 0..127, got %d",
+                         ExportImportError)
         self.key = as_bytes(key, "key")
         self.value = as_bytes_or_none(value, "value")
-        if not 0 <= v <= MAX_VERSION:
-            raise ExportImportError("an ExportNode version is an int64 of at least 0, not %d" % v)
-        if not 0 <= h <= MAX_HEIGHT:
-            raise ExportImportError("an ExportNode height is 0..%d (an int8 of at least 0), not %d" % (MAX_HEIGHT, h))
         self.version = v
         self.height = h
 
@@ -112,6 +125,7 @@ cdef class Exporter:
 
     def __init__(self, tree, Node root, version):
         self._tree = tree
+        self._ndb = tree.ndb
         self.version = version
         self._path = []
         if root is not None:
@@ -137,6 +151,7 @@ cdef class Exporter:
         cdef Py_ssize_t top
         cdef Node node
         cdef uint8_t state
+        self._ndb.check_open()
         while True:
             top = len(self._path) - 1
             if top < 0:
@@ -214,16 +229,147 @@ cdef inline Py_ssize_t _position_error(Py_ssize_t position, ExportNode en, str p
         position, en.key.hex(), en.height, en.version, problem))
 
 
-def import_nodes(tree, nodes, version):
+IMPORT_BATCH_SIZE = 10000
+"""Nodes per write batch of an import (Go's importer maxBatchSize)."""
+
+
+@cython.final
+cdef class _ImportWriter:
+    """The writing half of an import, as Go's Importer: each node is written once its parent joins it (the root
+    at the end), in batches of IMPORT_BATCH_SIZE nodes, so memory holds the stack and one batch, not the tree.
+    The version becomes visible only with the last batch (the root record); ``discard`` deletes what earlier
+    batches wrote, so an import that fails leaves the store as it found it.
+
+    With fast storage the fast nodes (``f`` + key at the import version) and the storage version go in the same
+    batches: what Go's LoadVersion after Commit writes (enableFastStorageAndCommitIfNotEnabled), without a
+    second walk over the stored tree."""
+    cdef object db
+    cdef NodeDB ndb
+    cdef bint legacy
+    cdef bint fast                  # fast nodes are written with the leaves
+    cdef int64_t version
+    cdef dict pending               # key -> value of the current batch (a dict: no GC-tracked tuple per record)
+    cdef Py_ssize_t nodes           # nodes in it
+    cdef dict before                # prefix -> keys the store held under it before the import (normally none)
+
+    def __init__(self, tree, bint legacy, int64_t version):
+        self.db = tree.db
+        self.ndb = <NodeDB>tree.ndb
+        self.legacy = legacy
+        self.version = version
+        self.pending = {}
+        self.nodes = 0
+        # Go's LoadVersion rebuilds the fast index after an import unless it is current. A store that holds fast
+        # nodes already (not one an import starts from) is left to that rebuild (MutableTree._opened), which
+        # deletes them first.
+        self.fast = (tree.fast_storage and not getattr(self.db, "readonly", False)
+                     and self.ndb.fast_upgrade_pending(version) and _first_key(self.db, b"f") is None)
+        self.before = {}
+        for prefix in ((b"n" if legacy else b"s"), b"f"):
+            self.before[prefix] = {k for k, _ in self.db.iterate(*prefix_range(prefix))}
+
+    cdef int add(self, Node node, bint may_flush=True) except -1:
+        if self.legacy:
+            self.pending[b"n" + node.c_hash()] = node._to_bytes(FORMAT_LEGACY)
+        else:
+            self.pending[b"s" + node.node_key_bytes()] = node._to_bytes(FORMAT_V1)
+        if self.fast and node.height == 0:
+            self.pending[b"f" + node.key] = encode_fast_node(self.version, node._value)
+        node.persisted = True
+        self.nodes += 1
+        if may_flush and self.nodes >= IMPORT_BATCH_SIZE:
+            self.flush()
+        return 0
+
+    cdef int flush(self) except -1:
+        with self.db.write_batch() as batch:
+            _put_all(batch, self.pending)
+        self.pending = {}
+        self.nodes = 0
+        return 0
+
+    cdef int commit(self, Node root) except -1:
+        """The last batch: the remaining nodes, the root and the version's root record (Go's Commit), and the
+        fast storage version."""
+        cdef str storage_version = None
+        if root is not None:
+            self.add(root, False)       # in the last batch, with the root record
+        if self.legacy:
+            self.pending[legacy_root_key(self.version)] = b"" if root is None else root.c_hash()
+        elif root is None:
+            self.pending[root_key(self.version)] = b""
+        elif root.version != self.version:
+            # The root is older than the version: the version's root record refers to it.
+            self.pending[root_key(self.version)] = b"s" + root.node_key_bytes()
+        if self.fast:
+            storage_version = self.ndb.next_storage_version(self.version)
+            self.pending[_STORAGE_VERSION_KEY] = storage_version.encode()
+        self.flush()
+        if storage_version is not None:
+            self.ndb.storage_version = storage_version
+        return 0
+
+    def discard(self):
+        """Delete what earlier batches wrote (nothing of a failed batch landed)."""
+        stale = []
+        for prefix, kept in self.before.items():
+            stale.extend(k for k, _ in self.db.iterate(*prefix_range(prefix)) if k not in kept)
+        if stale:
+            with self.db.write_batch() as batch:
+                for k in stale:
+                    batch.delete(k)
+
+
+cdef object _first_key(db, bytes prefix):
+    for k, _ in db.iterate(*prefix_range(prefix)):
+        return k
+    return None
+
+
+cdef int _put_all(batch, dict records) except -1:
+    put_many = getattr(batch, "put_many", None)
+    if put_many is not None:        # MemoryDB: one C-level dict update; LevelDB: plyvel's put bound once
+        put_many(records)
+    else:
+        put = batch.put
+        for k, v in records.items():
+            put(k, v)
+    return 0
+
+
+def import_nodes(tree, nodes, version, legacy=False):
     """Rebuild ``tree`` (empty) from ``nodes`` (ExportNodes in exporter order) as saved version ``version``.
 
-    Called by ``MutableTree.import_nodes``. Returns the root hash; the tree is then at ``version``.
+    Called by ``MutableTree.import_nodes`` (``legacy``: the tree stores the legacy format). Returns the root
+    hash; the tree is then at ``version``. A stream that fails (a malformed node, an error raised by the
+    iterator, a failed write) deletes what was written of it and re-raises.
     """
     cdef object v_obj = _index(version)
-    cdef int64_t v
+    cdef _ImportWriter writer
+    if not 1 <= v_obj <= MAX_VERSION:
+        raise VersionError("IAVL versions run from 1 to 2**63-1, not %d" % v_obj)
+    if tree.latest_version > 0 or tree.version != 0 or len(tree) != 0:
+        raise ExportImportError("import needs an empty tree (as Go's Import): this one has version %d saved%s" % (
+            tree.latest_version, "" if len(tree) == 0 else " and %d keys in its working tree" % len(tree)))
+    writer = _ImportWriter(tree, legacy, v_obj)
+    try:
+        root = _build(writer, nodes, v_obj)
+        writer.commit(root)
+    except BaseException:
+        try:
+            writer.discard()
+        except Exception:       # a closed or failing store: the import's own error is the one to see
+            pass
+        raise
+    tree._import_opened(root, v_obj)
+    return tree.hash()
+
+
+cdef Node _build(_ImportWriter writer, nodes, int64_t v):
+    """Go's Importer.Add over the stream, with the checks of the module docstring: the root (None for an empty
+    stream), renumbered to nonce 1; every other node handed to the writer when its parent joins it."""
     cdef list stack = []            # the subtrees built so far, waiting for their parent
     cdef list lows = []             # the smallest key of each of them
-    cdef list built = []            # every node, in stream order, for the one write at the end
     cdef _NonceCounter nonces = _NonceCounter()     # per version: nodes of that version seen so far
     cdef int64_t count
     cdef bytes last_leaf = None
@@ -233,12 +379,7 @@ def import_nodes(tree, nodes, version):
     cdef Node node, left, right
     cdef InnerNode inner
     cdef int lh, rh, h
-    if not 1 <= v_obj <= MAX_VERSION:
-        raise VersionError("IAVL versions run from 1 to 2**63-1, not %d" % v_obj)
-    v = v_obj
-    if tree.latest_version > 0 or tree.version != 0 or len(tree) != 0:
-        raise ExportImportError("import needs an empty tree (as Go's Import): this one has version %d saved%s" % (
-            tree.latest_version, "" if len(tree) == 0 else " and %d keys in its working tree" % len(tree)))
+    cdef bint legacy = writer.legacy
     for item in nodes:
         position += 1
         if type(item) is not ExportNode:
@@ -281,12 +422,13 @@ def import_nodes(tree, nodes, version):
                 _position_error(position, en, "an inner node's key must be the smallest key of its right "
                                 "subtree, %s" % (<bytes>lows[n - 1]).hex())
             inner = InnerNode.new(en.key, h, left.size + right.size, en.version)
-            inner.left_node = left
-            inner.right_node = right
-            inner._left_ref = left.node_key_bytes()
-            inner._right_ref = right.node_key_bytes()
+            # Legacy nodes are found by hash and carry no node key, as when read from the store.
+            inner._left_ref = left.c_hash() if legacy else left.node_key_bytes()
+            inner._right_ref = right.c_hash() if legacy else right.node_key_bytes()
             inner._left_hash = left.c_hash()
             inner._right_hash = right.c_hash()
+            writer.add(left)
+            writer.add(right)
             node = inner
             low = <bytes>lows[n - 2]
             del stack[n - 2:]
@@ -295,15 +437,14 @@ def import_nodes(tree, nodes, version):
         count = nonces.next(en.version)
         if count >= 0xFFFFFFFF:
             _position_error(position, en, "more nodes of one version than a uint32 nonce can number")
-        node.nonce = <uint32_t>(count + 1)
+        if not legacy:
+            node.nonce = <uint32_t>(count + 1)
         stack.append(node)
         lows.append(low)
-        built.append(node)
     if len(stack) > 1:
         raise ExportImportError("export stream ends with %d subtrees that no inner node joins (leftover nodes; "
                                 "a stream holds exactly one tree)" % len(stack))
     node = <Node>stack[0] if stack else None
-    if node is not None:
+    if node is not None and not legacy:
         node.nonce = 1
-    tree._import_write(built, node, v)
-    return tree.hash()
+    return node

@@ -70,6 +70,7 @@ cdef class InnerNode(Node):
 
 
 cdef int parse_format(object fmt) except -1
+cdef object int_in_range(object value, str what, object lo, object hi, str message, type error)
 cdef Node c_decode_node(const uint8_t *data, Py_ssize_t n, NodeFormat fmt, int64_t version, uint32_t nonce,
                         bint has_node_key)
 cdef bytes make_node_key(int64_t version, uint32_t nonce)

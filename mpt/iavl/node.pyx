@@ -132,6 +132,18 @@ cdef object _as_int(object value, str what):
     return value.__index__()
 
 
+cdef object int_in_range(object value, str what, object lo, object hi, str message, type error):
+    """value as an int (an integer type, as _as_int; a TypeError naming ``what``), or ``error(message % value)``
+    if it is not in lo..hi: the one check of every node and export-node field."""
+    value = _as_int(value, what)
+    if not lo <= value <= hi:
+        raise error(message % value)
+    return value
+
+
+cdef object MAX_INT64 = (1 << 63) - 1
+
+
 cdef inline int _vbyte_len(uint32_t v) noexcept:
     # Bytes of v, at least 1, without branches.
     return (bitlen64(v) + 7) >> 3
@@ -540,12 +552,9 @@ cdef class LeafNode(Node):
     """A leaf: ``LeafNode(key, value, version, nonce=0)``; height 0, size 1."""
 
     def __init__(self, key, value, version, nonce=0):
-        version = _as_int(version, "version")
-        nonce = _as_int(nonce, "nonce")
-        if not 0 <= version < (1 << 63):
-            raise ValueError("version must be in 0..2**63-1, got %d" % version)
-        if not 0 <= nonce <= UINT32_MAX_:
-            raise ValueError("nonce must fit a uint32")
+        version = int_in_range(version, "version", 0, MAX_INT64, "version must be in 0..2**63-1, got %d",
+                               ValueError)
+        nonce = int_in_range(nonce, "nonce", 0, UINT32_MAX_, "nonce must be in 0..2**32-1, got %d", ValueError)
         self.key = as_bytes(key, "key")
         self._value = as_bytes(value, "value")
         self.height = 0
@@ -600,18 +609,13 @@ cdef class InnerNode(Node):
 
     def __init__(self, key, height, size, version, left_hash=None, right_hash=None, *, left_node_key=None,
                  right_node_key=None, hash=None, nonce=0):
-        height = _as_int(height, "height")
-        size = _as_int(size, "size")
-        version = _as_int(version, "version")
-        nonce = _as_int(nonce, "nonce")
-        if not 1 <= height <= MAX_HEIGHT:
-            raise ValueError("an inner node's height must be in 1..127")
-        if not 2 <= size < (1 << 63):
-            raise ValueError("an inner node's size must be in 2..2**63-1, got %d" % size)
-        if not 0 <= version < (1 << 63):
-            raise ValueError("version must be in 0..2**63-1, got %d" % version)
-        if not 0 <= nonce <= UINT32_MAX_:
-            raise ValueError("nonce must fit a uint32")
+        height = int_in_range(height, "height", 1, MAX_HEIGHT, "an inner node's height must be in 1..127, got %d",
+                              ValueError)
+        size = int_in_range(size, "size", 2, MAX_INT64, "an inner node's size must be in 2..2**63-1, got %d",
+                            ValueError)
+        version = int_in_range(version, "version", 0, MAX_INT64, "version must be in 0..2**63-1, got %d",
+                               ValueError)
+        nonce = int_in_range(nonce, "nonce", 0, UINT32_MAX_, "nonce must be in 0..2**32-1, got %d", ValueError)
         if (left_hash is None) != (right_hash is None):
             raise ValueError("give both child hashes or neither")
         if hash is not None:
@@ -911,10 +915,7 @@ def decode_node(data, format="v1", node_key=None):
 
 def node_key(version, nonce):
     """The v1 NodeKey bytes: version u64 big-endian || nonce u32 big-endian."""
-    version = _as_int(version, "version")
-    nonce = _as_int(nonce, "nonce")
-    if not 0 <= version < (1 << 63):
-        raise ValueError("version must be in 0..2**63-1")
-    if not 0 <= nonce <= UINT32_MAX_:
-        raise ValueError("nonce must fit a uint32")
+    version = int_in_range(version, "version", 0, MAX_INT64, "version must be in 0..2**63-1, got %d",
+                               ValueError)
+    nonce = int_in_range(nonce, "nonce", 0, UINT32_MAX_, "nonce must be in 0..2**32-1, got %d", ValueError)
     return make_node_key(version, nonce)

@@ -13,15 +13,32 @@ cdef class NodeDB:
         int64_t _latest                 # cached latest version (-1: not looked up yet)
         int64_t _legacy_latest          # cached latest legacy version (0: not looked up, -1: none)
         readonly str storage_version    # the `m storage_version` record ("1.0.0" when absent)
+        dict _fast_cache                # key -> value of the latest version (Go's fastNodeCache)
+        readonly Py_ssize_t fast_cache_size
+        int64_t _cache_newest           # the newest versionLastUpdatedAt among the cached fast nodes
+        bytearray _open_flag            # the store's open flag (None for a store without one): see check_open
+
+    cdef inline int check_open(self) except -1:
+        """StoreClosedError once the store is closed: every tree and NodeDB entry that may touch the store
+        calls it first, so a closed store is refused the same way whether or not a cache could answer."""
+        if self._open_flag is not None and not self._open_flag[0]:
+            self._raise_closed()
+        return 0
+
+    cdef int _raise_closed(self) except -1
 
     cdef Node get_node(self, bytes ref)
     cdef Node load_root(self, int64_t version, bint *found)
     cdef int64_t c_latest_version(self) except -2
     cdef tuple get_fast_node(self, bytes key)
     cdef bytes fast_value(self, bytes key, int64_t *version)
+    cdef bytes cached_value(self, bytes key, int64_t at_version)
+    cdef int cache_fast_value(self, bytes key, bytes value, int64_t version) except -1
+    cdef int _evict_oldest(self) except -1
     cdef object _read_key(self, bytes key)
     cdef int write_version(self, int64_t version, Node root, list new_nodes, bint legacy, dict fast_additions,
                            set fast_removals, bint fast_storage) except -1
+    cdef int _put_root_reference(self, dict records, int64_t version, Node root) except -1
 
 
 cdef int check_child(Node parent, Node child, bint right) except -1

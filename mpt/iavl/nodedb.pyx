@@ -15,6 +15,9 @@ The records, exactly as Go iavl (v1) writes them, so that either side opens what
 * Legacy, read (iavl v0.x, and written by ``format="legacy"``): ``b"n" + hash`` nodes, ``b"r" + version`` root
   hashes (empty for an empty tree), ``b"o" + ...`` orphans.
 
+Fast nodes read or saved are kept decoded in a bounded cache, as Go's ``fastNodeCache`` (100,000 entries by
+default): a get at the latest version that hits it touches no store and allocates nothing.
+
 The latest version is found as Go finds it: the version of the last ``s`` key (a reverse scan), else of the last
 ``r`` key. Nothing else is stored: no private records.
 """
@@ -34,10 +37,20 @@ from mpt.iavl.node cimport (
     c_decode_node,
     make_node_key,
 )
-from mpt.varint cimport MAX_VARINT_LEN64, put_uvarint, put_varint, read_be32, read_be64, read_uvarint, unzigzag
+from mpt.varint cimport (
+    MAX_VARINT_LEN64,
+    put_be32,
+    put_be64,
+    put_uvarint,
+    put_varint,
+    read_be32,
+    read_be64,
+    read_uvarint,
+    unzigzag,
+)
 
 from mpt.db.memory import MemoryDB, prefix_range
-from mpt.errors import CorruptTreeError, MissingNodeError, NodeDecodeError, VersionError
+from mpt.errors import CorruptTreeError, MissingNodeError, NodeDecodeError, StoreClosedError, VersionError
 
 NODE_PREFIX = b"s"
 FAST_PREFIX = b"f"
@@ -48,6 +61,7 @@ LEGACY_ROOT_PREFIX = b"r"
 STORAGE_VERSION_KEY = b"m" + b"storage_version"
 DEFAULT_STORAGE_VERSION = "1.0.0"
 FAST_STORAGE_VERSION = "1.1.0"
+FAST_CACHE_SIZE = 100000        # Go iavl's fastNodeCacheSize
 
 cdef extern from "Python.h":
     PyObject *PyDict_GetItemWithError(object d, object key) except? NULL
@@ -69,13 +83,27 @@ cdef inline bytes _prefixed(char prefix, bytes key):
     return out
 
 
+cdef inline bytes _node_record_key(int64_t version, uint32_t nonce):
+    """b"s" + version (8 bytes BE) + nonce (4 bytes BE): a v1 node's record key, built in one allocation."""
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, 1 + NODE_KEY_SIZE)
+    cdef uint8_t *o = <uint8_t *>PyBytes_AS_STRING(out)
+    o[0] = b"s"[0]
+    put_be64(o + 1, <uint64_t>version)
+    put_be32(o + 9, nonce)
+    return out
+
+
+cdef inline bytes _legacy_root_key(int64_t version):
+    return R + (<object>version).to_bytes(8, "big")
+
+
 def root_key(int64_t version):
     """The database key of version's root record: ``b"s" + NodeKey(version, 1)``."""
-    return S + make_node_key(version, 1)
+    return _node_record_key(version, 1)
 
 
 def legacy_root_key(int64_t version):
-    return R + (<object>version).to_bytes(8, "big")
+    return _legacy_root_key(version)
 
 
 cdef bytes _fast_node_bytes(int64_t version, bytes value):
@@ -204,8 +232,15 @@ cdef class NodeDB:
     the fast-storage upgrade need ``iterate`` and ``delete`` too (:class:`mpt.db.OrderedNodeDatabase`).
     """
 
-    def __init__(self, db):
+    def __init__(self, db, *, fast_cache_size=FAST_CACHE_SIZE):
+        if type(fast_cache_size) is not int:
+            raise TypeError("fast_cache_size must be an int, not %s" % type(fast_cache_size).__name__)
+        if fast_cache_size < 0:
+            raise ValueError("fast_cache_size must be >= 0, not %d" % fast_cache_size)
         self.db = db
+        self.fast_cache_size = fast_cache_size
+        self._fast_cache = {}
+        self._cache_newest = 0
         self._dict = None
         if type(db) is MemoryDB and type(db._data) is dict:
             # The dict itself, read with PyDict_GetItemWithError: no call per node read. Holding it also keeps
@@ -214,10 +249,21 @@ cdef class NodeDB:
             self._get = db._data.get
         else:
             self._get = db.get
+        # LMDBStore and LevelDBStore keep a one-byte bytearray that close() clears: read in C, it costs nothing
+        # per call, where a Python attribute lookup (db.closed) would cost more than a cached read.
+        flag = getattr(db, "_open_flag", None)
+        self._open_flag = flag if type(flag) is bytearray and len(flag) == 1 else None
         self._latest = -1
         self._legacy_latest = 0
+        self.check_open()
         raw = self._get(STORAGE_VERSION_KEY)
         self.storage_version = DEFAULT_STORAGE_VERSION if raw is None else (<bytes>raw).decode("latin-1")
+
+    cdef int _raise_closed(self) except -1:
+        check = getattr(self.db, "_check_open", None)
+        if check is not None:
+            check()             # the store's own message, naming its path
+        raise StoreClosedError("the node store %r is closed" % (self.db,))
 
     # ------------------------------------------------------------------------------------------ nodes
 
@@ -227,14 +273,15 @@ cdef class NodeDB:
         cdef Node node
         cdef const uint8_t *k
         cdef Py_ssize_t n = PyBytes_GET_SIZE(ref)
+        self.check_open()
         if n == NODE_KEY_SIZE:
             k = <const uint8_t *>PyBytes_AS_STRING(ref)
             data = self._read_key(_prefixed(b"s", ref))
             if data is None and read_be32(k + 8) == 1:
-                # A root moved to (version, 0) by pruning (nodedb.go GetNode).
-                ref = make_node_key(<int64_t>read_be64(k), 0)
-                k = <const uint8_t *>PyBytes_AS_STRING(ref)
-                data = self._get(S + ref)
+                # A root that pruning moved to (version, 0) (nodedb.go GetNode). The node keeps the key it was
+                # asked for, (version, 1), as Go's MakeNode(nk, buf) does: a parent saved later references it so,
+                # and this fallback finds it again.
+                data = self._get(_node_record_key(<int64_t>read_be64(k), 0))
             if data is None:
                 raise MissingNodeError(ref, message="missing IAVL node s%s (version %d, nonce %d)"
                                        % (ref.hex(), <int64_t>read_be64(k), read_be32(k + 8)))
@@ -263,9 +310,11 @@ cdef class NodeDB:
     cdef Node load_root(self, int64_t version, bint *found):
         """The root of a saved version (None for an empty one); found[0] is False if there is no such version."""
         cdef bytes key = S + make_node_key(version, 1)
-        cdef bytes data = self._get(key)
+        cdef bytes data
         cdef Node node
         cdef Py_ssize_t n
+        self.check_open()
+        data = self._get(key)
         found[0] = True
         if data is not None:
             n = PyBytes_GET_SIZE(data)
@@ -299,6 +348,7 @@ cdef class NodeDB:
         """Go's GetRoot: the reference of version's root (a NodeKey or legacy hash), b"" for an empty tree;
         VersionError if the version does not exist."""
         cdef bytes key = make_node_key(version, 1)
+        self.check_open()
         data = self._get(S + key)
         if data is None:
             data = self._get(R + (<object>version).to_bytes(8, "big"))
@@ -329,6 +379,7 @@ cdef class NodeDB:
 
     cdef int64_t c_latest_version(self) except -2:
         cdef bytes k
+        self.check_open()
         if self._latest >= 0:
             return self._latest
         self._latest = 0
@@ -344,11 +395,17 @@ cdef class NodeDB:
         """The latest saved version (0 if none): the version of the last ``s`` key, else of the last ``r`` key."""
         return self.c_latest_version()
 
+    def forget_latest_version(self):
+        """Drop the cached latest (and latest legacy) version: the next lookup scans the store."""
+        self._latest = -1
+        self._legacy_latest = 0
+
     def set_latest_version(self, int64_t version):
         self._latest = version
 
     def legacy_latest_version(self):
         """The latest legacy (``r``) version, -1 if there is none."""
+        self.check_open()
         if self._legacy_latest == 0:
             self._legacy_latest = -1
             for k, _ in self.db.iterate(*prefix_range(R), reverse=True):
@@ -358,9 +415,11 @@ cdef class NodeDB:
         return self._legacy_latest
 
     def legacy_versions(self):
+        self.check_open()
         return [int.from_bytes(k[1:], "big") for k, _ in self.db.iterate(*prefix_range(R)) if len(k) == 9]
 
     def has_version(self, int64_t version):
+        self.check_open()
         return self._get(S + make_node_key(version, 1)) is not None
 
     def first_version(self):
@@ -399,18 +458,63 @@ cdef class NodeDB:
 
     cdef tuple get_fast_node(self, bytes key):
         """(value, versionLastUpdatedAt) of key's fast node, or None."""
+        self.check_open()
         data = self._get(F + key)
         if data is None:
             return None
         return _decode_fast_node(key, data)
 
     cdef bytes fast_value(self, bytes key, int64_t *version):
-        """key's fast node value (None if it has none), its versionLastUpdatedAt in version[0]: get's hot path,
-        without the tuple and int of get_fast_node."""
-        cdef object data = self._read_key(_prefixed(b"f", key))
+        """key's fast node value from the store (None if it has none), its versionLastUpdatedAt in version[0]."""
+        cdef object data
+        self.check_open()
+        data = self._read_key(_prefixed(b"f", key))
         if data is None:
             return None
         return _fast_node_value(key, data, version)
+
+    cdef bytes cached_value(self, bytes key, int64_t at_version):
+        """key's cached fast-node value for a tree at version ``at_version``, or None (not cached, or the cache
+        may hold values newer than that version: the caller reads the store then, as Go checks each fast node's
+        versionLastUpdatedAt). A hit is one dict probe with no allocation."""
+        cdef PyObject *cached
+        self.check_open()
+        if at_version < self._cache_newest:
+            return None
+        cached = PyDict_GetItemWithError(self._fast_cache, key)
+        return None if cached == NULL else <bytes>cached
+
+    cdef int cache_fast_value(self, bytes key, bytes value, int64_t version) except -1:
+        """Cache key's fast node (Go's fastNodeCache.Add), last updated at ``version``."""
+        cdef dict cache = self._fast_cache
+        if self.fast_cache_size == 0:
+            return 0
+        if len(cache) >= self.fast_cache_size and key not in cache:
+            self._evict_oldest()
+        cache[key] = value
+        if version > self._cache_newest:
+            self._cache_newest = version
+        return 0
+
+    cdef int _evict_oldest(self) except -1:
+        """Drop the older half of the cache, in insertion order (hits do not reorder: a move per get would cost
+        more than the misses it saves). Halving keeps eviction O(1) per insertion on a plain dict, whose
+        insertion costs a third of an OrderedDict's; popping its oldest entry one by one would rescan."""
+        cdef dict cache = self._fast_cache
+        cdef list kept = list(cache.items())[(len(cache) + 1) // 2:]
+        cache.clear()
+        cache.update(kept)
+        return 0
+
+    def cached_fast_nodes(self):
+        """How many decoded fast nodes the cache holds (at most fast_cache_size)."""
+        return len(self._fast_cache)
+
+    def clear_fast_cache(self):
+        """Forget the cached fast nodes (trees do when they load a version; call it after another program changed
+        the store's fast nodes)."""
+        self._fast_cache.clear()
+        self._cache_newest = 0
 
     cdef inline object _read_key(self, bytes key):
         cdef PyObject *found
@@ -439,14 +543,21 @@ cdef class NodeDB:
         batch.put(STORAGE_VERSION_KEY, value.encode())
         self.storage_version = value
 
+    def fast_upgrade_pending(self, int64_t latest):
+        """Whether opening version ``latest`` rebuilds the fast index (Go's isUpgradeable: not upgraded to fast
+        storage yet, or upgraded at another latest version)."""
+        parts = self.storage_version.split("-")
+        return self.storage_version < FAST_STORAGE_VERSION or (len(parts) == 2 and parts[1] != str(latest))
+
     def upgrade_fast_storage(self, items, int64_t version):
         """Go's enableFastStorageAndCommitIfNotEnabled: drop every fast node, write one per (key, value) of items
         at ``version``, record the storage version; one batch. Returns whether it wrote anything."""
-        parts = self.storage_version.split("-")
-        latest = self.c_latest_version()
-        if self.storage_version >= FAST_STORAGE_VERSION and not (len(parts) == 2 and parts[1] != str(latest)):
+        self.check_open()
+        if not self.fast_upgrade_pending(self.c_latest_version()):
             return False
+        latest = self.c_latest_version()
         stale = [k for k, _ in self.db.iterate(*prefix_range(F))]
+        self.clear_fast_cache()
         with self.db.write_batch() as batch:
             for k in stale:
                 batch.delete(k)
@@ -459,46 +570,92 @@ cdef class NodeDB:
 
     cdef int write_version(self, int64_t version, Node root, list new_nodes, bint legacy, dict fast_additions,
                            set fast_removals, bint fast_storage) except -1:
-        """Go's SaveVersion, the writing half, in one batch: the fast nodes the version set and removed, the
-        storage version, the version's new nodes (numbered and hashed by the tree) and its root record."""
+        """Go's SaveVersion, the writing half, atomically: the fast nodes the version set and removed, the
+        storage version, the version's new nodes (numbered and hashed by the tree) and its root record.
+
+        The records are encoded into one dict first (no tuple per record: tuples are tracked by the garbage
+        collector, and 30,000 of them in a list made it walk that list over and over). A MemoryDB takes them
+        straight into its dict, where nothing between the first and the last insertion can fail; other stores
+        get them in one write batch."""
+        cdef bint direct = self._dict is not None
+        cdef dict records = self._dict if direct else {}
+        cdef list deletes = []
         cdef Node node
-        cdef bytes rkey = S + make_node_key(version, 1)
         cdef bytes k, v
-        cdef list pairs
-        with self.db.write_batch() as batch:
-            put_many = getattr(batch, "put_many", None)
-            if fast_storage:
-                pairs = [(_prefixed(b"f", k), _fast_node_bytes(version, v)) for k, v in fast_additions.items()]
-                if put_many is not None:
-                    put_many(pairs)         # MemoryDB's batch: one dict update
-                else:
-                    put = batch.put
-                    for k, v in pairs:
-                        put(k, v)
-                for k in fast_removals:
-                    batch.delete(F + k)
-                self.write_storage_version(batch, version)
-            if root is None:
-                batch.put(R + (<object>version).to_bytes(8, "big") if legacy else rkey, b"")
-            elif not new_nodes:
-                # Nothing changed: a reference to the root the version reuses (SaveRoot).
-                if not legacy and root.nonce != 0:
-                    batch.put(rkey, S + root.node_key_bytes())
-                else:
-                    batch.put(R + (<object>version).to_bytes(8, "big"), root.c_hash())
-            elif legacy:
-                for node in new_nodes:
-                    batch.put(N + node._hash, node._to_bytes(FORMAT_LEGACY))
-                batch.put(R + (<object>version).to_bytes(8, "big"), root._hash)
+        self.check_open()
+        # Raises on a malformed stored version: before anything is written.
+        cdef str storage_version = self.next_storage_version(version) if fast_storage else None
+        if fast_storage:
+            for k, v in fast_additions.items():
+                records[_prefixed(b"f", k)] = _fast_node_bytes(version, v)
+            for k in fast_removals:
+                deletes.append(_prefixed(b"f", k))
+            records[STORAGE_VERSION_KEY] = storage_version.encode()
+        if root is None:
+            records[_legacy_root_key(version) if legacy else _node_record_key(version, 1)] = b""
+        elif not new_nodes:
+            # Nothing changed: a reference to the root the version reuses (SaveRoot).
+            if not legacy:
+                self._put_root_reference(records, version, root)
             else:
-                pairs = [(_prefixed(b"s", node.node_key_bytes()), node._to_bytes(FORMAT_V1)) for node in new_nodes]
+                records[_legacy_root_key(version)] = root.c_hash()
+        elif legacy:
+            for node in new_nodes:
+                records[N + node._hash] = node._to_bytes(FORMAT_LEGACY)
+            records[_legacy_root_key(version)] = root._hash
+        else:
+            for node in new_nodes:
+                records[_node_record_key(node.version, node.nonce)] = node._to_bytes(FORMAT_V1)
+        if direct:
+            for k in deletes:
+                records.pop(k, None)
+            self.db._sorted = None          # MemoryDB's sorted key list for iterate(): stale now
+        else:
+            with self.db.write_batch() as batch:
+                for k in deletes:
+                    batch.delete(k)
+                put_many = getattr(batch, "put_many", None)
                 if put_many is not None:
-                    put_many(pairs)
+                    put_many(records)
                 else:
                     put = batch.put
-                    for k, v in pairs:
+                    for k, v in records.items():
                         put(k, v)
+        if fast_storage:
+            self.storage_version = storage_version
+            # After the write, so a failed one leaves the cache as the store is. Go's saveFastNodeUnlocked
+            # caches each fast node it saves.
+            cache = self._fast_cache
+            for k in fast_removals:
+                cache.pop(k, None)
+            for k, v in fast_additions.items():
+                self.cache_fast_value(k, v, version)
         self._latest = version
+        if legacy:
+            self._legacy_latest = 0     # a new legacy version: look the latest one up again when asked
+        return 0
+
+    cdef int _put_root_reference(self, dict records, int64_t version, Node root) except -1:
+        """The root record of a v1 version that reuses ``root`` (Go's SaveRoot): ``b"s"`` + the root's node key.
+
+        A root at nonce 0 is a legacy node (read by hash); Go names it (version, 0). (A root that pruning moved to
+        (version, 0) keeps the key (version, 1) it was read by, as in Go, and is referenced so.) A legacy root the first v1 version reuses is written there in the v1 format
+        (Go's SaveVersion: "update the legacy node to the new format"), its children still referenced by hash."""
+        cdef bytes key
+        cdef InnerNode inner
+        if root.nonce != 0:
+            records[_node_record_key(version, 1)] = S + root.node_key_bytes()
+            return 0
+        key = _node_record_key(root.version, 0)
+        records[_node_record_key(version, 1)] = key
+        if self._get(key) is None:
+            if root.height != 0:
+                inner = <InnerNode>root
+                if inner._left_ref is None:
+                    inner._left_ref = inner._left_hash
+                if inner._right_ref is None:
+                    inner._right_ref = inner._right_hash
+            records[key] = root._to_bytes(FORMAT_V1)
         return 0
 
     # ------------------------------------------------------------------------------------------ pruning
@@ -545,20 +702,21 @@ cdef class NodeDB:
         Per version v (deleteVersion): the nodes of v that v + 1 no longer references are deleted; nodes that later
         versions still reference stay under their original node key; v's root record goes; a root that v + 1
         reuses moves to (v, 0). The latest version cannot be deleted. Returns the number of deleted keys.
+
+        A store that still holds legacy versions (iavl v0.x: ``r`` roots, ``n`` nodes, ``o`` orphans) loses them
+        all at once, as in Go: nothing happens while to_version is below the latest legacy version; from there
+        on the legacy versions go first (deleteLegacyVersions), then the v1 versions up to to_version.
         """
-        cdef int64_t latest = self.c_latest_version()
         cdef int64_t legacy = self.legacy_latest_version()
-        cdef int64_t first, v
+        cdef int64_t latest, first, v
         cdef Node orphan, root
+        self.check_open()
         if legacy > to_version:
             return 0            # Go: the legacy versions are deleted at once, later
-        if legacy > 0:
-            raise VersionError("pruning a store that still holds legacy (pre-v1) versions is not supported")
+        latest = self.c_latest_version()
         if latest <= to_version:
             raise VersionError("latest version %d is less than or equal to toVersion %d" % (latest, to_version))
         first = self.first_version()
-        if first == 0:
-            return 0
         deleted = 0
         refs = {}
 
@@ -569,7 +727,9 @@ cdef class NodeDB:
 
         known = {}
         with self.db.write_batch() as batch:
-            for v in range(first, to_version + 1):
+            if legacy > 0:
+                deleted += self._delete_legacy_versions(batch, legacy)
+            for v in range(first if first else to_version + 1, to_version + 1):
                 root_ref = ref_of(v)
                 seen = {}
                 if root_ref:
@@ -580,6 +740,11 @@ cdef class NodeDB:
                                 batch.delete(N + ref)
                             else:
                                 nonce = orphan.nonce
+                                if nonce == 0 and self._get(N + orphan.c_hash()) is not None:
+                                    # A legacy root that a v1 version reused, rewritten at (version, 0): its
+                                    # legacy record goes too (Go: "it can be a legacy root").
+                                    batch.delete(N + orphan.c_hash())
+                                    deleted += 1
                                 if nonce == 1 and orphan.version < v:
                                     nonce = 0       # a root moved to (version, 0) by an earlier step
                                 batch.delete(S + make_node_key(orphan.version, nonce))
@@ -596,4 +761,44 @@ cdef class NodeDB:
                     batch.put(S + make_node_key(v, 0), root._to_bytes(FORMAT_V1))
                     deleted += 1
                 known = seen
+        if legacy > 0:
+            self._legacy_latest = -1
+        return deleted
+
+    def _delete_legacy_versions(self, batch, int64_t legacy):
+        """Go's deleteLegacyVersions(legacyLatestVersion), into batch; returns the number of deletes.
+
+        1. The legacy nodes of the latest legacy version that the first v1 version no longer references (its
+           orphans were never recorded: v1 writes no ``o`` records).
+        2. Every ``o`` orphan record (``o`` + toVersion + fromVersion + hash, the hash as value), and the node it
+           names when fromVersion <= legacy and toVersion < legacy (orphaned before the latest legacy version),
+           or fromVersion > legacy. Any other node an orphan record names stays.
+        3. Every ``r`` root record.
+
+        If the version after the latest legacy one does not exist, Go logs the error and deletes nothing of the
+        legacy versions; so does this (the v1 versions are pruned all the same)."""
+        cdef int64_t to, frm
+        cdef Node orphan
+        cdef bytes k, value
+        cdef int deleted = 0
+        next_ref = self._ref_or_none(legacy + 1)
+        if next_ref is None:
+            return 0
+        for orphan, ref in self._orphans(legacy, legacy + 1, self.root_ref(legacy), next_ref):
+            batch.delete(N + orphan.c_hash())
+            deleted += 1
+        for k, value in list(self.db.iterate(*prefix_range(LEGACY_ORPHAN_PREFIX))):
+            if PyBytes_GET_SIZE(k) != 1 + 8 + 8 + HASH_SIZE:
+                raise CorruptTreeError("corrupt IAVL store: %s is no legacy orphan record (o + toVersion + "
+                                       "fromVersion + hash)" % k.hex())
+            batch.delete(k)
+            deleted += 1
+            to = <int64_t>read_be64(<const uint8_t *>PyBytes_AS_STRING(k) + 1)
+            frm = <int64_t>read_be64(<const uint8_t *>PyBytes_AS_STRING(k) + 9)
+            if (frm <= legacy and to < legacy) or frm > legacy:
+                batch.delete(N + value)
+                deleted += 1
+        for k, _ in list(self.db.iterate(*prefix_range(R))):
+            batch.delete(k)
+            deleted += 1
         return deleted

@@ -15,11 +15,18 @@ EMPTY_ROOT: bytes
 """sha256(b""): the root hash of the empty tree."""
 EMPTY_HASH: bytes
 """Deprecated name of EMPTY_ROOT (a DeprecationWarning when read)."""
+FAST_CACHE_SIZE: int
+"""The default fast_cache_size (Go iavl's fastNodeCacheSize)."""
 
 @final
 class MutableTree:
     def __init__(
-        self, db: Any = None, *, format: Literal["v1", "legacy"] = "v1", fast_storage: bool = True
+        self,
+        db: Any = None,
+        *,
+        format: Literal["v1", "legacy"] = "v1",
+        fast_storage: bool = True,
+        fast_cache_size: int = 100000,
     ) -> None: ...
     @property
     def db(self) -> Any: ...

@@ -44,12 +44,15 @@ from mpt.iavl.node cimport (
     parse_format,
     sha256_into,
 )
-from mpt.iavl.nodedb cimport NodeDB, check_child, check_children
+from mpt.iavl.nodedb cimport NodeDB, check_child, check_children, describe
+
+from mpt.iavl.nodedb import FAST_CACHE_SIZE
 
 import warnings
 
+from mpt._deprecation import renamed_attributes as _renamed_attributes
 from mpt.db.memory import MemoryDB, check_database
-from mpt.errors import VersionError
+from mpt.errors import CorruptTreeError, VersionError
 
 
 cdef bytes _empty_hash():
@@ -62,13 +65,16 @@ EMPTY_ROOT = _empty_hash()
 """sha256 of nothing: the hash of an empty tree (iavl's ``Hash()`` of a nil root)."""
 
 
-def __getattr__(name):
-    # EMPTY_ROOT is every family's name for the empty tree's root; the old name stays for one release.
-    if name == "EMPTY_HASH":
-        warnings.warn("mpt.iavl.tree.EMPTY_HASH is deprecated; use mpt.iavl.EMPTY_ROOT", DeprecationWarning,
-                      stacklevel=2)
-        return EMPTY_ROOT
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# EMPTY_ROOT is every family's name for the empty tree's root; the old name stays for one release.
+__getattr__ = _renamed_attributes(__name__, {
+    "EMPTY_HASH": ("mpt.iavl.tree.EMPTY_HASH is deprecated; use mpt.iavl.EMPTY_ROOT", lambda: EMPTY_ROOT),
+})
+
+
+# No balanced tree of at most 2**63 leaves is deeper than 1.44 * 63 levels (an AVL bound); a store claiming more is
+# corrupt, and set's path array stops there.
+cdef enum:
+    MAX_TREE_DEPTH = 128
 
 
 cdef inline int _height(Node n) noexcept:
@@ -79,11 +85,12 @@ cdef inline int _height(Node n) noexcept:
 cdef class MutableTree:
     """A versioned IAVL tree over a node database (MemoryDB by default, mpt.db.LMDBStore, mpt.db.LevelDBStore).
 
-    ``MutableTree(db=None, *, format="v1", fast_storage=True)``: ``format`` is how new nodes are stored, ``"v1"``
-    (iavl >= 1.0) or ``"legacy"`` (iavl v0.x); both are read. ``fast_storage=False`` is Go's
-    ``skipFastStorageUpgrade``: no fast nodes are written or read. Call ``load()`` or ``load_version(n)`` to open
-    saved versions. ``db`` is any mpt node store; saving, pruning and ``load()`` need one with ``delete`` and
-    ``iterate`` (MemoryDB, LMDBStore, LevelDBStore).
+    ``MutableTree(db=None, *, format="v1", fast_storage=True, fast_cache_size=100000)``: ``format`` is how new
+    nodes are stored, ``"v1"`` (iavl >= 1.0) or ``"legacy"`` (iavl v0.x); both are read. ``fast_storage=False`` is
+    Go's ``skipFastStorageUpgrade``: no fast nodes are written or read. ``fast_cache_size`` bounds the decoded
+    fast nodes kept in memory (Go's ``fastNodeCacheSize``; 0 turns the cache off). Call ``load()`` or
+    ``load_version(n)`` to open saved versions. ``db`` is any mpt node store; saving, pruning and ``load()`` need
+    one with ``delete`` and ``iterate`` (MemoryDB, LMDBStore, LevelDBStore).
     """
 
     cdef:
@@ -103,9 +110,9 @@ cdef class MutableTree:
         dict _fast_additions                # key -> value set since the last save (Go: unsavedFastNodeAdditions)
         set _fast_removals                  # keys removed since the last save (unsavedFastNodeRemovals)
 
-    def __init__(self, db=None, *, format="v1", fast_storage=True):
+    def __init__(self, db=None, *, format="v1", fast_storage=True, fast_cache_size=FAST_CACHE_SIZE):
         self.db = MemoryDB() if db is None else check_database(db)
-        self.ndb = NodeDB(self.db)
+        self.ndb = NodeDB(self.db, fast_cache_size=fast_cache_size)
         self.storage = <NodeFormat>parse_format(format)
         if self.storage != FORMAT_V1 and self.storage != FORMAT_LEGACY:
             raise ValueError("a tree stores nodes as 'v1' or 'legacy'")
@@ -120,26 +127,34 @@ cdef class MutableTree:
 
     cdef inline Node _left(self, Node node):
         # node is an inner node (height > 0): every caller checks, so the cast is unchecked.
-        cdef InnerNode inner = <InnerNode>node
-        cdef Node child
-        if inner.left_node is None:
-            child = self.ndb.get_node(inner._left_ref if inner._left_ref is not None else inner._left_hash)
-            check_child(node, child, False)
-            if inner.right_node is not None:
-                check_children(node, child, inner.right_node)
-            inner.left_node = child
-        return inner.left_node
+        if (<InnerNode>node).left_node is None:
+            self._load_child(<InnerNode>node, False)
+        return (<InnerNode>node).left_node
 
     cdef inline Node _right(self, Node node):
-        cdef InnerNode inner = <InnerNode>node
-        cdef Node child
-        if inner.right_node is None:
-            child = self.ndb.get_node(inner._right_ref if inner._right_ref is not None else inner._right_hash)
-            check_child(node, child, True)
-            if inner.left_node is not None:
-                check_children(node, inner.left_node, child)
+        if (<InnerNode>node).right_node is None:
+            self._load_child(<InnerNode>node, True)
+        return (<InnerNode>node).right_node
+
+    cdef int _load_child(self, InnerNode inner, bint right) except -1:
+        """Read a child that is not in memory yet from the store, checked against its parent (and against its
+        sibling, if that is in memory), and keep it in the parent."""
+        cdef bytes ref
+        cdef Node child, sibling
+        if right:
+            ref = inner._right_ref if inner._right_ref is not None else inner._right_hash
+        else:
+            ref = inner._left_ref if inner._left_ref is not None else inner._left_hash
+        child = self.ndb.get_node(ref)
+        check_child(inner, child, right)
+        sibling = inner.left_node if right else inner.right_node
+        if sibling is not None:
+            check_children(inner, sibling if right else child, child if right else sibling)
+        if right:
             inner.right_node = child
-        return inner.right_node
+        else:
+            inner.left_node = child
+        return 0
 
     cdef Node _load_root(self, int64_t version, bint *found):
         return self.ndb.load_root(version, found)
@@ -152,6 +167,8 @@ cdef class MutableTree:
         self.version = version
         self._fast_additions = {}
         self._fast_removals = set()
+        # Another tree may have written the store since this one cached its fast nodes.
+        self.ndb.clear_fast_cache()
         if self.fast_storage and not getattr(self.db, "readonly", False):
             self.ndb.upgrade_fast_storage(self.items(), version)
         self._fast_reads = self.fast_storage and self.ndb.fast_storage_enabled()
@@ -171,7 +188,11 @@ cdef class MutableTree:
         return v
 
     def load(self):
-        """Load the latest saved version (0 and an empty tree when nothing was saved). Returns the version."""
+        """Load the latest saved version (0 and an empty tree when nothing was saved). Returns the version.
+
+        The latest version is looked up in the store again (Go keeps the one its nodedb saw first), so a tree
+        reloads what another tree on the same store saved since."""
+        self.ndb.forget_latest_version()
         latest = self.ndb.c_latest_version()
         if latest == 0:
             self._opened(None, 0)
@@ -192,7 +213,8 @@ cdef class MutableTree:
     def delete_versions_to(self, to_version):
         """Delete the saved versions up to and including ``to_version`` (iavl's DeleteVersionsTo): their root
         records and the nodes no later version references; nodes still in use stay under their original node
-        key. Deleting the latest version is refused (VersionError). Returns the number of keys deleted."""
+        key. Deleting the latest version is refused (VersionError). Legacy (iavl v0.x) versions are deleted all at
+        once, as in Go, when to_version reaches the latest of them. Returns the number of keys deleted."""
         if not 1 <= to_version < 2**63:
             raise VersionError("IAVL versions run from 1 to 2**63-1, not %d" % to_version)
         return self.ndb.delete_versions_to(to_version)
@@ -229,6 +251,7 @@ cdef class MutableTree:
         cdef Node node
         cdef bytes value
         cdef int64_t updated_at
+        self.ndb.check_open()
         if self.root is None:
             return default
         if self.fast_storage:
@@ -239,12 +262,16 @@ cdef class MutableTree:
             if self._fast_removals and k in self._fast_removals:
                 return default
             if self._fast_reads:
+                value = self.ndb.cached_value(k, self.version)
+                if value is not None:
+                    return value
                 value = self.ndb.fast_value(k, &updated_at)
                 if value is None:
                     # The fast index is the latest version's state: absent there, absent in the tree.
                     if self.version == self.ndb._latest:
                         return default
                 elif updated_at <= self.version:
+                    self.ndb.cache_fast_value(k, value, updated_at)
                     return value
         node = self._leaf_for(self.root, k)
         if node is not None and compare_keys(k, node.key) == 0:
@@ -285,6 +312,7 @@ cdef class MutableTree:
         cdef Node right
         cdef int64_t index = 0
         cdef int c
+        self.ndb.check_open()
         if node is None:
             return 0, None
         while node.height != 0:
@@ -307,6 +335,7 @@ cdef class MutableTree:
         cdef int64_t i
         cdef Node node = self.root
         cdef Node left
+        self.ndb.check_open()
         if node is None or index < 0 or index >= node.size:
             return None, None
         i = index
@@ -324,7 +353,7 @@ cdef class MutableTree:
         return self.get(key) is not None
 
     def __contains__(self, key):
-        return self.get(key) is not None
+        return self.has(key)
 
     def __getitem__(self, key):
         """``tree[key]``: the value at key in the working tree; KeyError if it is absent."""
@@ -367,10 +396,12 @@ cdef class MutableTree:
         cdef Node node = self.root
         cdef bint asc = ascending
         cdef bint go_left, go_right
+        self.ndb.check_open()
         if node is None:
             return
         stack.append(node)
         while stack:
+            self.ndb.check_open()       # also between the items of an iteration the store was closed in
             node = stack.pop()
             if node.height == 0:
                 if (lo is None or compare_keys(node.key, lo) >= 0) and (hi is None or compare_keys(node.key, hi) < 0):
@@ -416,9 +447,12 @@ cdef class MutableTree:
         """The node to change for the working version: a clone of a saved node, or the node itself if it is new."""
         cdef InnerNode copy
         if not node.persisted:
-            node._hash = None
-            (<InnerNode>node)._left_hash = None
-            (<InnerNode>node)._right_hash = None
+            if node._hash is not None:
+                # Hashed since its last change (hash() or a proof): forget the hashes. An unhashed node has none
+                # (_hash_new and _assign set all three together), so building a tree skips three stores a level.
+                node._hash = None
+                (<InnerNode>node)._left_hash = None
+                (<InnerNode>node)._right_hash = None
             return node
         copy = InnerNode.new(node.key, node.height, node.size, self.version + 1)
         copy.left_node = self._left(node)
@@ -431,25 +465,22 @@ cdef class MutableTree:
         node.height = (l.height if l.height > r.height else r.height) + 1
         node.size = l.size + r.size
 
-    cdef Node _rotate_right(self, Node node):
-        cdef Node new_root
+    cdef Node _rotate(self, Node node, bint to_right):
+        """iavl's rotateRight (to_right) or rotateLeft: the child on the other side becomes the subtree's root,
+        and its inner grandchild moves across to node."""
+        cdef Node pivot
         node = self._mutable(node)
-        new_root = self._mutable(self._left(node))
-        (<InnerNode>node).left_node = self._right(new_root)
-        (<InnerNode>new_root).right_node = node
+        if to_right:
+            pivot = self._mutable(self._left(node))
+            (<InnerNode>node).left_node = self._right(pivot)
+            (<InnerNode>pivot).right_node = node
+        else:
+            pivot = self._mutable(self._right(node))
+            (<InnerNode>node).right_node = self._left(pivot)
+            (<InnerNode>pivot).left_node = node
         self._update(node)
-        self._update(new_root)
-        return new_root
-
-    cdef Node _rotate_left(self, Node node):
-        cdef Node new_root
-        node = self._mutable(node)
-        new_root = self._mutable(self._right(node))
-        (<InnerNode>node).right_node = self._left(new_root)
-        (<InnerNode>new_root).left_node = node
-        self._update(node)
-        self._update(new_root)
-        return new_root
+        self._update(pivot)
+        return pivot
 
     cdef inline int _balance_of(self, Node node) except? -999:
         return self._left(node).height - self._right(node).height
@@ -458,49 +489,107 @@ cdef class MutableTree:
         cdef int b = (<InnerNode>node).left_node.height - (<InnerNode>node).right_node.height
         if b > 1:
             if self._balance_of((<InnerNode>node).left_node) >= 0:
-                return self._rotate_right(node)
-            (<InnerNode>node).left_node = self._rotate_left((<InnerNode>node).left_node)
-            return self._rotate_right(node)
+                return self._rotate(node, True)
+            (<InnerNode>node).left_node = self._rotate((<InnerNode>node).left_node, False)
+            return self._rotate(node, True)
         if b < -1:
             if self._balance_of((<InnerNode>node).right_node) <= 0:
-                return self._rotate_left(node)
-            (<InnerNode>node).right_node = self._rotate_right((<InnerNode>node).right_node)
-            return self._rotate_left(node)
+                return self._rotate(node, False)
+            (<InnerNode>node).right_node = self._rotate((<InnerNode>node).right_node, True)
+            return self._rotate(node, False)
         return node
 
-    cdef Node _set(self, Node node, bytes key, bytes value, bint *updated):
+    cdef Node _set_at_leaf(self, Node leaf, bytes key, bytes value, bint *updated):
+        """What replaces the leaf a set ends at: a new leaf for the same key (an update), else an inner node of
+        height 1 over both leaves whose key is the larger key (iavl's recursiveSet at a leaf)."""
         cdef int64_t wv = self.version + 1
-        cdef int c
+        cdef int c = compare_keys(key, leaf.key)
         cdef InnerNode inner
-        if node.height == 0:
-            c = compare_keys(key, node.key)
-            if c == 0:
-                updated[0] = True
-                return LeafNode.new(key, value, wv)
-            if c < 0:
-                inner = InnerNode.new(node.key, 1, 2, wv)
-                inner.left_node = LeafNode.new(key, value, wv)
-                inner.right_node = node
-            else:
-                inner = InnerNode.new(key, 1, 2, wv)
-                inner.left_node = node
-                inner.right_node = LeafNode.new(key, value, wv)
-            return inner
-        node = self._mutable(node)
-        if compare_keys(key, node.key) < 0:
-            (<InnerNode>node).left_node = self._set((<InnerNode>node).left_node, key, value, updated)
+        if c == 0:
+            updated[0] = True
+            return LeafNode.new(key, value, wv)
+        if c < 0:
+            inner = InnerNode.new(leaf.key, 1, 2, wv)
+            inner.left_node = LeafNode.new(key, value, wv)
+            inner.right_node = leaf
         else:
-            (<InnerNode>node).right_node = self._set((<InnerNode>node).right_node, key, value, updated)
+            inner = InnerNode.new(key, 1, 2, wv)
+            inner.left_node = leaf
+            inner.right_node = LeafNode.new(key, value, wv)
+        return inner
+
+    cdef int _set(self, bytes key, bytes value, bint *updated) except -1:
+        """iavl's recursiveSet as a loop: down to the leaf making each node on the path mutable, the leaf
+        replaced, then back up recomputing heights and sizes and rebalancing (not after an update, which
+        changes no shape).
+
+        A path runs through nodes of the working tree (not saved yet, changed in place) and then, from the first
+        saved node on, through copies of saved nodes. The one link from the working tree into the copies (or the
+        new root, when the root itself was saved) is made only once the leaf is reached, so a child that cannot
+        be read raises with the tree as it was. The path is a C array of borrowed references: a working-tree
+        node is held by its parent, a copy by the copy above it or by ``top_copy``."""
+        cdef PyObject *path[MAX_TREE_DEPTH]
+        cdef bint went_right[MAX_TREE_DEPTH]
+        cdef int depth = 0, i
+        cdef int boundary = -1              # depth of the working-tree node whose child is top_copy (-1: the root)
+        cdef bint at_leaf
+        cdef Node node = self.root, child, original, balanced, top_copy = None
+        if node.height == 0:
+            self.root = self._set_at_leaf(node, key, value, updated)
+            return 0
+        child = self._mutable(node)
+        if child is not node:
+            top_copy = child
+        node = child
+        while True:
+            if depth == MAX_TREE_DEPTH:
+                raise CorruptTreeError("IAVL tree deeper than %d levels below %s: no balanced tree of int64 "
+                                       "size is" % (MAX_TREE_DEPTH, describe(self.root)))
+            path[depth] = <PyObject *>node
+            went_right[depth] = compare_keys(key, node.key) >= 0
+            original = (<InnerNode>node).right_node if went_right[depth] else (<InnerNode>node).left_node
+            at_leaf = original.height == 0
+            child = self._set_at_leaf(original, key, value, updated) if at_leaf else self._mutable(original)
+            if child is not original:
+                if top_copy is None:
+                    top_copy = child        # linked below, once nothing can fail any more
+                    boundary = depth
+                elif went_right[depth]:
+                    (<InnerNode>node).right_node = child
+                else:
+                    (<InnerNode>node).left_node = child
+            depth += 1
+            if at_leaf:
+                break
+            node = child
+        if top_copy is not None:
+            if boundary < 0:
+                self.root = top_copy
+            elif went_right[boundary]:
+                (<InnerNode>path[boundary]).right_node = top_copy
+            else:
+                (<InnerNode>path[boundary]).left_node = top_copy
         if updated[0]:
-            return node
-        self._update(node)
-        return self._balance(node)
+            return 0
+        for i in range(depth - 1, -1, -1):
+            node = <Node>path[i]
+            self._update(node)
+            balanced = self._balance(node)
+            if balanced is not node:
+                if i == 0:
+                    self.root = balanced
+                elif went_right[i - 1]:
+                    (<InnerNode>path[i - 1]).right_node = balanced
+                else:
+                    (<InnerNode>path[i - 1]).left_node = balanced
+        return 0
 
     def set(self, key, value):
         """Set key to value in the working tree. Returns True if the key existed (an update)."""
         cdef bint updated = False
         cdef bytes k = as_bytes(key, "key")
         cdef bytes v = as_bytes(value, "value")
+        self.ndb.check_open()
         if self.fast_storage:
             self._fast_additions[k] = v
             if self._fast_removals:
@@ -508,7 +597,7 @@ cdef class MutableTree:
         if self.root is None:
             self.root = LeafNode.new(k, v, self.version + 1)
             return False
-        self.root = self._set(self.root, k, v, &updated)
+        self._set(k, v, &updated)
         return updated
 
     cdef Node _remove(self, Node node, bytes key):
@@ -554,6 +643,7 @@ cdef class MutableTree:
         """Remove key from the working tree. Returns the removed value, or None if the key was absent."""
         cdef bytes k = as_bytes(key, "key")
         cdef Node new_root
+        self.ndb.check_open()
         if self.root is None:
             return None
         self._rm_found = False
@@ -583,6 +673,7 @@ cdef class MutableTree:
 
     def hash(self):
         """The root hash of the working tree (iavl's WorkingHash; the saved root right after save_version)."""
+        self.ndb.check_open()
         if self.root is None:
             return EMPTY_ROOT
         return self._hash_new(self.root)
@@ -622,9 +713,10 @@ cdef class MutableTree:
         cdef int64_t v = self.version + 1
         cdef bint found
         cdef Node node
-        cdef bytes root_hash = self.hash()
+        cdef bytes root_hash
         existing = self._load_root(v, &found)
         if found:
+            root_hash = self.hash()
             existing_hash = EMPTY_ROOT if existing is None else existing.c_hash()
             if existing_hash != root_hash:
                 raise VersionError("version %d was already saved to a different hash %s" % (v, existing_hash.hex()))
@@ -635,7 +727,8 @@ cdef class MutableTree:
         self._nonce = 0
         self._new_nodes = []
         if self.root is not None and not self.root.persisted:
-            self._assign(self.root, v)
+            self._assign(self.root, v)      # hashes the new nodes too: no separate hash() walk
+        root_hash = EMPTY_ROOT if self.root is None else self.root.c_hash()
         self.ndb.write_version(v, self.root, self._new_nodes, self.storage == FORMAT_LEGACY, self._fast_additions,
                                self._fast_removals, self.fast_storage)
         self._fast_additions = {}
@@ -660,6 +753,7 @@ cdef class MutableTree:
         cdef bint found = False
         cdef int64_t v
         cdef Node root
+        self.ndb.check_open()
         if version is None:
             if self.root is not None:
                 self._hash_new(self.root)
@@ -759,6 +853,7 @@ cdef class MutableTree:
         cdef bint found
         cdef int64_t v
         cdef Node root
+        self.ndb.check_open()
         if version is None:
             if self.version == 0:
                 raise VersionError("no saved version to export (save_version or load first)")
@@ -777,46 +872,19 @@ cdef class MutableTree:
 
     def import_nodes(self, nodes, version):
         """Rebuild this tree, which must be empty (no saved version, no keys), from ``nodes`` (ExportNodes in
-        exporter order, e.g. another tree's ``export(version)``) and save it as ``version`` in one batch, with
-        Go's node keys. Returns the root hash. A malformed stream raises ExportImportError and writes nothing."""
+        exporter order, e.g. another tree's ``export(version)``) and save it as ``version`` with Go's node keys,
+        writing as it reads (batches of 10,000 nodes: memory holds the open subtrees, not the tree). Returns the
+        root hash. A malformed stream raises ExportImportError, and what was written of it is deleted again."""
         from mpt.iavl.export import import_nodes
-        return import_nodes(self, nodes, version)
+        return import_nodes(self, nodes, version, self.storage == FORMAT_LEGACY)
 
     def _export_children(self, Node node):
         """(left, right) of a saved inner node, loaded from the store if needed."""
         return self._left(node), self._right(node)
 
-    def _import_write(self, list nodes, Node root, int64_t version):
-        """Write imported nodes (node keys assigned, hashes known) and the root record of ``version`` in one
-        batch, as Go's Importer.Commit does, then open that version as Go's LoadVersion does (fast nodes
-        included); the built nodes stay in memory, as after save_version."""
-        from mpt.iavl.nodedb import LEGACY_NODE_PREFIX, NODE_PREFIX, legacy_root_key, root_key
-        cdef Node node
-        cdef bytes s = NODE_PREFIX
-        with self.db.write_batch() as batch:
-            if self.storage == FORMAT_V1:
-                put_many = getattr(batch, "put_many", None)
-                if put_many is not None:        # MemoryDB: one C-level dict update
-                    put_many([(s + node.node_key_bytes(), node._to_bytes(FORMAT_V1)) for node in nodes])
-                else:
-                    for node in nodes:
-                        batch.put(s + node.node_key_bytes(), node._to_bytes(FORMAT_V1))
-                if root is None:
-                    batch.put(root_key(version), b"")
-                elif root.version != version:
-                    # The root is older than the version: the version's root record refers to it.
-                    batch.put(root_key(version), s + root.node_key_bytes())
-            else:
-                for node in nodes:
-                    batch.put(LEGACY_NODE_PREFIX + node.c_hash(), node._to_bytes(FORMAT_LEGACY))
-                    # Legacy nodes are found by hash and carry no node key, as when read from the store.
-                    node.nonce = 0
-                    if node.height != 0:
-                        (<InnerNode>node)._left_ref = (<InnerNode>node)._left_hash
-                        (<InnerNode>node)._right_ref = (<InnerNode>node)._right_hash
-                batch.put(legacy_root_key(version), b"" if root is None else root.c_hash())
-        for node in nodes:
-            node.persisted = True
+    def _import_opened(self, Node root, int64_t version):
+        """Open the version an import wrote (root: its root node, children in the store) as Go's LoadVersion
+        after Importer.Commit does."""
         self.ndb.set_latest_version(version)
         self._new_nodes = None
         self._opened(root, version)

@@ -40,19 +40,7 @@ def _fields(buf, start, end):
         number, wire = tag >> 3, tag & 7
         if number & 0xFFFFFFFF == 0 or number & 0x80000000:
             raise Invalid("bad field number")
-        if wire == 0:
-            value, i = _varint(buf, i, end)
-        elif wire == 2:
-            n, i = _varint(buf, i, end)
-            if n > end - i:
-                raise Invalid("length past the end")
-            value, i = (i, i + n), i + n
-        elif wire in (1, 5):
-            size = 8 if wire == 1 else 4
-            if end - i < size:
-                raise Invalid("truncated fixed field")
-            value, i = None, i + size
-        elif wire == 3:
+        if wire == 3:
             depth = 1
             while depth:
                 if depth > MAX_GROUP_DEPTH:
@@ -65,23 +53,30 @@ def _fields(buf, start, end):
                     depth += 1
                 elif w == 4:
                     depth -= 1
-                elif w == 0:
-                    _, i = _varint(buf, i, end)
-                elif w == 2:
-                    n, i = _varint(buf, i, end)
-                    if n > end - i:
-                        raise Invalid("length past the end")
-                    i += n
-                elif w in (1, 5):
-                    i += 8 if w == 1 else 4
-                    if i > end:
-                        raise Invalid("truncated fixed field")
                 else:
-                    raise Invalid("bad wire type")
+                    _, i = _scalar_value(buf, w, i, end)      # skipped: groups carry nothing ICS23 reads
             value = None
         else:
-            raise Invalid("bad wire type")
+            value, i = _scalar_value(buf, wire, i, end)
         yield number & 0xFFFFFFFF, wire, value
+
+
+def _scalar_value(buf, wire, i, end):
+    """(value, position after it) of a field of wire type wire (not a group) at buf[i:end]: an int (varint),
+    (start, end) of a payload (length-delimited), or None (fixed64 / fixed32)."""
+    if wire == 0:
+        return _varint(buf, i, end)
+    if wire == 2:
+        n, i = _varint(buf, i, end)
+        if n > end - i:
+            raise Invalid("length past the end")
+        return (i, i + n), i + n
+    if wire in (1, 5):
+        size = 8 if wire == 1 else 4
+        if end - i < size:
+            raise Invalid("truncated fixed field")
+        return None, i + size
+    raise Invalid("bad wire type")
 
 
 def _int32(v):
@@ -494,7 +489,7 @@ def verify_nonexist(ne, sp, root, key):
 # ------------------------------------------------------------------------------------------------- API
 
 def _expand(decoded):
-    """The entries to search: [(kind, body)] after decompressing; None for an invalid compressed batch."""
+    """The entries to search: [(kind, body)] after decompressing; Invalid for an invalid compressed batch."""
     kind, body = decoded
     if kind in ("exist", "nonexist"):
         return [(kind, body)]
@@ -522,15 +517,24 @@ def _expand(decoded):
     return []
 
 
-def verify_membership(sp, root, proof_bytes, key, value):
+def _decoded_entries(proof_bytes):
+    """(the proof's outer kind, its entries to search), or None when the bytes do not decode or a compressed
+    batch does not expand: both verifiers then answer False."""
     decoded = decode(proof_bytes)
     if decoded is None:
-        return False
+        return None
     try:
-        entries = _expand(decoded)
+        return decoded[0], _expand(decoded)
     except Invalid:
+        return None
+
+
+def verify_membership(sp, root, proof_bytes, key, value):
+    found = _decoded_entries(proof_bytes)
+    if found is None:
         return False
-    if decoded[0] == "exist":
+    outer_kind, entries = found
+    if outer_kind == "exist":
         candidates = [b for k, b in entries if b["key"] == key]
     else:
         candidates = [b for k, b in entries if k == "exist" and b["key"] == key][:1]
@@ -538,13 +542,10 @@ def verify_membership(sp, root, proof_bytes, key, value):
 
 
 def verify_non_membership(sp, root, proof_bytes, key):
-    decoded = decode(proof_bytes)
-    if decoded is None:
+    found = _decoded_entries(proof_bytes)
+    if found is None:
         return False
-    try:
-        entries = _expand(decoded)
-    except Invalid:
-        return False
+    _, entries = found
     k = _cmp_key(sp, key)
     for kind, ne in entries:
         if kind != "nonexist":

@@ -319,7 +319,8 @@ def verify_abci_query(response: Union[Mapping[str, Any], str, bytes, bytearray, 
     if code != 0:
         log = resp.get("log") or ""
         space = resp.get("codespace") or ""
-        raise ProofError(f"the query failed: code {code}{' (' + space + ')' if space else ''}: {log!s:.200}")
+        # A hostile or broken answer may put any JSON value in codespace and log: shown, never concatenated.
+        raise ProofError(f"the query failed: code {code}{f' ({space!s:.100})' if space else ''}: {log!s:.200}")
     resp_key = _b64(resp.get("key"), "response key")
     if not resp_key:
         raise ProofError("the response has an empty key")

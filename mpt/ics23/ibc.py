@@ -17,43 +17,34 @@ __all__ = ["decode_merkle_proof", "verify_ibc_merkle_proof"]
 _MAX_PROOFS = 64
 
 
-def _read_varint(data, pos):
-    value = shift = 0
-    while True:
-        if pos >= len(data):
-            raise ProofError("MerkleProof is truncated inside a varint")
-        b = data[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            if shift and b == 0:
-                raise ProofError("MerkleProof has a non-canonical varint")
-            return value, pos
-        shift += 7
-        if shift >= 64:
-            raise ProofError("MerkleProof has a varint longer than 64 bits")
-
-
 def _split_merkle_proof(proof):
     """The wire bytes of each CommitmentProof of an ibc-go MerkleProof (bytes-like or a protobuf message object
-    with ``SerializeToString()``), lowest subtree first."""
-    from mpt.ics23.messages import message_bytes
+    with ``SerializeToString()``), lowest subtree first.
+
+    Read as ibc-go's gogoproto ``Unmarshal`` reads it, with the ICS23 codec's own readers: varints of up to 10
+    bytes (a non-minimal one too), unknown fields skipped; field 1 in another wire type is an error."""
+    from mpt.ics23.messages import _WIRE_BYTES, _int32, _read_length, _read_varint, _skip_field, message_bytes
 
     data = message_bytes(proof, "proof")
+    end = len(data)
     parts = []
     pos = 0
-    while pos < len(data):
-        tag, pos = _read_varint(data, pos)
-        if tag != (1 << 3) | 2:
-            raise ProofError(f"MerkleProof field {tag >> 3} wire type {tag & 7} is not known "
-                             f"(only field 1, the length-delimited proofs)")
-        length, pos = _read_varint(data, pos)
-        if length > len(data) - pos:
-            raise ProofError(f"MerkleProof proof #{len(parts)} claims {length} bytes, {len(data) - pos} remain")
+    while pos < end:
+        tag_at = pos
+        tag, pos = _read_varint(data, pos, end, "MerkleProof tag")
+        field = _int32(tag >> 3)
+        wire = tag & 7
+        if field <= 0:
+            raise ProofError(f"MerkleProof: illegal tag {field} (wire type {wire}) at offset {tag_at}")
+        if field != 1:
+            pos = _skip_field(data, pos, end, wire, field)
+            continue
+        if wire != _WIRE_BYTES:
+            raise ProofError(f"MerkleProof: wrong wire type {wire} for field 1 (proofs) at offset {tag_at}")
         if len(parts) == _MAX_PROOFS:
             raise ProofError(f"MerkleProof holds more than {_MAX_PROOFS} proofs")
-        parts.append(data[pos:pos + length])
-        pos += length
+        start, pos = _read_length(data, pos, end, f"MerkleProof proof #{len(parts)}")
+        parts.append(data[start:pos])
     return parts
 
 

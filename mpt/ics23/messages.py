@@ -19,6 +19,7 @@ import json
 from enum import IntEnum
 from typing import Any, Dict, Optional, Tuple
 
+from mpt._varint import uvarint
 from mpt.errors import ProofError
 
 __all__ = [
@@ -296,13 +297,8 @@ def _decode_into(msg, data: bytes, pos: int, end: int) -> None:
 # ------------------------------------------------------------------------------------------- wire encoding
 
 def _varint(value: int) -> bytes:
-    value &= 0xFFFFFFFFFFFFFFFF      # negative int32 / enum values: sign-extended to 10 bytes, as Go writes them
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+    # Negative int32 / enum values: sign-extended to 10 bytes, as Go writes them.
+    return uvarint(value & 0xFFFFFFFFFFFFFFFF)
 
 
 _SMALL_VARINTS = [bytes((i,)) for i in range(128)]

@@ -11,6 +11,7 @@ from typing import List, Optional
 
 from mpt._keccak import keccak256
 from mpt._sha256 import sha256
+from mpt._varint import uvarint
 from mpt.errors import ProofError
 from mpt.ics23.messages import (
     BatchEntry, BatchProof, CommitmentProof, CompressedExistenceProof, ExistenceProof, HashOp, InnerOp, InnerSpec,
@@ -23,30 +24,34 @@ DEFAULT_MAX_DEPTH = 128
 
 # --------------------------------------------------------------------------------------------------- hashes
 
-def _ripemd160(data: bytes) -> bytes:
-    try:
-        return hashlib.new("ripemd160", data).digest()
-    except ValueError:
-        # OpenSSL 3 moved RIPEMD-160 to its legacy provider, which many builds leave out; pycryptodome has it
-        # (the "ics23" extra).
+def _hashlib_or_pycryptodome(hashlib_name: str, title: str, pycryptodome_digest):
+    """The digest function of hashlib's hashlib_name, falling back to pycryptodome_digest(data) where hashlib
+    lacks it: OpenSSL 3 moved RIPEMD-160 to its legacy provider, which many builds leave out, and some builds
+    lack SHA-512/256; pycryptodome (the "ics23" extra) has both. Without either: ProofError naming title."""
+    def digest(data: bytes) -> bytes:
         try:
-            from Crypto.Hash import RIPEMD160
-        except ImportError:
-            raise ProofError("RIPEMD-160 is unavailable: this Python's hashlib lacks it; "
-                             "pip install 'mpt-engine[ics23]' (pycryptodome)") from None
-        return RIPEMD160.new(data).digest()
+            return hashlib.new(hashlib_name, data).digest()
+        except ValueError:
+            try:
+                return pycryptodome_digest(data)
+            except ImportError:
+                raise ProofError("%s is unavailable: this Python's hashlib lacks it; "
+                                 "pip install 'mpt-engine[ics23]' (pycryptodome)" % title) from None
+    return digest
 
 
-def _sha512_256(data: bytes) -> bytes:
-    try:
-        return hashlib.new("sha512_256", data).digest()
-    except ValueError:
-        try:
-            from Crypto.Hash import SHA512
-        except ImportError:
-            raise ProofError("SHA-512/256 is unavailable: this Python's hashlib lacks it; "
-                             "pip install 'mpt-engine[ics23]' (pycryptodome)") from None
-        return SHA512.new(data, truncate="256").digest()
+def _pycryptodome_ripemd160(data: bytes) -> bytes:
+    from Crypto.Hash import RIPEMD160
+    return RIPEMD160.new(data).digest()
+
+
+def _pycryptodome_sha512_256(data: bytes) -> bytes:
+    from Crypto.Hash import SHA512
+    return SHA512.new(data, truncate="256").digest()
+
+
+_ripemd160 = _hashlib_or_pycryptodome("ripemd160", "RIPEMD-160", _pycryptodome_ripemd160)
+_sha512_256 = _hashlib_or_pycryptodome("sha512_256", "SHA-512/256", _pycryptodome_sha512_256)
 
 
 _HASHES = {
@@ -83,21 +88,12 @@ def _hash_or_noop(hash_op, data: bytes) -> bytes:
     return do_hash(hash_op, data)
 
 
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def _do_length(length_op, data: bytes) -> bytes:
     n = len(data)
     if length_op == LengthOp.NO_PREFIX:
         return data
     if length_op == LengthOp.VAR_PROTO:
-        return _uvarint(n) + data
+        return uvarint(n) + data
     if length_op == LengthOp.REQUIRE_32_BYTES:
         if n != 32:
             raise ProofError("data was %d bytes, not 32" % n)
@@ -477,21 +473,22 @@ def is_left_neighbor(spec: InnerSpec, left: List[InnerOp], right: List[InnerOp])
     return is_right_most(spec, left[:i]) and is_left_most(spec, right[:j])
 
 
+def _verified_neighbour_key(side: Optional[ExistenceProof], name: str, spec: ProofSpec, root: bytes):
+    """The key of one side of a non-existence proof once that side verifies under root (ProofError "<name>
+    proof, ..." otherwise); None when the side is missing."""
+    if side is None:
+        return None
+    try:
+        verify_existence(side, spec, root, side.key, side.value)
+    except ProofError as exc:
+        raise ProofError("%s proof, %s" % (name, exc)) from None
+    return side.key
+
+
 def verify_nonexistence(proof: NonExistenceProof, spec: ProofSpec, root: bytes, key: bytes) -> bool:
     """Go ``NonExistenceProof.Verify``: True, or ProofError."""
-    left_key = right_key = None
-    if proof.left is not None:
-        try:
-            verify_existence(proof.left, spec, root, proof.left.key, proof.left.value)
-        except ProofError as exc:
-            raise ProofError("left proof, %s" % exc) from None
-        left_key = proof.left.key
-    if proof.right is not None:
-        try:
-            verify_existence(proof.right, spec, root, proof.right.key, proof.right.value)
-        except ProofError as exc:
-            raise ProofError("right proof, %s" % exc) from None
-        right_key = proof.right.key
+    left_key = _verified_neighbour_key(proof.left, "left", spec, root)
+    right_key = _verified_neighbour_key(proof.right, "right", spec, root)
     if left_key is None and right_key is None:
         raise ProofError("both left and right proofs missing")
     if right_key is not None and _key_for_comparison(spec, key) >= _key_for_comparison(spec, right_key):

@@ -51,6 +51,8 @@ cdef enum:
     DEFAULT_MAX_DEPTH = 128
     # Inner-op preimages up to this size are hashed from a stack copy in one shot (IAVL's are about 70 bytes).
     INNER_BUFFER = 256
+    # _canonical_tag's "no field of this message repeats" (field numbers start at 1).
+    NOT_REPEATED = -1
 
 
 # ------------------------------------------------------------------------------------------------- the spec
@@ -157,21 +159,28 @@ cdef inline Py_ssize_t _slice(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, 
     return pos + <Py_ssize_t>n
 
 
+cdef inline int _canonical_tag(const uint8_t* d, Py_ssize_t pos, int* last, int repeated) noexcept nogil:
+    """The one-byte tag at d[pos], or -1 where Go's Marshal would not have written it: a tag of two bytes or more,
+    or a field number below the previous one (last, updated here) or equal to it, unless it is the repeated
+    field (NOT_REPEATED when the message has none). Each parser reads its tags through this."""
+    cdef uint8_t tag = d[pos]
+    cdef int field = tag >> 3
+    if tag >= 0x80 or field < last[0] or (field == last[0] and field != repeated):
+        return -1
+    last[0] = field
+    return tag
+
+
 cdef bint _parse_inner(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, WireInner* op) noexcept nogil:
-    cdef int last = 0, field
-    cdef uint8_t tag
+    cdef int last = 0, tag
     op.hash = 0
     op.prefix.p = d
     op.prefix.n = 0
     op.suffix.p = d
     op.suffix.n = 0
     while pos < end:
-        tag = d[pos]
+        tag = _canonical_tag(d, pos, &last, NOT_REPEATED)
         pos += 1
-        field = tag >> 3
-        if tag >= 0x80 or field <= last:
-            return False
-        last = field
         if tag == 0x08:
             pos = _small(d, pos, end, &op.hash)
         elif tag == 0x12:
@@ -186,8 +195,7 @@ cdef bint _parse_inner(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, WireInn
 
 
 cdef bint _parse_leaf(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, WireExist* e) noexcept nogil:
-    cdef int last = 0, field
-    cdef uint8_t tag
+    cdef int last = 0, tag
     e.has_leaf = True
     e.leaf_hash = 0
     e.prehash_key = 0
@@ -196,12 +204,8 @@ cdef bint _parse_leaf(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, WireExis
     e.leaf_prefix.p = d
     e.leaf_prefix.n = 0
     while pos < end:
-        tag = d[pos]
+        tag = _canonical_tag(d, pos, &last, NOT_REPEATED)
         pos += 1
-        field = tag >> 3
-        if tag >= 0x80 or field <= last:
-            return False
-        last = field
         if tag == 0x08:
             pos = _small(d, pos, end, &e.leaf_hash)
         elif tag == 0x10:
@@ -220,8 +224,7 @@ cdef bint _parse_leaf(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, WireExis
 
 
 cdef bint _parse_exist(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, WireExist* e) noexcept nogil:
-    cdef int last = 0, field
-    cdef uint8_t tag
+    cdef int last = 0, tag
     cdef Slice sub
     e.key.p = d
     e.key.n = 0
@@ -230,13 +233,8 @@ cdef bint _parse_exist(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, WireExi
     e.has_leaf = False
     e.npath = 0
     while pos < end:
-        tag = d[pos]
+        tag = _canonical_tag(d, pos, &last, 4)        # only the path (field 4) repeats
         pos += 1
-        field = tag >> 3
-        # Field numbers ascend; only the path (4) repeats.
-        if tag >= 0x80 or field < last or (field == last and field != 4):
-            return False
-        last = field
         if tag == 0x0A:
             pos = _slice(d, pos, end, &e.key)
         elif tag == 0x12:
@@ -398,17 +396,26 @@ cdef bint _hash_leaf_data(mpt_sha256_ctx* ctx, int prehash, int length_op, Slice
     return True
 
 
+cdef inline bint _preimage(WireInner* op, const unsigned char* h, unsigned char* buf, size_t* n) noexcept nogil:
+    """prefix || h || suffix into buf (INNER_BUFFER bytes); False when it does not fit."""
+    cdef Py_ssize_t total = op.prefix.n + HASH_LEN + op.suffix.n
+    if total > INNER_BUFFER:
+        return False
+    memcpy(buf, op.prefix.p, <size_t>op.prefix.n)
+    memcpy(buf + op.prefix.n, h, HASH_LEN)
+    memcpy(buf + op.prefix.n + HASH_LEN, op.suffix.p, <size_t>op.suffix.n)
+    n[0] = <size_t>total
+    return True
+
+
 cdef inline void _hash_inner(WireInner* op, unsigned char* h) noexcept nogil:
     """h = sha256(prefix || h || suffix). A preimage that fits a stack buffer is hashed in one shot, which keeps
     the SHA-NI state in registers across its blocks (a third faster than streaming the three parts)."""
     cdef unsigned char buf[INNER_BUFFER]
     cdef mpt_sha256_ctx ctx
-    cdef Py_ssize_t n = op.prefix.n + HASH_LEN + op.suffix.n
-    if n <= INNER_BUFFER:
-        memcpy(buf, op.prefix.p, <size_t>op.prefix.n)
-        memcpy(buf + op.prefix.n, h, HASH_LEN)
-        memcpy(buf + op.prefix.n + HASH_LEN, op.suffix.p, <size_t>op.suffix.n)
-        mpt_sha256(buf, <size_t>n, h)
+    cdef size_t n
+    if _preimage(op, h, buf, &n):
+        mpt_sha256(buf, n, h)
         return
     mpt_sha256_init(&ctx)
     mpt_sha256_update(&ctx, op.prefix.p, <size_t>op.prefix.n)
@@ -453,18 +460,6 @@ cdef bint _calculate(WireExist* e, unsigned char* h) noexcept:
     # The GIL stays: a proof hashes in about a microsecond, less than dropping and re-taking it costs.
     for i in range(e.npath):
         _hash_inner(&e.path[i], h)
-    return True
-
-
-cdef inline bint _preimage(WireInner* op, const unsigned char* h, unsigned char* buf, size_t* n) noexcept nogil:
-    """prefix || h || suffix into buf (INNER_BUFFER bytes); False when it does not fit."""
-    cdef Py_ssize_t total = op.prefix.n + HASH_LEN + op.suffix.n
-    if total > INNER_BUFFER:
-        return False
-    memcpy(buf, op.prefix.p, <size_t>op.prefix.n)
-    memcpy(buf + op.prefix.n, h, HASH_LEN)
-    memcpy(buf + op.prefix.n + HASH_LEN, op.suffix.p, <size_t>op.suffix.n)
-    n[0] = <size_t>total
     return True
 
 
@@ -642,20 +637,15 @@ cdef bint _parse_nonexist(Slice body, WireExist* left, bint* has_left, WireExist
                           bint* has_right, Slice* key) noexcept nogil:
     """A NonExistenceProof in canonical form: key (not used by verification), left, right, each at most once."""
     cdef Py_ssize_t pos = 0
-    cdef int last = 0, field
-    cdef uint8_t tag
+    cdef int last = 0, tag
     cdef Slice sub
     has_left[0] = False
     has_right[0] = False
     key.p = body.p
     key.n = 0
     while pos < body.n:
-        tag = body.p[pos]
+        tag = _canonical_tag(body.p, pos, &last, NOT_REPEATED)
         pos += 1
-        field = tag >> 3
-        if tag >= 0x80 or field <= last:
-            return False
-        last = field
         if tag != 0x0A and tag != 0x12 and tag != 0x1A:
             return False
         pos = _slice(body.p, pos, body.n, &sub)
@@ -733,6 +723,34 @@ cdef object _wire_form(proof):
     return raw
 
 
+cdef inline object _proof_arg(proof):
+    """proof as bytes or one of our messages: any other bytes-like object, or a protobuf message with
+    SerializeToString(), becomes its bytes (TypeError naming proof for anything else)."""
+    if type(proof) is not bytes and not isinstance(proof, _MESSAGES):
+        return _commitment_bytes(proof, "proof")
+    return proof
+
+
+cdef bint _wire_proves(spec, root, proof, key, value, bint membership) except -1:
+    """The wire verifier's verdict for verify_membership (value: the value) or verify_non_membership (value
+    unused): True when proven; False leaves the answer to the object verifier. Bad root, key or value types
+    raise TypeError naming the argument here."""
+    cdef CompiledSpec s
+    data = _wire_form(proof)
+    if data is None:
+        return False
+    root = as_bytes(root, "root")
+    key = as_bytes(key, "key")
+    if membership:
+        value = as_bytes(value, "value")
+    s = _compiled(spec)
+    if s is None or not s.supported:
+        return False
+    if membership:
+        return _membership(s, <bytes>root, <bytes>data, <bytes>key, <bytes>value)
+    return _non_membership(s, <bytes>root, <bytes>data, <bytes>key)
+
+
 def verify_membership(spec, root, proof, key, value):
     """True if proof proves key -> value under root in a tree of spec's form; ProofError saying why otherwise.
 
@@ -740,33 +758,18 @@ def verify_membership(spec, root, proof, key, value):
     CommitmentProof, its protobuf bytes (any bytes-like object), or a protobuf message with SerializeToString().
     Same acceptance as cosmos/ics23's Go VerifyMembership; batch and compressed proofs are searched for key.
     """
-    cdef CompiledSpec s
-    if type(proof) is not bytes and not isinstance(proof, _MESSAGES):
-        proof = _commitment_bytes(proof, "proof")
-    data = _wire_form(proof)
-    if data is not None:
-        root = as_bytes(root, "root")
-        key = as_bytes(key, "key")
-        value = as_bytes(value, "value")
-        s = _compiled(spec)
-        if s is not None and s.supported and _membership(s, <bytes>root, <bytes>data, <bytes>key, <bytes>value):
-            return True
+    proof = _proof_arg(proof)
+    if _wire_proves(spec, root, proof, key, value, True):
+        return True
     return _ops.verify_membership_objects(spec, root, proof, key, value)
 
 
 def verify_non_membership(spec, root, proof, key):
     """True if proof proves that key is absent under root in a tree of spec's form; ProofError saying why
     otherwise (same acceptance as cosmos/ics23's Go VerifyNonMembership). Arguments as verify_membership's."""
-    cdef CompiledSpec s
-    if type(proof) is not bytes and not isinstance(proof, _MESSAGES):
-        proof = _commitment_bytes(proof, "proof")
-    data = _wire_form(proof)
-    if data is not None:
-        root = as_bytes(root, "root")
-        key = as_bytes(key, "key")
-        s = _compiled(spec)
-        if s is not None and s.supported and _non_membership(s, <bytes>root, <bytes>data, <bytes>key):
-            return True
+    proof = _proof_arg(proof)
+    if _wire_proves(spec, root, proof, key, None, False):
+        return True
     return _ops.verify_non_membership_objects(spec, root, proof, key)
 
 
@@ -795,8 +798,7 @@ def calculate_root(proof):
     cdef Py_ssize_t n
     cdef bint found = False, has_left, has_right
     cdef Slice nkey
-    if type(proof) is not bytes and not isinstance(proof, _MESSAGES):
-        proof = _commitment_bytes(proof, "proof")
+    proof = _proof_arg(proof)
     if type(proof) is bytes:
         d = <const uint8_t*>PyBytes_AS_STRING(proof)
         n = PyBytes_GET_SIZE(proof)

@@ -262,39 +262,35 @@ def _verify_range_proof(size: int) -> Case:
         proof = t.prove_many([keys[0], keys[-1]])
         return t.hash(), keys, values, proof
 
-    def op(state):
-        from mpt import verify_range_proof
-
-        root, keys, values, proof = state
-        return verify_range_proof(root, keys[0], keys, values, proof)
-
-    def check(state):
-        expect("VerifyRangeProof%d has-more" % size, op(state), True)
-
-    return Case(
-        name="VerifyRangeProof%d" % size, group="VerifyRangeProof", size=size, setup=setup, op=op, check=check,
-        doc="verify_range_proof of %d entries from index 2 of random_trie(8192), with both edge proofs" % size,
-    )
+    return _verify_range_case("VerifyRangeProof", size, size, setup, True,
+                              "verify_range_proof of %d entries from index 2 of random_trie(8192), with both edge "
+                              "proofs" % size)
 
 
 def _verify_range_no_proof(label: int, n: int) -> Case:
     def setup():
         t, entries = _random_trie(n)
-        return t.hash(), [k for k, _ in entries], [v for _, v in entries]
+        return t.hash(), [k for k, _ in entries], [v for _, v in entries], None
 
-    def op(state):
-        from mpt import verify_range_proof
+    return _verify_range_case("VerifyRangeNoProof", label, n, setup, False,
+                              "verify_range_proof of all of random_trie(%d), no proof" % n)
 
-        root, keys, values = state
-        return verify_range_proof(root, keys[0], keys, values, None)
 
+def _verify_range(state):
+    """The timed call of the VerifyRange cases: state is (root, keys, values, proof or None)."""
+    from mpt import verify_range_proof
+
+    root, keys, values, proof = state
+    return verify_range_proof(root, keys[0], keys, values, proof)
+
+
+def _verify_range_case(group: str, label: int, size: int, setup, has_more: bool, doc: str) -> Case:
+    """A VerifyRangeProof / VerifyRangeNoProof case; check: the range verifies, with has_more as its answer."""
     def check(state):
-        expect("VerifyRangeNoProof%d has-more" % label, op(state), False)
+        expect("%s%d has-more" % (group, label), _verify_range(state), has_more)
 
-    return Case(
-        name="VerifyRangeNoProof%d" % label, group="VerifyRangeNoProof", size=n, setup=setup, op=op, check=check,
-        doc="verify_range_proof of all of random_trie(%d), no proof" % n,
-    )
+    return Case(name="%s%d" % (group, label), group=group, size=size, setup=setup, op=_verify_range, check=check,
+                doc=doc)
 
 
 def cases() -> List[Case]:

@@ -19,6 +19,8 @@ import tempfile
 from functools import lru_cache
 from typing import Any, List, Tuple
 
+from mpt.bench.registry import each_key
+
 STORES = ("MemoryDB", "LevelDB")
 GET_KEYS = 10000
 PRUNE_KEYS = 10000
@@ -156,12 +158,6 @@ def _get100k(case_type, expect, kind: str):
         tree.load()
         return tree, keys
 
-    def op(state):
-        tree, keys = state
-        get = tree.get
-        for k in keys:
-            get(k)
-
     def check(state):
         tree, keys = state
         want = dict(tree_entries(100000))
@@ -172,8 +168,9 @@ def _get100k(case_type, expect, kind: str):
         expect("absent key", tree.get(absent), want.get(absent))
 
     return case_type(
-        name="IAVLTree/Get100K/%s" % kind, group="IAVLTree/Get100K", size=100000, setup=setup, op=op, check=check,
-        small=False, doc="10,000 random gets of present keys in a saved 100K-key tree (fast index), on %s" % kind,
+        name="IAVLTree/Get100K/%s" % kind, group="IAVLTree/Get100K", size=100000, setup=setup, op=each_key("get"),
+        check=check, small=False,
+        doc="10,000 random gets of present keys in a saved 100K-key tree (fast index), on %s" % kind,
     )
 
 
