@@ -77,7 +77,7 @@ def test_manifest_globs_cover_new_modules_and_subpackages(tmp_path, monkeypatch)
     """MANIFEST.in's patterns take sources of modules nobody has listed yet (subpackages, C libraries)."""
     from setuptools.command.egg_info import FileList
 
-    new_files = ["mpt/parallel.pyx", "mpt/merkle.pyx", "mpt/merkle.pxd", "mpt/merkle.pyi",
+    new_files = ["mpt/shards/build.pyx", "mpt/shards/records.pxd", "mpt/merkle.pyx", "mpt/merkle.pxd", "mpt/merkle.pyi",
                  "mpt/iavl/__init__.py", "mpt/iavl/tree.pyx", "mpt/iavl/tree.pxd", "mpt/iavl/tree.pyi",
                  "mpt/iavl/vectors.json", "mpt/_sha256/sha256.h", "mpt/_sha256/sha256.pxd",
                  "mpt/_sha256/sha256_rounds.inc", "mpt/py.typed"]
