@@ -61,6 +61,12 @@ class LevelDBBatch:
         self._count += count
         return count
 
+    @property
+    def bytes_put(self):
+        """plyvel's own ``put(key, value)``, for writers that loop in C (IAVL's save_version): keys and values
+        must be bytes, and these puts are not counted by ``len()``."""
+        return self._batch.put
+
     def __len__(self):
         return self._count
 
