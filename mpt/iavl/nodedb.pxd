@@ -5,6 +5,21 @@ from libc.stdint cimport int64_t, uint32_t
 from mpt.iavl.node cimport Node
 
 
+cdef class _RecordWriter:
+    cdef dict into                      # a MemoryDB's dict, or None
+    cdef object put                     # else a write batch's put(key, value)
+
+    @staticmethod
+    cdef _RecordWriter new(dict into, object put)
+
+    cdef inline int emit(self, bytes key, bytes value) except -1:
+        if self.into is not None:
+            self.into[key] = value
+        else:
+            self.put(key, value)
+        return 0
+
+
 cdef class NodeDB:
     cdef:
         readonly object db
@@ -38,7 +53,9 @@ cdef class NodeDB:
     cdef object _read_key(self, bytes key)
     cdef int write_version(self, int64_t version, Node root, list new_nodes, bint legacy, dict fast_additions,
                            set fast_removals, bint fast_storage) except -1
-    cdef int _put_root_reference(self, dict records, int64_t version, Node root) except -1
+    cdef int _write_records(self, _RecordWriter out, int64_t version, Node root, list new_nodes, bint legacy,
+                            dict fast_additions, str storage_version) except -1
+    cdef int _put_root_reference(self, _RecordWriter out, int64_t version, Node root) except -1
 
 
 cdef int check_child(Node parent, Node child, bint right) except -1

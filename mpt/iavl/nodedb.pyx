@@ -225,6 +225,17 @@ cdef int _push_children(NodeDB ndb, list stack, Node node, dict known, dict reme
 
 
 @cython.final
+cdef class _RecordWriter:
+    """Where save_version's records go: straight into a MemoryDB's dict, or through a write batch's put."""
+
+    @staticmethod
+    cdef _RecordWriter new(dict into, object put):
+        cdef _RecordWriter w = _RecordWriter.__new__(_RecordWriter)
+        w.into = into
+        w.put = put
+        return w
+
+@cython.final
 cdef class NodeDB:
     """Go iavl's node database over ``db`` (an mpt node store: MemoryDB, LMDBStore, LevelDBStore).
 
@@ -573,54 +584,34 @@ cdef class NodeDB:
         """Go's SaveVersion, the writing half, atomically: the fast nodes the version set and removed, the
         storage version, the version's new nodes (numbered and hashed by the tree) and its root record.
 
-        The records are encoded into one dict first (no tuple per record: tuples are tracked by the garbage
-        collector, and 30,000 of them in a list made it walk that list over and over). A MemoryDB takes them
-        straight into its dict, where nothing between the first and the last insertion can fail; other stores
-        get them in one write batch."""
+        A MemoryDB takes the records straight into its dict, where nothing between the first and the last
+        insertion can fail; other stores get them in one write batch, through its put called from this C loop
+        (a LevelDB batch's own plyvel put: a Python frame per record cost more than LevelDB's write of it). No
+        tuple or list entry per record either: the garbage collector tracks tuples and walked 30,000 of them
+        over and over while a 10,000-key version was saved."""
         cdef bint direct = self._dict is not None
-        cdef dict records = self._dict if direct else {}
         cdef list deletes = []
-        cdef Node node
-        cdef bytes k, v
+        cdef bytes k
+        cdef _RecordWriter out
         self.check_open()
         # Raises on a malformed stored version: before anything is written.
         cdef str storage_version = self.next_storage_version(version) if fast_storage else None
         if fast_storage:
-            for k, v in fast_additions.items():
-                records[_prefixed(b"f", k)] = _fast_node_bytes(version, v)
             for k in fast_removals:
                 deletes.append(_prefixed(b"f", k))
-            records[STORAGE_VERSION_KEY] = storage_version.encode()
-        if root is None:
-            records[_legacy_root_key(version) if legacy else _node_record_key(version, 1)] = b""
-        elif not new_nodes:
-            # Nothing changed: a reference to the root the version reuses (SaveRoot).
-            if not legacy:
-                self._put_root_reference(records, version, root)
-            else:
-                records[_legacy_root_key(version)] = root.c_hash()
-        elif legacy:
-            for node in new_nodes:
-                records[N + node._hash] = node._to_bytes(FORMAT_LEGACY)
-            records[_legacy_root_key(version)] = root._hash
-        else:
-            for node in new_nodes:
-                records[_node_record_key(node.version, node.nonce)] = node._to_bytes(FORMAT_V1)
         if direct:
+            out = _RecordWriter.new(self._dict, None)
+            self._write_records(out, version, root, new_nodes, legacy, fast_additions, storage_version)
             for k in deletes:
-                records.pop(k, None)
+                self._dict.pop(k, None)
             self.db._sorted = None          # MemoryDB's sorted key list for iterate(): stale now
         else:
             with self.db.write_batch() as batch:
                 for k in deletes:
                     batch.delete(k)
-                # A LevelDB batch's own put, called from this C loop: a Python loop per record (put_many) cost
-                # more than LevelDB's write of the record.
                 put = getattr(batch, "bytes_put", None)
-                if put is None:
-                    put = batch.put
-                for k, v in records.items():
-                    put(k, v)
+                out = _RecordWriter.new(None, batch.put if put is None else put)
+                self._write_records(out, version, root, new_nodes, legacy, fast_additions, storage_version)
         if fast_storage:
             self.storage_version = storage_version
             # After the write, so a failed one leaves the cache as the store is. Go's saveFastNodeUnlocked
@@ -635,19 +626,47 @@ cdef class NodeDB:
             self._legacy_latest = 0     # a new legacy version: look the latest one up again when asked
         return 0
 
-    cdef int _put_root_reference(self, dict records, int64_t version, Node root) except -1:
+    cdef int _write_records(self, _RecordWriter out, int64_t version, Node root, list new_nodes, bint legacy,
+                            dict fast_additions, str storage_version) except -1:
+        """The records of a saved version, into out: fast nodes and the storage version (storage_version None:
+        no fast storage), the new nodes, the root record."""
+        cdef Node node
+        cdef bytes k, v
+        if storage_version is not None:
+            for k, v in fast_additions.items():
+                out.emit(_prefixed(b"f", k), _fast_node_bytes(version, v))
+            out.emit(STORAGE_VERSION_KEY, storage_version.encode())
+        if root is None:
+            out.emit(_legacy_root_key(version) if legacy else _node_record_key(version, 1), b"")
+        elif not new_nodes:
+            # Nothing changed: a reference to the root the version reuses (SaveRoot).
+            if not legacy:
+                self._put_root_reference(out, version, root)
+            else:
+                out.emit(_legacy_root_key(version), root.c_hash())
+        elif legacy:
+            for node in new_nodes:
+                out.emit(N + node._hash, node._to_bytes(FORMAT_LEGACY))
+            out.emit(_legacy_root_key(version), root._hash)
+        else:
+            for node in new_nodes:
+                out.emit(_node_record_key(node.version, node.nonce), node._to_bytes(FORMAT_V1))
+        return 0
+
+    cdef int _put_root_reference(self, _RecordWriter out, int64_t version, Node root) except -1:
         """The root record of a v1 version that reuses ``root`` (Go's SaveRoot): ``b"s"`` + the root's node key.
 
         A root at nonce 0 is a legacy node (read by hash); Go names it (version, 0). (A root that pruning moved to
-        (version, 0) keeps the key (version, 1) it was read by, as in Go, and is referenced so.) A legacy root the first v1 version reuses is written there in the v1 format
-        (Go's SaveVersion: "update the legacy node to the new format"), its children still referenced by hash."""
+        (version, 0) keeps the key (version, 1) it was read by, as in Go, and is referenced so.) A legacy root the
+        first v1 version reuses is written there in the v1 format (Go's SaveVersion: "update the legacy node to
+        the new format"), its children still referenced by hash."""
         cdef bytes key
         cdef InnerNode inner
         if root.nonce != 0:
-            records[_node_record_key(version, 1)] = S + root.node_key_bytes()
+            out.emit(_node_record_key(version, 1), S + root.node_key_bytes())
             return 0
         key = _node_record_key(root.version, 0)
-        records[_node_record_key(version, 1)] = key
+        out.emit(_node_record_key(version, 1), key)
         if self._get(key) is None:
             if root.height != 0:
                 inner = <InnerNode>root
@@ -655,7 +674,7 @@ cdef class NodeDB:
                     inner._left_ref = inner._left_hash
                 if inner._right_ref is None:
                     inner._right_ref = inner._right_hash
-            records[key] = root._to_bytes(FORMAT_V1)
+            out.emit(key, root._to_bytes(FORMAT_V1))
         return 0
 
     # ------------------------------------------------------------------------------------------ pruning
