@@ -54,6 +54,23 @@ def replay_iavl_ops(tree, ops, *, prune=True, until=None):
     return roots
 
 
+IAVL_STORE_KINDS = ("memory", "lmdb", "leveldb")
+
+
+def new_iavl_store(kind, tmp_path):
+    """An empty node store of one kind for IAVL trees, in tmp_path (LevelDB tests skip without plyvel)."""
+    from mpt.db import LMDBStore, MemoryDB
+
+    if kind == "leveldb":
+        pytest.importorskip("plyvel")
+        from mpt.db import LevelDBStore
+
+        return LevelDBStore(tmp_path / "leveldb", create=True)
+    if kind == "lmdb":
+        return LMDBStore(str(tmp_path / "lmdb"), hash_keys=False)
+    return MemoryDB()
+
+
 def root_of(pairs):
     """The root of the Trie holding (key, value) pairs (a later pair of the same key wins), the tests' reference
     for build_root and friends."""

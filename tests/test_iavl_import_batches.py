@@ -6,12 +6,12 @@ import json
 import pytest
 
 import mpt.iavl.export as export_module
-from mpt.db import LevelDBStore, LMDBStore, MemoryDB
+from mpt.db import MemoryDB
 from mpt.errors import ExportImportError
 from mpt.iavl import ExportNode, MutableTree
 from mpt.iavl.nodedb import STORAGE_VERSION_KEY, root_key
 
-from conftest import VECTORS
+from conftest import IAVL_STORE_KINDS, VECTORS, new_iavl_store
 
 FIXTURE = VECTORS / "cosmos" / "iavl_store_A"
 with open(FIXTURE / "export_v6.jsonl") as _f:
@@ -26,15 +26,9 @@ def go_stream():
                          d["version"], d["height"])
 
 
-@pytest.fixture(params=["memory", "lmdb", "leveldb"])
+@pytest.fixture(params=IAVL_STORE_KINDS)
 def store(request, tmp_path):
-    if request.param == "leveldb":
-        pytest.importorskip("plyvel")
-        s = LevelDBStore(tmp_path / "leveldb", create=True)
-    elif request.param == "lmdb":
-        s = LMDBStore(str(tmp_path / "lmdb"), hash_keys=False)
-    else:
-        s = MemoryDB()
+    s = new_iavl_store(request.param, tmp_path)
     s.put(*OTHER)
     yield s
     s.close()

@@ -9,10 +9,12 @@ derived from what a store holds before pruning (which nodes each version reaches
 """
 import pytest
 
-from mpt.db import LevelDBStore, LMDBStore, MemoryDB, prefix_range
+from mpt.db import MemoryDB, prefix_range
 from mpt.errors import VersionError
 from mpt.iavl import MutableTree, decode_node, node_key
 from mpt.iavl.nodedb import root_key
+
+from conftest import IAVL_STORE_KINDS, new_iavl_store
 
 ONE = b"\x00\x00\x00\x01"
 
@@ -21,15 +23,9 @@ def be(n):
     return n.to_bytes(8, "big")
 
 
-@pytest.fixture(params=["memory", "lmdb", "leveldb"])
+@pytest.fixture(params=IAVL_STORE_KINDS)
 def store(request, tmp_path):
-    if request.param == "leveldb":
-        pytest.importorskip("plyvel")
-        s = LevelDBStore(tmp_path / "leveldb", create=True)
-    elif request.param == "lmdb":
-        s = LMDBStore(str(tmp_path / "lmdb"), hash_keys=False)
-    else:
-        s = MemoryDB()
+    s = new_iavl_store(request.param, tmp_path)
     yield s
     s.close()
 

@@ -12,7 +12,7 @@ from mpt.errors import CorruptTreeError, MissingNodeError, MptError, StoreClosed
 from mpt.iavl import MutableTree, decode_node, node_key
 from mpt.iavl.nodedb import NodeDB, decode_fast_node, encode_fast_node, root_key
 
-from conftest import VECTORS, replay_iavl_ops
+from conftest import IAVL_STORE_KINDS, VECTORS, new_iavl_store, replay_iavl_ops
 
 pytest.importorskip("plyvel")
 
@@ -38,17 +38,9 @@ def go_store(tmp_path):
         yield store
 
 
-def _stores(tmp_path):
-    return {
-        "memory": lambda: MemoryDB(),
-        "lmdb": lambda: LMDBStore(str(tmp_path / "lmdb"), hash_keys=False),
-        "leveldb": lambda: LevelDBStore(tmp_path / "leveldb", create=True),
-    }
-
-
-@pytest.fixture(params=["memory", "lmdb", "leveldb"])
+@pytest.fixture(params=IAVL_STORE_KINDS)
 def store(request, tmp_path):
-    s = _stores(tmp_path)[request.param]()
+    s = new_iavl_store(request.param, tmp_path)
     yield s
     s.close()
 
