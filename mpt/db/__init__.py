@@ -9,6 +9,8 @@ the Ethereum trie (``Trie``, ``StackTrie``) keys a node by the hash of its encod
 * ``put(key, value)``: write one value. Every family.
 * ``write_batch()``: a context manager whose ``put`` (and ``delete``) calls land together when the block exits
   cleanly, and not at all if it raises. Every family (the Ethereum trie only puts; IAVL puts and deletes).
+  Optional, for speed: a batch's ``put_many(mapping or pairs)`` (MemoryDB, LevelDB), and ``bytes_put``, a put
+  for bytes that a compiled writer calls per record with no Python frame in between (LevelDB: plyvel's own).
 * ``delete(key)``: remove one key (nothing happens if it is absent). IAVL only.
 * ``iterate(start=None, end=None, reverse=False)``: ``(key, value)`` pairs with start <= key < end (None:
   unbounded), in key order or in reverse; ``prefix_range(prefix)`` gives the bounds of a prefix scan. IAVL only.
