@@ -320,7 +320,7 @@ cdef class NodeDB:
 
     cdef Node load_root(self, int64_t version, bint *found):
         """The root of a saved version (None for an empty one); found[0] is False if there is no such version."""
-        cdef bytes key = S + make_node_key(version, 1)
+        cdef bytes key = _node_record_key(version, 1)
         cdef bytes data
         cdef Node node
         cdef Py_ssize_t n
@@ -347,7 +347,7 @@ cdef class NodeDB:
                                        % (key.hex(), version, e)) from None
             node.persisted = True
             return node
-        data = self._get(R + (<object>version).to_bytes(8, "big"))
+        data = self._get(_legacy_root_key(version))
         if data is not None:
             if PyBytes_GET_SIZE(data) == 0:
                 return None
@@ -362,7 +362,7 @@ cdef class NodeDB:
         self.check_open()
         data = self._get(S + key)
         if data is None:
-            data = self._get(R + (<object>version).to_bytes(8, "big"))
+            data = self._get(_legacy_root_key(version))
             if data is None:
                 raise VersionError("version %d does not exist" % version)
             return data
@@ -431,7 +431,7 @@ cdef class NodeDB:
 
     def has_version(self, int64_t version):
         self.check_open()
-        return self._get(S + make_node_key(version, 1)) is not None
+        return self._get(_node_record_key(version, 1)) is not None
 
     def first_version(self):
         """The first v1 version still stored (Go's getFirstVersion: a binary search over the root records,
@@ -766,7 +766,7 @@ cdef class NodeDB:
                                     deleted += 1
                                 if nonce == 1 and orphan.version < v:
                                     nonce = 0       # a root moved to (version, 0) by an earlier step
-                                batch.delete(S + make_node_key(orphan.version, nonce))
+                                batch.delete(_node_record_key(orphan.version, nonce))
                             deleted += 1
                 literal = make_node_key(v, 1)
                 if root_ref is None or root_ref != literal:
@@ -777,7 +777,7 @@ cdef class NodeDB:
                     root = self.get_node(literal)
                     batch.delete(S + literal)
                     root.nonce = 0
-                    batch.put(S + make_node_key(v, 0), root._to_bytes(FORMAT_V1))
+                    batch.put(_node_record_key(v, 0), root._to_bytes(FORMAT_V1))
                     deleted += 1
                 known = seen
         if legacy > 0:
