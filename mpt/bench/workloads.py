@@ -389,6 +389,21 @@ def iavl_entries(n: int) -> Tuple[Tuple[bytes, bytes], ...]:
     return tuple((r.read(16), r.read(16)) for _ in range(n))
 
 
+IAVL_TREE_SEED = 4321
+"""The ``random.Random`` seed of :func:`iavl_tree_entries` (the IAVLTree store cases)."""
+
+
+@lru_cache(maxsize=None)
+def iavl_tree_entries(n: int, seed: int = IAVL_TREE_SEED) -> Tuple[Tuple[bytes, bytes], ...]:
+    """``n`` (16-byte key, 32-byte value) pairs with distinct keys, seeded: the sets of Go iavl's tree
+    benchmarks as BENCHMARKS.md describes them (``IAVLTree/Set10K+Save``, ``Set100K+Save``, ``Get100K``, ...)."""
+    r = random.Random(seed)
+    seen: Dict[bytes, bytes] = {}
+    while len(seen) < n:
+        seen[r.randbytes(16)] = r.randbytes(32)
+    return tuple(seen.items())
+
+
 IAVL_NODE_LEAVES: Dict[str, Tuple[bytes, bytes, int]] = {
     # PR #673 node_test.go: the "leaf" vector (key "key", value "value", version 3) and its "large number"
     # version 2**32-1 (the largest the stream-vbyte format holds; a leaf's size stays 1).

@@ -16,25 +16,15 @@ import os
 import random
 import shutil
 import tempfile
-from functools import lru_cache
-from typing import Any, List, Tuple
+from typing import Any, List
 
 from mpt.bench.registry import each_key
+from mpt.bench.workloads import iavl_tree_entries
 
 STORES = ("MemoryDB", "LevelDB")
 GET_KEYS = 10000
 PRUNE_KEYS = 10000
 PRUNE_VERSIONS = 10
-
-
-@lru_cache(maxsize=None)
-def tree_entries(n: int, seed: int = 4321) -> Tuple[Tuple[bytes, bytes], ...]:
-    """n (16-byte key, 32-byte value) pairs, distinct keys, seeded."""
-    r = random.Random(seed)
-    seen = {}
-    while len(seen) < n:
-        seen[r.randbytes(16)] = r.randbytes(32)
-    return tuple(seen.items())
 
 
 def _leveldb_available() -> bool:
@@ -101,7 +91,7 @@ def _check_saved(tree, entries, expect) -> None:
 
 def _set_save(case_type, expect, label: str, n: int, kind: str):
     def setup():
-        return tree_entries(n), _SCRATCH.new(kind)
+        return iavl_tree_entries(n), _SCRATCH.new(kind)
 
     def op(state):
         from mpt.iavl import MutableTree
@@ -141,10 +131,10 @@ def _saved_tree(kind: str):
             atexit.register(shutil.rmtree, path, True)
             store = LevelDBStore(os.path.join(path, "db"), create=True)
         tree = MutableTree(store)
-        for k, v in tree_entries(100000):
+        for k, v in iavl_tree_entries(100000):
             tree.set(k, v)
         tree.save_version()
-        keys = [k for k, _ in random.Random(7).sample(tree_entries(100000), GET_KEYS)]
+        keys = [k for k, _ in random.Random(7).sample(iavl_tree_entries(100000), GET_KEYS)]
         _KEPT[kind] = store, keys
     return _KEPT[kind]
 
@@ -160,7 +150,7 @@ def _get100k(case_type, expect, kind: str):
 
     def check(state):
         tree, keys = state
-        want = dict(tree_entries(100000))
+        want = dict(iavl_tree_entries(100000))
         expect("fast index on", tree.ndb.fast_storage_enabled(), True)
         for k in keys:
             expect("get %s" % k.hex(), tree.get(k), want[k])
@@ -181,7 +171,7 @@ def _prune(case_type, expect, kind: str):
         store = _SCRATCH.new(kind)
         tree = MutableTree(store)
         r = random.Random(99)
-        entries = list(tree_entries(PRUNE_KEYS + 100 * PRUNE_VERSIONS, seed=77))
+        entries = list(iavl_tree_entries(PRUNE_KEYS + 100 * PRUNE_VERSIONS, seed=77))
         live = [k for k, _ in entries[:PRUNE_KEYS]]
         for k, v in entries[:PRUNE_KEYS]:
             tree.set(k, v)
