@@ -131,6 +131,11 @@ class MemoryDB:
             if v is not None:
                 yield k, v
 
+    def keys_changed(self):
+        """Say that keys were added to or deleted from the dict directly (a writer holding ``_data``, such as
+        IAVL's NodeDB): the next ``iterate`` sorts the keys again. Added keys alone are noticed by the length."""
+        self._sorted = None
+
     @contextmanager
     def write_batch(self, head=None) -> Iterator[_DictBatch]:
         """Writes made through the batch land together, and not at all if the block raises.

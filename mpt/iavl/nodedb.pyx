@@ -604,7 +604,7 @@ cdef class NodeDB:
             self._write_records(out, version, root, new_nodes, legacy, fast_additions, storage_version)
             for k in deletes:
                 self._dict.pop(k, None)
-            self.db._sorted = None          # MemoryDB's sorted key list for iterate(): stale now
+            self.db.keys_changed()          # MemoryDB's sorted key list for iterate(): stale now
         else:
             with self.db.write_batch() as batch:
                 for k in deletes:
