@@ -487,9 +487,9 @@ cdef class NodeDB:
     cdef bytes cached_value(self, bytes key, int64_t at_version):
         """key's cached fast-node value for a tree at version ``at_version``, or None (not cached, or the cache
         may hold values newer than that version: the caller reads the store then, as Go checks each fast node's
-        versionLastUpdatedAt). A hit is one dict probe with no allocation."""
+        versionLastUpdatedAt). A hit is one dict probe with no allocation. The caller (MutableTree.get) has
+        checked that the store is open."""
         cdef PyObject *cached
-        self.check_open()
         if at_version < self._cache_newest:
             return None
         cached = PyDict_GetItemWithError(self._fast_cache, key)
