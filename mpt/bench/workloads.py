@@ -396,7 +396,7 @@ IAVL_TREE_SEED = 4321
 @lru_cache(maxsize=None)
 def iavl_tree_entries(n: int, seed: int = IAVL_TREE_SEED) -> Tuple[Tuple[bytes, bytes], ...]:
     """``n`` (16-byte key, 32-byte value) pairs with distinct keys, seeded: the sets of Go iavl's tree
-    benchmarks as BENCHMARKS.md describes them (``IAVLTree/Set10K+Save``, ``Set100K+Save``, ``Get100K``, ...)."""
+    benchmarks (docs/iavl.rst, "Trees on a store": ``IAVLTree/Set10K+Save``, ``Set100K+Save``, ``Get100K``, ...)."""
     r = random.Random(seed)
     seen: Dict[bytes, bytes] = {}
     while len(seen) < n:
