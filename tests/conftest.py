@@ -54,6 +54,16 @@ def replay_iavl_ops(tree, ops, *, prune=True, until=None):
     return roots
 
 
+def process_pool(workers):
+    """A process pool whose workers start from a fork server. Forking the test process itself, which runs other
+    threads (readers, pytest-xdist's), can copy a lock another thread holds: under the sanitizer run a worker
+    hung in ASan's allocator lock that way."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver"))
+
+
 IAVL_STORE_KINDS = ("memory", "lmdb", "leveldb")
 
 

@@ -10,7 +10,7 @@ from mpt import EMPTY_ROOT, build_root, keccak256
 from mpt.bench import workloads
 from mpt.parallel import build_shard_records, choose_shard_nibbles
 
-from conftest import root_of
+from conftest import process_pool, root_of
 
 KS = [0, 1, 2, 3]
 
@@ -153,7 +153,7 @@ def test_executors_give_the_same_root():
     want = root_of(pairs)
     with ThreadPoolExecutor(2) as pool:
         assert build_root(pairs, executor=pool, shard_nibbles=2) == want
-    with ProcessPoolExecutor(2) as pool:
+    with process_pool(2) as pool:
         assert build_root(pairs, executor=pool, shard_nibbles=1) == want
 
 

@@ -10,7 +10,7 @@ from mpt import Trie, build_root
 from mpt.shards.partition import Partition
 from mpt.shards.read import read_pairs
 
-from conftest import root_of
+from conftest import process_pool, root_of
 
 
 def trie_root(pairs):
@@ -176,11 +176,9 @@ def test_shard_records_same_for_every_reader_count(small_chunks, calls):
 
 
 def test_process_pool_after_split_read(small_chunks):
-    from concurrent.futures import ProcessPoolExecutor
-
     pairs = _dup_heavy(14, n=300)
     want = trie_root(pairs)
-    with ProcessPoolExecutor(max_workers=2) as pool:
+    with process_pool(2) as pool:
         assert build_root(tuple(pairs), workers=2, shard_nibbles=1, executor=pool) == want
 
 
