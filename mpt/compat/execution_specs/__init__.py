@@ -120,6 +120,9 @@ def _spec_copy(function: types.FunctionType) -> types.FunctionType:
                               function.__closure__)
     copy.__kwdefaults__ = function.__kwdefaults__
     copy.__qualname__ = function.__qualname__
+    copy.__annotations__ = dict(function.__annotations__)
+    copy.__doc__ = function.__doc__
+    copy.__module__ = function.__module__
     return copy
 
 
@@ -183,10 +186,30 @@ def _patch_fork(tm, sm) -> None:
     """Patch one fork's trie module (and its state module, when given). Shapes were checked by the caller."""
     if tm.__name__ not in _patches:
         _swap(tm, "root", _stubs.root, _make_codec(tm))
+    codec = _patches[tm.__name__].codec
     if sm is not None and sm.__name__ not in _patches:
-        codec = _patches[tm.__name__].codec
+        codec.state_hook = None
         codec.set_state(sm.State, _spec_copy(sm.state_root))
         _swap(sm, "state_root", _stubs.state_root, codec)
+    elif sm is None and codec.state_type is None:
+        codec.state_hook = _late_state_module
+
+
+def _late_state_module(codec) -> None:
+    """The codec's first roots: patch the fork's state module if it was imported around our finder."""
+    with _lock:
+        package = codec.name
+        sm = sys.modules.get(package + ".state")
+        tm = sys.modules.get(package + ".trie")
+        if _finder is None or sm is None or tm is None or getattr(sm, "State", None) is None:
+            return
+        codec.state_hook = None
+        problems = _state_module_problems(sm, tm)
+        if problems:
+            warnings.warn("mpt.compat.execution_specs: %s left unpatched (it lacks %s)"
+                          % (sm.__name__, "; ".join(problems)), RuntimeWarning, stacklevel=3)
+            return
+        _patch_fork(tm, sm)
 
 
 def _fork_packages() -> List[str]:

@@ -223,6 +223,7 @@ cdef class ForkCodec:
     cdef dict code_hashes
     cdef public object spec_root, spec_state_root   # the spec's own functions (copies of the originals)
     cdef public Py_ssize_t fallbacks, full_builds, syncs
+    cdef public object state_hook           # patches the fork's state module once it is loaded (see root())
 
     def __init__(self, str name, trie_type, root_type, address_type, account_type, uint_type, u256_type,
                  encode_node, bytes_types, bint fast_account, bint fast_u256, spec_root):
@@ -241,6 +242,7 @@ cdef class ForkCodec:
         self.code_hashes = {}
         self.spec_root = spec_root
         self.spec_state_root = None
+        self.state_hook = None
 
     def set_state(self, state_type, spec_state_root):
         self.state_type = state_type
@@ -307,6 +309,9 @@ cdef class ForkCodec:
 
     def root(self, trie, get_storage_root=None):
         """The fork's ``root(trie, get_storage_root)``, computed by mpt (the spec's own code on any odd input)."""
+        if self.state_hook is not None:
+            # A state module loaded around the import system (the spec's Hardfork.module) is patched here.
+            self.state_hook(self)
         try:
             if get_storage_root is None:
                 result = trie_root(self, trie)
