@@ -12,23 +12,54 @@ from cpython.dict cimport PyDict_DelItem, PyDict_GetItem, PyDict_SetItem, PyDict
 from cpython.long cimport PyLong_AsUnsignedLongLong
 from cpython.object cimport PyObject
 from libc.stdint cimport uint8_t, uint64_t
-from libc.string cimport memcmp, memcpy, memmove
+from libc.string cimport memcmp, memcpy, memmove, memset
 
-from mpt._keccak.keccak cimport mpt_keccak256
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from mpt._keccak.keccak cimport (MPT_KECCAK_BACKENDS, mpt_keccak256, mpt_keccak256_many, mpt_keccak_backend_name,
+                                 mpt_keccak_best_backend)
 from mpt.rlp cimport put_header, uint_byte_length
 
+import gc
+
 import mpt
+import mpt.runtime
 
 cdef object _Trie = mpt.Trie
 cdef bytes EMPTY_ROOT = bytes(mpt.EMPTY_ROOT)
+
+cdef extern from *:
+    """
+    /* Bits of a non-negative int (-1 for a negative one), without a method call where the C API allows. */
+    static Py_ssize_t mpt_spec_uint_bits(PyObject *number) {
+    #if PY_VERSION_HEX < 0x030E0000
+        if (_PyLong_Sign(number) < 0)
+            return -1;
+        return (Py_ssize_t)_PyLong_NumBits(number);
+    #else
+        PyObject *bits;
+        Py_ssize_t n;
+        int sign;
+        if (PyLong_GetSign(number, &sign) < 0)
+            return -2;
+        if (sign < 0)
+            return -1;
+        bits = PyObject_CallMethod(number, "bit_length", NULL);
+        if (bits == NULL)
+            return -2;
+        n = PyLong_AsSsize_t(bits);
+        Py_DECREF(bits);
+        return n;
+    #endif
+    }
+    """
+    Py_ssize_t mpt_spec_uint_bits(object number) except -2
+
 
 cdef enum:
     # Secured tries of up to SMALL_MAX entries (every storage trie of a typical state) are hashed here in one C
     # recursion, without a mirror: rebuilding them costs less than keeping an mpt.Trie per account.
     SMALL_MAX = 32
     SMALL_VALUE_MAX = 64
-    # Largest node of the small path: a branch of 16 hash references and an empty value, plus headers.
-    NODE_BUF = 16 * 33 + 1 + 2 * 9
     # A dict's change set beyond 2 * len + this many keys is dropped: a full rebuild is cheaper by then.
     CHANGED_SLACK = 1024
 
@@ -52,6 +83,9 @@ cdef class DirtySet:
 
 
 cdef object KEY_ITSELF = object()     # sink_key of a dict whose written keys are the addresses (_storage_tries)
+# TrackingDict.changed of a dict written to since its cache was synced; one shared empty value, not a set apiece
+# (a state of 10,000 storage tries would otherwise add 10,000 sets for the cyclic collector to walk).
+cdef object CLEAN = frozenset()
 
 
 cdef class TrackingDict(dict):
@@ -61,7 +95,7 @@ cdef class TrackingDict(dict):
     popitem, setdefault, clear); only C code calling ``PyDict_SetItem`` on it directly, or ``dict.__setitem__(d,
     ...)``, would bypass it. A copy (``copy.copy``, which the spec's ``copy_trie`` uses) carries the cache along.
     """
-    cdef object changed          # keys written since the cache was synced; None: unknown, rebuild
+    cdef object changed          # keys written since the cache was synced (CLEAN: none); None: unknown, rebuild
     cdef object root             # the root at the last sync (bytes), valid while changed is empty
     cdef object mirror           # mpt.Trie or AccountMirror at the last sync, or None
     cdef object codec            # the ForkCodec that built the cache
@@ -79,7 +113,9 @@ cdef class TrackingDict(dict):
 
     cdef inline int _touch(self, object key) except -1:
         cdef object changed = self.changed
-        if changed is not None:
+        if changed is CLEAN:
+            self.changed = {key}
+        elif changed is not None:
             (<set>changed).add(key)
             if len(<set>changed) > 2 * PyDict_Size(self) + CHANGED_SLACK:
                 self.changed = None
@@ -142,7 +178,7 @@ cdef class TrackingDict(dict):
     def __copy__(self):
         cdef TrackingDict twin = TrackingDict(self)
         if self.changed is not None and self.codec is not None:
-            twin.changed = set(self.changed)
+            twin.changed = CLEAN if self.changed is CLEAN else set(self.changed)
             twin.root = self.root
             twin.codec = self.codec
             twin.secured = self.secured
@@ -187,9 +223,13 @@ cdef Py_ssize_t _put_uint(object number, uint8_t *out) except -1:
     cdef uint64_t x
     cdef int nbytes, i
     cdef bytes big
-    if type(number) is not int or number < 0:
-        raise NeedsSpec("not a non-negative int")
-    if number < 0x10000000000000000:
+    cdef Py_ssize_t bits
+    if type(number) is not int:
+        raise NeedsSpec("not an int")
+    bits = mpt_spec_uint_bits(number)
+    if bits < 0:
+        raise NeedsSpec("a negative int")
+    if bits <= 64:
         x = PyLong_AsUnsignedLongLong(number)
         if x == 0:
             out[0] = 0x80
@@ -202,7 +242,7 @@ cdef Py_ssize_t _put_uint(object number, uint8_t *out) except -1:
         for i in range(nbytes):
             out[nbytes - i] = <uint8_t>(x >> (8 * i))
         return 1 + nbytes
-    if number.bit_length() > 256:
+    if bits > 256:
         raise NeedsSpec("an integer wider than 256 bits")
     big = number.to_bytes((number.bit_length() + 7) // 8, "big")
     return _put_string(out, <const uint8_t *>PyBytes_AS_STRING(big), PyBytes_GET_SIZE(big))
@@ -347,11 +387,37 @@ cpdef forget(object trie):
 
 
 # ------------------------------------------------------------------------------------------ the small-trie path
+#
+# Small secured tries (every storage trie of a typical state) are built here without a mirror, many at once: their
+# keys are hashed together on the Keccak backend's SIMD lanes, their nodes laid out in one array, and the nodes of
+# each height, across all the tries, hashed together too (a node's encoding needs its children's references only).
 
 ctypedef struct SmallPair:
-    uint8_t key[32]
+    const uint8_t *key              # 32 bytes: keccak of the caller's key
     const uint8_t *value
     Py_ssize_t value_len
+
+ctypedef struct SmallNode:
+    int kind                        # LEAF, EXTENSION or BRANCH
+    int depth                       # nibbles of the path above this node
+    int prefix                      # an extension's nibbles
+    int height                      # 0 for leaves, 1 + the highest child's otherwise
+    bint is_root
+    Py_ssize_t lo, hi               # the node's pairs
+    Py_ssize_t child                # an extension's child
+    Py_ssize_t children[16]         # a branch's children (-1: none)
+    Py_ssize_t encoding             # offset of the node's RLP in the arena
+    Py_ssize_t encoding_len
+    uint8_t ref[33]                 # how the parent refers to it: the RLP inline (< 32 bytes) or 0xa0 + hash
+    int ref_len
+
+cdef enum:
+    LEAF = 0
+    EXTENSION = 1
+    BRANCH = 2
+    LEAF_MAX = 3 + 34 + 3 + SMALL_VALUE_MAX
+    EXTENSION_MAX = 3 + 34 + 33
+    BRANCH_MAX = 3 + 16 * 33 + 1
 
 
 cdef inline uint8_t _nibble(const uint8_t *key, int i) noexcept nogil:
@@ -377,98 +443,336 @@ cdef Py_ssize_t _compact(const uint8_t *key, int start, int end, bint leaf, uint
     return o
 
 
-cdef Py_ssize_t _encode_node(SmallPair *p, Py_ssize_t lo, Py_ssize_t hi, int depth, uint8_t *out) noexcept nogil:
-    """The RLP of the node holding p[lo:hi] (sorted, sharing their first depth nibbles) at out; its length."""
-    cdef uint8_t payload[NODE_BUF]
-    cdef uint8_t compact[34]
-    cdef Py_ssize_t n = 0, j, start, c, h
-    cdef int plen, k
-    if hi - lo == 1:
-        c = _compact(p[lo].key, depth, 64, True, compact)
-        n = _put_string(payload, compact, c)
-        n += _put_string(payload + n, p[lo].value, p[lo].value_len)
-    else:
-        plen = 0
-        while _nibble(p[lo].key, depth + plen) == _nibble(p[hi - 1].key, depth + plen):
-            plen += 1
-        if plen > 0:
-            c = _compact(p[lo].key, depth, depth + plen, False, compact)
-            n = _put_string(payload, compact, c)
-            n += _reference(p, lo, hi, depth + plen, payload + n)
+cdef inline int _count_empty(const Py_ssize_t *children) noexcept nogil:
+    cdef int k, n = 0
+    for k in range(16):
+        if children[k] < 0:
+            n += 1
+    return n
+
+
+cdef inline Py_ssize_t _encoding_bound(const SmallNode *node, const SmallPair *pairs) noexcept nogil:
+    """At least the length of the node's RLP (what _build added to arena_len for it)."""
+    if node.kind == LEAF:
+        return 3 + 34 + 3 + pairs[node.lo].value_len
+    if node.kind == EXTENSION:
+        return EXTENSION_MAX
+    return 3 + 16 + 1 + 32 * (16 - _count_empty(node.children))
+
+
+cdef int _keccak_backend() except -1:
+    """The backend mpt's batched hasher uses (mpt.runtime; the user may have chosen one)."""
+    name = mpt.runtime.keccak_backend().encode()
+    cdef int b
+    for b in range(MPT_KECCAK_BACKENDS):
+        if mpt_keccak_backend_name(b) == name:
+            return b
+    return mpt_keccak_best_backend()
+
+
+@cython.final
+cdef class SmallTries:
+    """Roots of many small secured tries computed together: add() each trie's items, then finish()."""
+    cdef SmallPair *pairs
+    cdef Py_ssize_t npairs, pairs_cap
+    cdef const uint8_t **key_data        # the caller's keys, hashed in finish()
+    cdef size_t *key_len
+    cdef uint8_t *hashed_keys
+    cdef uint8_t *u256_values            # 34 bytes a pair: U256 encodings written here
+    cdef SmallNode *nodes
+    cdef Py_ssize_t nnodes, nodes_cap
+    cdef uint8_t *arena
+    cdef Py_ssize_t arena_len
+    cdef list trie_pairs                 # per trie: (first pair, end)
+    cdef list roots                      # per trie after finish(): the root
+    cdef list keep                       # keys and value encodings the pointers point into
+    cdef ForkCodec codec
+
+    def __cinit__(self, ForkCodec codec, Py_ssize_t capacity):
+        self.codec = codec
+        self.pairs_cap = capacity if capacity > 0 else 1
+        self.pairs = <SmallPair *>PyMem_Malloc(self.pairs_cap * sizeof(SmallPair))
+        self.key_data = <const uint8_t **>PyMem_Malloc(self.pairs_cap * sizeof(uint8_t *))
+        self.key_len = <size_t *>PyMem_Malloc(self.pairs_cap * sizeof(size_t))
+        self.u256_values = <uint8_t *>PyMem_Malloc(self.pairs_cap * 34)
+        self.hashed_keys = NULL
+        self.nodes = NULL
+        self.arena = NULL
+        self.npairs = self.nnodes = self.nodes_cap = self.arena_len = 0
+        self.trie_pairs = []
+        self.roots = []
+        self.keep = []
+        if not (self.pairs and self.key_data and self.key_len and self.u256_values):
+            raise MemoryError()
+
+    def __dealloc__(self):
+        PyMem_Free(self.pairs)
+        PyMem_Free(self.key_data)
+        PyMem_Free(self.key_len)
+        PyMem_Free(self.u256_values)
+        PyMem_Free(self.hashed_keys)
+        PyMem_Free(self.nodes)
+        PyMem_Free(self.arena)
+
+    cdef Py_ssize_t add(self, object data) except -2:
+        """Queue the secured trie holding data (a dict); its index, or -1 when it is not for this path."""
+        cdef Py_ssize_t start = self.npairs, n, i = self.npairs
+        cdef ForkCodec codec = self.codec
+        cdef object u256 = codec.u256_type
+        cdef bint fast_u256 = codec.fast_u256
+        if PyDict_Size(data) > SMALL_MAX:
+            return -1
+        if i + PyDict_Size(data) > self.pairs_cap:
+            self._grow(i + PyDict_Size(data))
+        for key, value in (<dict>data).items():
+            if not isinstance(key, bytes):
+                raise NeedsSpec("a key that is not bytes")
+            self.key_data[i] = <const uint8_t *>PyBytes_AS_STRING(key)
+            self.key_len[i] = <size_t>PyBytes_GET_SIZE(key)
+            self.keep.append(key)
+            if type(value) is u256 and fast_u256:
+                self.pairs[i].value = NULL      # at u256_values + 34 * i (set in finish: the arrays may grow)
+                self.pairs[i].value_len = _put_uint(value._number, self.u256_values + 34 * i)
+            else:
+                encoded = codec.encode_value(value)
+                n = PyBytes_GET_SIZE(encoded)
+                if n == 0:
+                    raise NeedsSpec("an empty leaf encoding")
+                if n > SMALL_VALUE_MAX:
+                    return -1       # pairs past npairs are simply overwritten by the next trie
+                self.keep.append(encoded)
+                self.pairs[i].value = <const uint8_t *>PyBytes_AS_STRING(encoded)
+                self.pairs[i].value_len = n
+            i += 1
+        self.npairs = i
+        self.trie_pairs.append((start, i))
+        return len(self.trie_pairs) - 1
+
+    cdef int _grow(self, Py_ssize_t needed) except -1:
+        cdef Py_ssize_t cap = max(2 * self.pairs_cap, needed)
+        cdef void *p
+        p = PyMem_Realloc(self.pairs, cap * sizeof(SmallPair))
+        if p == NULL:
+            raise MemoryError()
+        self.pairs = <SmallPair *>p
+        p = PyMem_Realloc(self.key_data, cap * sizeof(uint8_t *))
+        if p == NULL:
+            raise MemoryError()
+        self.key_data = <const uint8_t **>p
+        p = PyMem_Realloc(self.key_len, cap * sizeof(size_t))
+        if p == NULL:
+            raise MemoryError()
+        self.key_len = <size_t *>p
+        p = PyMem_Realloc(self.u256_values, cap * 34)
+        if p == NULL:
+            raise MemoryError()
+        self.u256_values = <uint8_t *>p
+        self.pairs_cap = cap
+        return 0
+
+    cdef Py_ssize_t _new_node(self) except -1:
+        cdef SmallNode *grown
+        if self.nnodes == self.nodes_cap:
+            self.nodes_cap = 2 * self.nodes_cap + 64
+            grown = <SmallNode *>PyMem_Realloc(self.nodes, self.nodes_cap * sizeof(SmallNode))
+            if grown == NULL:
+                raise MemoryError()
+            self.nodes = grown
+        self.nnodes += 1
+        return self.nnodes - 1
+
+    cdef Py_ssize_t _build(self, Py_ssize_t lo, Py_ssize_t hi, int depth) except -1:
+        """Lay out the node holding pairs[lo:hi] (sorted, sharing depth nibbles) after its children; its index."""
+        cdef SmallPair *p = self.pairs
+        cdef int prefix = 0, k, height = 0
+        cdef Py_ssize_t j, start, child, index
+        cdef Py_ssize_t children[16]
+        if hi - lo == 1:
+            index = self._new_node()
+            self.nodes[index].kind = LEAF
+            self.arena_len += 3 + 34 + 3 + p[lo].value_len
         else:
-            j = lo
+            while _nibble(p[lo].key, depth + prefix) == _nibble(p[hi - 1].key, depth + prefix):
+                prefix += 1
+            if prefix > 0:
+                child = self._build(lo, hi, depth + prefix)
+                height = self.nodes[child].height + 1
+                index = self._new_node()
+                self.nodes[index].kind = EXTENSION
+                self.nodes[index].child = child
+                self.arena_len += EXTENSION_MAX
+            else:
+                j = lo
+                for k in range(16):
+                    start = j
+                    while j < hi and _nibble(p[j].key, depth) == k:
+                        j += 1
+                    if j == start:
+                        children[k] = -1
+                    else:
+                        children[k] = self._build(start, j, depth + 1)
+                        if self.nodes[children[k]].height >= height:
+                            height = self.nodes[children[k]].height + 1
+                index = self._new_node()
+                self.nodes[index].kind = BRANCH
+                memcpy(self.nodes[index].children, children, sizeof(children))
+                self.arena_len += 3 + 16 + 1 + 32 * (16 - _count_empty(children))
+        self.nodes[index].depth = depth
+        self.nodes[index].prefix = prefix
+        self.nodes[index].height = height
+        self.nodes[index].lo = lo
+        self.nodes[index].hi = hi
+        self.nodes[index].is_root = False
+        return index
+
+    cdef void _encode(self, SmallNode *node, uint8_t *out) noexcept nogil:
+        """The node's RLP at out (its children's references are final); sets encoding_len."""
+        cdef uint8_t payload[BRANCH_MAX]
+        cdef uint8_t compact[34]
+        cdef Py_ssize_t n = 0, c, h
+        cdef int k
+        cdef SmallNode *child
+        cdef SmallPair *pair
+        if node.kind == LEAF:
+            pair = &self.pairs[node.lo]
+            c = _compact(pair.key, node.depth, 64, True, compact)
+            n = _put_string(payload, compact, c)
+            n += _put_string(payload + n, pair.value, pair.value_len)
+        elif node.kind == EXTENSION:
+            c = _compact(self.pairs[node.lo].key, node.depth, node.depth + node.prefix, False, compact)
+            n = _put_string(payload, compact, c)
+            child = &self.nodes[node.child]
+            memcpy(payload + n, child.ref, <size_t>child.ref_len)
+            n += child.ref_len
+        else:
             for k in range(16):
-                start = j
-                while j < hi and _nibble(p[j].key, depth) == k:
-                    j += 1
-                if j == start:
+                if node.children[k] < 0:
                     payload[n] = 0x80
                     n += 1
                 else:
-                    n += _reference(p, start, j, depth + 1, payload + n)
+                    child = &self.nodes[node.children[k]]
+                    memcpy(payload + n, child.ref, <size_t>child.ref_len)
+                    n += child.ref_len
             payload[n] = 0x80
             n += 1
-    h = put_header(out, 0xc0, n)
-    memcpy(out + h, payload, <size_t>n)
-    return h + n
+        h = put_header(out, 0xc0, n)
+        memcpy(out + h, payload, <size_t>n)
+        node.encoding_len = h + n
+
+    cdef int finish(self) except -1:
+        """Hash every key, lay out and hash every node; roots(i) gives each trie's root."""
+        cdef Py_ssize_t t, lo, hi, i, j, level_count, max_height = 0, offset = 0, nhash
+        cdef SmallPair tmp
+        cdef int backend = _keccak_backend()
+        cdef list roots_at = []
+        cdef Py_ssize_t *order = NULL
+        cdef Py_ssize_t *count = NULL
+        cdef const uint8_t **hash_data = NULL
+        cdef size_t *hash_len = NULL
+        cdef Py_ssize_t *hash_node = NULL
+        cdef uint8_t *digests = NULL
+        cdef SmallNode *node
+        self.hashed_keys = <uint8_t *>PyMem_Malloc(self.npairs * 32 + 32)
+        if self.hashed_keys == NULL:
+            raise MemoryError()
+        mpt_keccak256_many(backend, self.key_data, self.key_len, <size_t>self.npairs, self.hashed_keys)
+        for i in range(self.npairs):
+            self.pairs[i].key = self.hashed_keys + 32 * i
+            if self.pairs[i].value == NULL:
+                self.pairs[i].value = self.u256_values + 34 * i
+        if self.nodes_cap < 2 * self.npairs + 16:
+            PyMem_Free(self.nodes)
+            self.nodes_cap = 2 * self.npairs + 16        # a trie of n keys has at most 2n - 1 nodes
+            self.nodes = <SmallNode *>PyMem_Malloc(self.nodes_cap * sizeof(SmallNode))
+            if self.nodes == NULL:
+                raise MemoryError()
+        for lo, hi in self.trie_pairs:
+            for i in range(lo + 1, hi):           # insertion sort: at most SMALL_MAX keys a trie
+                tmp = self.pairs[i]
+                j = i - 1
+                while j >= lo and memcmp(self.pairs[j].key, tmp.key, 32) > 0:
+                    self.pairs[j + 1] = self.pairs[j]
+                    j -= 1
+                self.pairs[j + 1] = tmp
+            for i in range(lo + 1, hi):
+                if memcmp(self.pairs[i - 1].key, self.pairs[i].key, 32) == 0:
+                    raise NeedsSpec("two keys with the same hash")
+            if hi == lo:
+                roots_at.append(-1)
+            else:
+                i = self._build(lo, hi, 0)
+                self.nodes[i].is_root = True
+                roots_at.append(i)
+        try:
+            for i in range(self.nnodes):
+                if self.nodes[i].height > max_height:
+                    max_height = self.nodes[i].height
+            # The nodes by height (a counting sort), each with its place in the arena.
+            order = <Py_ssize_t *>PyMem_Malloc((self.nnodes + 1) * sizeof(Py_ssize_t))
+            count = <Py_ssize_t *>PyMem_Malloc((max_height + 2) * sizeof(Py_ssize_t))
+            hash_data = <const uint8_t **>PyMem_Malloc((self.nnodes + 1) * sizeof(uint8_t *))
+            hash_len = <size_t *>PyMem_Malloc((self.nnodes + 1) * sizeof(size_t))
+            hash_node = <Py_ssize_t *>PyMem_Malloc((self.nnodes + 1) * sizeof(Py_ssize_t))
+            digests = <uint8_t *>PyMem_Malloc((self.nnodes + 1) * 32)
+            self.arena = <uint8_t *>PyMem_Malloc(self.arena_len + 1)
+            if not (order and count and hash_data and hash_len and hash_node and digests and self.arena):
+                raise MemoryError()
+            memset(count, 0, (max_height + 2) * sizeof(Py_ssize_t))
+            for i in range(self.nnodes):
+                count[self.nodes[i].height + 1] += 1
+            for i in range(max_height + 1):
+                count[i + 1] += count[i]
+            for i in range(self.nnodes):
+                order[count[self.nodes[i].height]] = i
+                count[self.nodes[i].height] += 1
+                node = &self.nodes[i]
+                node.encoding = offset
+                offset += _encoding_bound(node, self.pairs)
+            i = 0
+            while i < self.nnodes:
+                level_count = 0
+                nhash = 0
+                j = i
+                while j < self.nnodes and self.nodes[order[j]].height == self.nodes[order[i]].height:
+                    node = &self.nodes[order[j]]
+                    self._encode(node, self.arena + node.encoding)
+                    if node.encoding_len >= 32 or node.is_root:
+                        hash_data[nhash] = self.arena + node.encoding
+                        hash_len[nhash] = <size_t>node.encoding_len
+                        hash_node[nhash] = order[j]
+                        nhash += 1
+                    else:
+                        memcpy(node.ref, self.arena + node.encoding, <size_t>node.encoding_len)
+                        node.ref_len = <int>node.encoding_len
+                    j += 1
+                mpt_keccak256_many(backend, hash_data, hash_len, <size_t>nhash, digests)
+                for level_count in range(nhash):
+                    node = &self.nodes[hash_node[level_count]]
+                    node.ref[0] = 0xa0
+                    memcpy(node.ref + 1, digests + 32 * level_count, 32)
+                    node.ref_len = 33
+                i = j
+            self.roots = [EMPTY_ROOT if r < 0 else
+                          PyBytes_FromStringAndSize(<char *>self.nodes[<Py_ssize_t>r].ref + 1, 32)
+                          for r in roots_at]
+        finally:
+            PyMem_Free(order)
+            PyMem_Free(count)
+            PyMem_Free(hash_data)
+            PyMem_Free(hash_len)
+            PyMem_Free(hash_node)
+            PyMem_Free(digests)
+        self.keep = None
+        return 0
 
 
-cdef Py_ssize_t _reference(SmallPair *p, Py_ssize_t lo, Py_ssize_t hi, int depth, uint8_t *out) noexcept nogil:
-    """How a parent refers to the node of p[lo:hi]: its RLP inline below 32 bytes, else the RLP of its hash."""
-    cdef uint8_t node[NODE_BUF]
-    cdef Py_ssize_t n = _encode_node(p, lo, hi, depth, node)
-    if n < 32:
-        memcpy(out, node, <size_t>n)
-        return n
-    out[0] = 0xa0
-    mpt_keccak256(node, <size_t>n, out + 1)
-    return 33
-
-
-cdef object _small_secure_root(ForkCodec codec, dict data):
-    """The root of a secured trie of at most SMALL_MAX entries, or None when a value is too long for this path."""
-    cdef SmallPair pairs[SMALL_MAX]
-    cdef SmallPair tmp
-    cdef uint8_t values[SMALL_MAX][34]
-    cdef uint8_t node[NODE_BUF]
-    cdef uint8_t digest[32]
-    cdef Py_ssize_t count = 0, i, j, n
-    cdef list keep = []
-    cdef object u256 = codec.u256_type
-    cdef bint fast_u256 = codec.fast_u256
-    for key, value in data.items():
-        if not isinstance(key, bytes):
-            raise NeedsSpec("a key that is not bytes")
-        mpt_keccak256(<const uint8_t *>PyBytes_AS_STRING(key), <size_t>PyBytes_GET_SIZE(key), pairs[count].key)
-        if type(value) is u256 and fast_u256:
-            pairs[count].value_len = _put_uint(value._number, values[count])
-            pairs[count].value = values[count]
-        else:
-            encoded = codec.encode_value(value)
-            n = PyBytes_GET_SIZE(encoded)
-            if n == 0:
-                raise NeedsSpec("an empty leaf encoding")
-            if n > SMALL_VALUE_MAX:
-                return None
-            keep.append(encoded)
-            pairs[count].value = <const uint8_t *>PyBytes_AS_STRING(encoded)
-            pairs[count].value_len = n
-        count += 1
-    if count == 0:
-        return EMPTY_ROOT
-    for i in range(1, count):       # insertion sort: at most SMALL_MAX keys
-        tmp = pairs[i]
-        j = i - 1
-        while j >= 0 and memcmp(pairs[j].key, tmp.key, 32) > 0:
-            pairs[j + 1] = pairs[j]
-            j -= 1
-        pairs[j + 1] = tmp
-    for i in range(1, count):
-        if memcmp(pairs[i - 1].key, pairs[i].key, 32) == 0:
-            raise NeedsSpec("two keys with the same hash")
-    n = _encode_node(pairs, 0, count, 0, node)
-    mpt_keccak256(node, <size_t>n, digest)
-    return PyBytes_FromStringAndSize(<char *>digest, 32)
+cdef object _small_secure_root(ForkCodec codec, object data):
+    """The root of one secured trie of at most SMALL_MAX entries, or None when it is not for the small path."""
+    cdef SmallTries batch = SmallTries(codec, PyDict_Size(data))
+    if batch.add(data) < 0:
+        return None
+    batch.finish()
+    return batch.roots[0]
 
 
 # ---------------------------------------------------------------------------------------------- tries and roots
@@ -519,7 +823,7 @@ cpdef bytes trie_root(ForkCodec codec, object trie):
                 else:
                     mirror.update(_trie_key(key, secured), _leaf(codec, <object>found))
             td.root = mirror.hash()
-            (<set>td.changed).clear()
+            td.changed = CLEAN
             codec.syncs += 1
             return <bytes>td.root
     codec.full_builds += 1
@@ -536,7 +840,7 @@ cpdef bytes trie_root(ForkCodec codec, object trie):
     td.mirror = mirror
     td.codec = codec
     td.secured = secured
-    td.changed = set()
+    td.changed = CLEAN
     return <bytes>root
 
 
@@ -606,7 +910,12 @@ cdef object _storage_root(ForkCodec codec, AccountMirror m, object storage_tries
         return EMPTY_ROOT
     storage_trie = <object>found
     root = trie_root(codec, storage_trie)
-    td = <TrackingDict>storage_trie._data
+    _bind_storage(m, <TrackingDict>storage_trie._data, address)
+    return root
+
+
+cdef int _bind_storage(AccountMirror m, TrackingDict td, object address) except -1:
+    """Have td (address's storage dict) report its writes to m, or have m recheck address every sync."""
     m.storage_seen[address] = td
     if td.sink is m.dirty:
         if td.sink_key != address:       # one storage dict under two addresses: only one is told
@@ -616,7 +925,76 @@ cdef object _storage_root(ForkCodec codec, AccountMirror m, object storage_tries
         td.sink_key = address
     else:                                # another state's mirror is told of its writes
         m.unbound.add(address)
-    return root
+    return 0
+
+
+cdef int _full_state_build(ForkCodec codec, AccountMirror m, TrackingDict accounts,
+                           TrackingDict storage_tries) except -1:
+    """Every account encoded with its storage root, the small storage tries hashed together (SmallTries)."""
+    cdef SmallTries batch = SmallTries(codec, 2 * PyDict_Size(accounts) + 16)
+    cdef Py_ssize_t n = PyDict_Size(accounts), i = 0, index
+    cdef const uint8_t **address_data = NULL
+    cdef size_t *address_len = NULL
+    cdef uint8_t *hashed = NULL
+    cdef list records = []
+    cdef TrackingDict td
+    cdef PyObject *found
+    cdef object trie_type = codec.trie_type, account_type = codec.account_type
+    for address, account in accounts.items():
+        if not isinstance(address, bytes) or PyBytes_GET_SIZE(address) != 20:
+            raise NeedsSpec("an address that is not 20 bytes")
+        if type(account) is not account_type:
+            raise NeedsSpec("a state value that is not the fork's Account")
+        found = PyDict_GetItem(storage_tries, address)
+        if found == NULL:
+            records.append((address, account, None, EMPTY_ROOT, -1))
+            continue
+        storage_trie = <object>found
+        if type(storage_trie) is not trie_type:
+            raise NeedsSpec("not the fork's Trie")
+        td = _tracked(storage_trie, "_data", storage_trie._data)
+        index = -1
+        root = None
+        if (td.codec is codec and td.changed is not None and not td.changed and td.root is not None
+                and td.secured == bool(storage_trie.secured)):
+            root = td.root
+        elif storage_trie.secured is True:
+            index = batch.add(td)
+        if root is None and index < 0:
+            root = trie_root(codec, storage_trie)
+        records.append((address, account, td, root, index))
+    batch.finish()
+    try:
+        address_data = <const uint8_t **>PyMem_Malloc((n + 1) * sizeof(uint8_t *))
+        address_len = <size_t *>PyMem_Malloc((n + 1) * sizeof(size_t))
+        hashed = <uint8_t *>PyMem_Malloc((n + 1) * 32)
+        if not (address_data and address_len and hashed):
+            raise MemoryError()
+        for i in range(n):
+            address = (<tuple>records[i])[0]
+            address_data[i] = <const uint8_t *>PyBytes_AS_STRING(address)
+            address_len[i] = 20
+        mpt_keccak256_many(_keccak_backend(), address_data, address_len, <size_t>n, hashed)
+        update = m.trie.update
+        for i in range(n):
+            address, account, storage, root, index = <tuple>records[i]
+            if index >= 0:
+                root = batch.roots[index]
+                td = <TrackingDict>storage
+                td.root = root
+                td.mirror = None
+                td.codec = codec
+                td.secured = True
+                td.changed = CLEAN
+            if storage is not None:
+                _bind_storage(m, <TrackingDict>storage, address)
+            m.storage_roots[address] = root
+            update(PyBytes_FromStringAndSize(<char *>hashed + 32 * i, 32), codec.encode_account(account, root))
+    finally:
+        PyMem_Free(address_data)
+        PyMem_Free(address_len)
+        PyMem_Free(hashed)
+    return 0
 
 
 cdef int _sync_account(ForkCodec codec, AccountMirror m, TrackingDict accounts, object storage_tries,
@@ -681,26 +1059,33 @@ cpdef bytes state_root_of(ForkCodec codec, object state):
         if m.storage_map is not storage_tries:
             _reconcile(m, storage_tries)
         todo = set(m.dirty.keys)
-        todo.update(<set>changed)
+        todo.update(changed)
         todo.update(m.unbound)
         if not todo and accounts.root is not None and m.storage_map is storage_tries:
             return <bytes>accounts.root
         m.unbound.clear()
         for address in todo:
-            _sync_account(codec, m, accounts, storage_tries, address, address in <set>changed)
+            _sync_account(codec, m, accounts, storage_tries, address, address in changed)
         codec.syncs += 1
     else:
         codec.full_builds += 1
         m = AccountMirror()
-        for address in accounts:
-            _sync_account(codec, m, accounts, storage_tries, address, True)
+        # The build allocates a few containers per account and makes no cycles: without this, the cyclic
+        # collector would walk the spec's whole state (millions of objects) several times over.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            _full_state_build(codec, m, accounts, storage_tries)
+        finally:
+            if collecting:
+                gc.enable()
     _bind_storage_map(m, storage_tries)
     m.dirty.keys.clear()
     accounts.root = m.trie.hash()
     accounts.mirror = m
     accounts.codec = codec
     accounts.secured = True
-    accounts.changed = set()
+    accounts.changed = CLEAN
     return <bytes>accounts.root
 
 
