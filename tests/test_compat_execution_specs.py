@@ -54,6 +54,8 @@ class Fork:
         self.state = importlib.import_module(name + ".state")
         self.types = importlib.import_module(name + ".fork_types")
         self.codec = getattr(self.trie, es._stubs.SPEC_GLOBAL)
+        assert es.original(self.trie.root) is self.codec.spec_root
+        assert es.original(self.state.state_root) is self.codec.spec_state_root
         self.with_transient = "transient_storage" in inspect.signature(self.state.begin_transaction).parameters
         self.TransientStorage = getattr(self.state, "TransientStorage", None)
 

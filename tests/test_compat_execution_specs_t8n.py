@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("ethereum_spec_tools.evm_tools", reason='execution-specs not installed: pip install "mpt-engine[spec]"')
+pytest.importorskip("ethereum_spec_tools.evm_tools",
+                    reason='execution-specs not installed: pip install "mpt-engine[spec]"')
 
 from mpt.compat import execution_specs as es  # noqa: E402
 

@@ -37,7 +37,8 @@ from mpt.errors import MissingExtraError, MptError
 from . import _stubs
 from ._stubs import SPEC_GLOBAL
 
-__all__ = ["SpecShapeError", "install", "uninstall", "installed", "patched", "patched_forks", "stats", "forget"]
+__all__ = ["SpecShapeError", "install", "uninstall", "installed", "patched", "patched_forks", "stats", "forget",
+           "original"]
 
 INSTALL_HINT = 'pip install "mpt-engine[spec]"'
 
@@ -301,6 +302,18 @@ def stats() -> Dict[str, Dict[str, Any]]:
         codecs = {p.codec.name: p.codec for p in _patches.values()}
     return {name: {"full_builds": c.full_builds, "syncs": c.syncs, "fallbacks": c.fallbacks,
                    "fast_account": c.fast_account, "fast_u256": c.fast_u256} for name, c in sorted(codecs.items())}
+
+
+def original(function):
+    """The spec's own version of a patched function (``<fork>.trie.root`` or ``<fork>.state.state_root``): its
+    original code, run in its module. The original ``state_root`` still calls the module's ``root``, patched or
+    not; ``original(trie.root)`` is the spec's root through and through. An unpatched function is returned as is."""
+    with _lock:
+        for patch in _patches.values():
+            if patch.function is function:
+                codec = patch.codec
+                return codec.spec_root if patch.spec_code.co_name == "root" else codec.spec_state_root
+    return function
 
 
 def forget(trie) -> None:

@@ -144,7 +144,7 @@ cdef class TrackingDict(dict):
         PyDict_DelItem(self, key)
         self._touch(key)
 
-    def pop(self, key, *default):
+    def pop(self, key, /, *default):
         value = dict.pop(self, key, *default)
         self._touch(key)
         return value
@@ -154,7 +154,7 @@ cdef class TrackingDict(dict):
         self._touch(item[0])
         return item
 
-    def setdefault(self, key, default=None):
+    def setdefault(self, key, default=None, /):
         cdef PyObject *found = PyDict_GetItem(self, key)
         if found != NULL:
             return <object>found
