@@ -12,6 +12,7 @@ from cpython.dict cimport PyDict_DelItem, PyDict_GetItem, PyDict_SetItem, PyDict
 from cpython.long cimport PyLong_AsUnsignedLongLong
 from cpython.object cimport PyObject
 from libc.stdint cimport uint8_t, uint64_t
+from libc.stdlib cimport qsort
 from libc.string cimport memcmp, memcpy, memmove, memset
 
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
@@ -218,6 +219,12 @@ cdef inline Py_ssize_t _put_string(uint8_t *out, const uint8_t *data, Py_ssize_t
     return h + n
 
 
+cdef inline Py_ssize_t _string_size(const uint8_t *data, Py_ssize_t n) noexcept nogil:
+    if n == 1 and data[0] < 0x80:
+        return 1
+    return (1 if n < 56 else 1 + uint_byte_length(<uint64_t>n)) + n
+
+
 cdef Py_ssize_t _put_uint(object number, uint8_t *out) except -1:
     """The RLP string of a non-negative int below 2**256 (big-endian, no leading zeros) at out (<= 33 bytes)."""
     cdef uint64_t x
@@ -404,8 +411,8 @@ ctypedef struct SmallNode:
     int height                      # 0 for leaves, 1 + the highest child's otherwise
     bint is_root
     Py_ssize_t lo, hi               # the node's pairs
-    Py_ssize_t child                # an extension's child
-    Py_ssize_t children[16]         # a branch's children (-1: none)
+    int child                       # an extension's child
+    int children[16]                # a branch's children (-1: none)
     Py_ssize_t encoding             # offset of the node's RLP in the arena
     Py_ssize_t encoding_len
     uint8_t ref[33]                 # how the parent refers to it: the RLP inline (< 32 bytes) or 0xa0 + hash
@@ -443,7 +450,11 @@ cdef Py_ssize_t _compact(const uint8_t *key, int start, int end, bint leaf, uint
     return o
 
 
-cdef inline int _count_empty(const Py_ssize_t *children) noexcept nogil:
+cdef int _pair_order(const void *a, const void *b) noexcept nogil:
+    return memcmp((<const SmallPair *>a).key, (<const SmallPair *>b).key, 32)
+
+
+cdef inline int _count_empty(const int *children) noexcept nogil:
     cdef int k, n = 0
     for k in range(16):
         if children[k] < 0:
@@ -487,6 +498,8 @@ cdef class SmallTries:
     cdef list roots                      # per trie after finish(): the root
     cdef list keep                       # keys and value encodings the pointers point into
     cdef ForkCodec codec
+    cdef public dict node_db             # with collect_nodes: every hashed node, hash -> RLP (mpt.Trie's db form)
+    cdef bint collect_nodes
 
     def __cinit__(self, ForkCodec codec, Py_ssize_t capacity):
         self.codec = codec
@@ -502,6 +515,8 @@ cdef class SmallTries:
         self.trie_pairs = []
         self.roots = []
         self.keep = []
+        self.node_db = None
+        self.collect_nodes = False
         if not (self.pairs and self.key_data and self.key_len and self.u256_values):
             raise MemoryError()
 
@@ -548,6 +563,28 @@ cdef class SmallTries:
         self.trie_pairs.append((start, i))
         return len(self.trie_pairs) - 1
 
+    cdef Py_ssize_t add_encoded(self, list keys, list values) except -2:
+        """Queue the secured trie of keys[i] -> values[i] (bytes, values already encoded), of any size; its index."""
+        cdef Py_ssize_t start = self.npairs, n = len(keys), i
+        if self.npairs + n > self.pairs_cap:
+            self._grow(self.npairs + n)
+        for i in range(n):
+            key = keys[i]
+            value = values[i]
+            if type(key) is not bytes and not isinstance(key, bytes) or type(value) is not bytes:
+                raise NeedsSpec("a key or an encoding that is not bytes")
+            if PyBytes_GET_SIZE(value) == 0 or PyBytes_GET_SIZE(value) > BRANCH_MAX - 3 - 34 - 3:
+                raise NeedsSpec("a leaf encoding of an unexpected length")
+            self.key_data[start + i] = <const uint8_t *>PyBytes_AS_STRING(key)
+            self.key_len[start + i] = <size_t>PyBytes_GET_SIZE(key)
+            self.pairs[start + i].value = <const uint8_t *>PyBytes_AS_STRING(value)
+            self.pairs[start + i].value_len = PyBytes_GET_SIZE(value)
+        self.keep.append(keys)
+        self.keep.append(values)
+        self.npairs = start + n
+        self.trie_pairs.append((start, start + n))
+        return len(self.trie_pairs) - 1
+
     cdef int _grow(self, Py_ssize_t needed) except -1:
         cdef Py_ssize_t cap = max(2 * self.pairs_cap, needed)
         cdef void *p
@@ -586,7 +623,7 @@ cdef class SmallTries:
         cdef SmallPair *p = self.pairs
         cdef int prefix = 0, k, height = 0
         cdef Py_ssize_t j, start, child, index
-        cdef Py_ssize_t children[16]
+        cdef int children[16]
         if hi - lo == 1:
             index = self._new_node()
             self.nodes[index].kind = LEAF
@@ -599,7 +636,7 @@ cdef class SmallTries:
                 height = self.nodes[child].height + 1
                 index = self._new_node()
                 self.nodes[index].kind = EXTENSION
-                self.nodes[index].child = child
+                self.nodes[index].child = <int>child
                 self.arena_len += EXTENSION_MAX
             else:
                 j = lo
@@ -610,7 +647,7 @@ cdef class SmallTries:
                     if j == start:
                         children[k] = -1
                     else:
-                        children[k] = self._build(start, j, depth + 1)
+                        children[k] = <int>self._build(start, j, depth + 1)
                         if self.nodes[children[k]].height >= height:
                             height = self.nodes[children[k]].height + 1
                 index = self._new_node()
@@ -627,37 +664,41 @@ cdef class SmallTries:
 
     cdef void _encode(self, SmallNode *node, uint8_t *out) noexcept nogil:
         """The node's RLP at out (its children's references are final); sets encoding_len."""
-        cdef uint8_t payload[BRANCH_MAX]
         cdef uint8_t compact[34]
-        cdef Py_ssize_t n = 0, c, h
+        cdef Py_ssize_t n = 0, c, h, size
         cdef int k
         cdef SmallNode *child
         cdef SmallPair *pair
         if node.kind == LEAF:
             pair = &self.pairs[node.lo]
             c = _compact(pair.key, node.depth, 64, True, compact)
-            n = _put_string(payload, compact, c)
-            n += _put_string(payload + n, pair.value, pair.value_len)
+            size = _string_size(compact, c) + _string_size(pair.value, pair.value_len)
+            h = put_header(out, 0xc0, size)
+            n = h + _put_string(out + h, compact, c)
+            n += _put_string(out + n, pair.value, pair.value_len)
         elif node.kind == EXTENSION:
             c = _compact(self.pairs[node.lo].key, node.depth, node.depth + node.prefix, False, compact)
-            n = _put_string(payload, compact, c)
             child = &self.nodes[node.child]
-            memcpy(payload + n, child.ref, <size_t>child.ref_len)
+            h = put_header(out, 0xc0, _string_size(compact, c) + child.ref_len)
+            n = h + _put_string(out + h, compact, c)
+            memcpy(out + n, child.ref, <size_t>child.ref_len)
             n += child.ref_len
         else:
+            size = 1
+            for k in range(16):
+                size += 1 if node.children[k] < 0 else self.nodes[node.children[k]].ref_len
+            n = put_header(out, 0xc0, size)
             for k in range(16):
                 if node.children[k] < 0:
-                    payload[n] = 0x80
+                    out[n] = 0x80
                     n += 1
                 else:
                     child = &self.nodes[node.children[k]]
-                    memcpy(payload + n, child.ref, <size_t>child.ref_len)
+                    memcpy(out + n, child.ref, <size_t>child.ref_len)
                     n += child.ref_len
-            payload[n] = 0x80
+            out[n] = 0x80
             n += 1
-        h = put_header(out, 0xc0, n)
-        memcpy(out + h, payload, <size_t>n)
-        node.encoding_len = h + n
+        node.encoding_len = n
 
     cdef int finish(self) except -1:
         """Hash every key, lay out and hash every node; roots(i) gives each trie's root."""
@@ -687,7 +728,9 @@ cdef class SmallTries:
             if self.nodes == NULL:
                 raise MemoryError()
         for lo, hi in self.trie_pairs:
-            for i in range(lo + 1, hi):           # insertion sort: at most SMALL_MAX keys a trie
+            if hi - lo > SMALL_MAX:
+                qsort(self.pairs + lo, <size_t>(hi - lo), sizeof(SmallPair), _pair_order)
+            for i in range(lo + 1, hi):           # insertion sort: at most SMALL_MAX keys, or sorted already
                 tmp = self.pairs[i]
                 j = i - 1
                 while j >= lo and memcmp(self.pairs[j].key, tmp.key, 32) > 0:
@@ -751,6 +794,10 @@ cdef class SmallTries:
                     node.ref[0] = 0xa0
                     memcpy(node.ref + 1, digests + 32 * level_count, 32)
                     node.ref_len = 33
+                    if self.collect_nodes:
+                        PyDict_SetItem(self.node_db, PyBytes_FromStringAndSize(<char *>digests + 32 * level_count, 32),
+                                       PyBytes_FromStringAndSize(<char *>self.arena + node.encoding,
+                                                                 node.encoding_len))
                 i = j
             self.roots = [EMPTY_ROOT if r < 0 else
                           PyBytes_FromStringAndSize(<char *>self.nodes[<Py_ssize_t>r].ref + 1, 32)
@@ -933,9 +980,6 @@ cdef int _full_state_build(ForkCodec codec, AccountMirror m, TrackingDict accoun
     """Every account encoded with its storage root, the small storage tries hashed together (SmallTries)."""
     cdef SmallTries batch = SmallTries(codec, 2 * PyDict_Size(accounts) + 16)
     cdef Py_ssize_t n = PyDict_Size(accounts), i = 0, index
-    cdef const uint8_t **address_data = NULL
-    cdef size_t *address_len = NULL
-    cdef uint8_t *hashed = NULL
     cdef list records = []
     cdef TrackingDict td
     cdef PyObject *found
@@ -964,36 +1008,30 @@ cdef int _full_state_build(ForkCodec codec, AccountMirror m, TrackingDict accoun
             root = trie_root(codec, storage_trie)
         records.append((address, account, td, root, index))
     batch.finish()
-    try:
-        address_data = <const uint8_t **>PyMem_Malloc((n + 1) * sizeof(uint8_t *))
-        address_len = <size_t *>PyMem_Malloc((n + 1) * sizeof(size_t))
-        hashed = <uint8_t *>PyMem_Malloc((n + 1) * 32)
-        if not (address_data and address_len and hashed):
-            raise MemoryError()
-        for i in range(n):
-            address = (<tuple>records[i])[0]
-            address_data[i] = <const uint8_t *>PyBytes_AS_STRING(address)
-            address_len[i] = 20
-        mpt_keccak256_many(_keccak_backend(), address_data, address_len, <size_t>n, hashed)
-        update = m.trie.update
-        for i in range(n):
-            address, account, storage, root, index = <tuple>records[i]
-            if index >= 0:
-                root = batch.roots[index]
-                td = <TrackingDict>storage
-                td.root = root
-                td.mirror = None
-                td.codec = codec
-                td.secured = True
-                td.changed = CLEAN
-            if storage is not None:
-                _bind_storage(m, <TrackingDict>storage, address)
-            m.storage_roots[address] = root
-            update(PyBytes_FromStringAndSize(<char *>hashed + 32 * i, 32), codec.encode_account(account, root))
-    finally:
-        PyMem_Free(address_data)
-        PyMem_Free(address_len)
-        PyMem_Free(hashed)
+    encodings = []
+    for i in range(n):
+        address, account, storage, root, index = <tuple>records[i]
+        if index >= 0:
+            root = batch.roots[index]
+            td = <TrackingDict>storage
+            td.root = root
+            td.mirror = None
+            td.codec = codec
+            td.secured = True
+            td.changed = CLEAN
+        if storage is not None:
+            _bind_storage(m, <TrackingDict>storage, address)
+        m.storage_roots[address] = root
+        encodings.append(codec.encode_account(account, root))
+    # The state trie built here too, its nodes handed to an mpt.Trie as its node database: the mirror reads the
+    # nodes it needs from there when accounts change, and the build costs no mpt.Trie insert.
+    if n:
+        accounts_batch = SmallTries(codec, n)
+        accounts_batch.collect_nodes = True
+        accounts_batch.node_db = {}
+        accounts_batch.add_encoded([(<tuple>r)[0] for r in records], encodings)
+        accounts_batch.finish()
+        m.trie = _Trie(accounts_batch.node_db, accounts_batch.roots[0])
     return 0
 
 
