@@ -493,3 +493,37 @@ def test_json_of_a_tracked_trie_is_unchanged(fork):
     import pickle
 
     assert type(copy.deepcopy(t._data)) is dict and pickle.loads(pickle.dumps(t._data)) == t._data
+
+
+def test_docs_page_runs_as_written():
+    """docs/execution_specs.rst: its python blocks (marked not-runnable for the main run, which lacks the spec)
+    run here through doctest, their outputs compared."""
+    import doctest
+    from pathlib import Path
+
+    from test_doc_blocks import rst_blocks
+
+    page = Path(__file__).resolve().parent.parent / "docs" / "execution_specs.rst"
+    blocks = [b for b in rst_blocks(page) if b.lang == "python"]
+    assert blocks and all(b.skip and "test_compat_execution_specs" in b.skip for b in blocks)
+    globs = {}
+    es.uninstall()          # the page starts from a spec without the patch (fresh counters)
+    try:
+        for block in blocks:
+            test = doctest.DocTestParser().get_doctest(block.code, globs, block.where, str(page), block.line)
+            runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+            runner.run(test)
+            assert runner.failures == 0, block.where
+    finally:
+        es.install()
+
+
+def test_pytest_plugin_installs():
+    from mpt.compat.execution_specs import pytest_plugin
+
+    es.uninstall()
+    try:
+        pytest_plugin.pytest_configure(None)
+        assert es.installed() and es.patched_forks() == FORKS
+    finally:
+        es.install()
