@@ -306,6 +306,23 @@ def test_incremental_root_touches_only_what_changed(fork):
     assert after["syncs"] == before["syncs"] + 1
 
 
+def test_large_storage_tries_in_a_state(fork):
+    """Storage tries past the compiled small path (32 slots) inside state roots, from scratch and incremental."""
+    s = fork.state
+    state = s.State()
+    for i in range(8):
+        address = Bytes20(i.to_bytes(20, "big"))
+        s.set_account(state, address, fork.types.Account(nonce=Uint(i), balance=U256(i), code=Bytes(b"\x00")))
+        for j in range(33 + i if i < 3 else i):
+            s.set_storage(state, address, Bytes32(j.to_bytes(32, "big")), U256(j + 1))
+    assert s.state_root(state) == fork.spec_state_root(state)
+    s.set_storage(state, Bytes20((0).to_bytes(20, "big")), Bytes32(bytes(32)), U256(0))      # 33 -> 32 slots
+    s.set_storage(state, Bytes20((1).to_bytes(20, "big")), Bytes32(b"\x07" * 32), U256(5))
+    s.destroy_storage(state, Bytes20((2).to_bytes(20, "big")))
+    assert s.state_root(state) == fork.spec_state_root(state)
+    assert es.stats()[fork.name]["fallbacks"] == 0
+
+
 def test_mirrors_go_with_their_states(fork):
     def mirrors():
         return sum(1 for o in gc.get_objects() if type(o) is _fast.AccountMirror)
