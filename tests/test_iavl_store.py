@@ -8,7 +8,15 @@ import sys
 import pytest
 
 from mpt.db import LevelDBStore, LMDBStore, MemoryDB, OrderedNodeDatabase, prefix_range
-from mpt.errors import CorruptTreeError, MissingNodeError, MptError, StoreClosedError, StoreError, VersionError
+from mpt.errors import (
+    CorruptTreeError,
+    MissingNodeError,
+    MptError,
+    StoreClosedError,
+    StoreCorruptError,
+    StoreError,
+    VersionError,
+)
 from mpt.iavl import MutableTree, decode_node, node_key
 from mpt.iavl.nodedb import NodeDB, decode_fast_node, encode_fast_node, root_key
 
