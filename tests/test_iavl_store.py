@@ -108,7 +108,7 @@ def test_leveldb_errors(tmp_path):
         LevelDBStore(tmp_path / "file")
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "CURRENT").write_text("MANIFEST-000009\n")
-    with pytest.raises(StoreError, match="not a readable LevelDB"):
+    with pytest.raises(StoreCorruptError, match="is damaged .*CURRENT points to a non-existent file"):
         LevelDBStore(tmp_path / "bad")
     with LevelDBStore(tmp_path / "db", create=True) as s:
         s.put(b"k", b"v")

@@ -579,3 +579,15 @@ def test_leveldb_on_a_read_only_disk_says_read_only(small_disk):
         with pytest.raises(StoreReadOnlyError, match="read-only file system") as e:
             LevelDBStore(small_disk / "db", readonly=readonly)
         assert "locked" not in str(e.value)
+
+
+def test_lmdb_on_a_read_only_disk_says_read_only(small_disk):
+    with LMDBStore(str(small_disk / "s")) as s:
+        s.put(bytes(32), b"x")
+    r = subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip("cannot remount read-only: %s" % r.stderr.strip())
+    with pytest.raises(StoreReadOnlyError, match="read-only .*open it with readonly=True"):
+        LMDBStore(str(small_disk / "s"))
+    with LMDBStore(str(small_disk / "s"), readonly=True) as ro:
+        assert ro.get(bytes(32)) == b"x"

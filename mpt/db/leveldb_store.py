@@ -101,6 +101,12 @@ class LevelDBBatch:
         must be bytes, and these puts are not counted by ``len()``."""
         return self._batch.put
 
+    @property
+    def bytes_delete(self):
+        """plyvel's own ``delete(key)``, for writers that loop in C (IAVL pruning): the key must be bytes, and
+        these deletes are not counted by ``len()``."""
+        return self._batch.delete
+
     def __len__(self):
         return self._count
 
@@ -115,8 +121,12 @@ class LevelDBStore(PersistentStore):
     from what ``iterate`` yields.
 
     Errors are :class:`~mpt.errors.StoreError` naming the path: no such directory, a directory that is not a
-    LevelDB, one locked by another process (a running node), a corrupt database. Use it as a context manager
-    or call ``close()``: LevelDB holds its lock until then.
+    LevelDB, one locked by another process (a running node); the subclasses say more:
+    :class:`~mpt.errors.StoreCorruptError` for damaged tables or a damaged write-ahead log (the store is opened
+    with LevelDB's ``paranoid_checks``, so a damaged log stops the open instead of silently rolling the store
+    back), :class:`~mpt.errors.StoreWriteError` for a full disk or a file over the size limit,
+    :class:`~mpt.errors.StoreReadOnlyError` for ``readonly=True`` stores and read-only file systems. Use it as a
+    context manager or call ``close()``: LevelDB holds its lock until then.
     """
 
     def __init__(self, path, *, create=False, readonly=False, prefix=b""):

@@ -94,9 +94,12 @@ class LMDBStore(PersistentStore):
     existing store for reading only. Only the store's own directory is created: a missing parent directory is a
     FileNotFoundError (a mistyped path does not silently make a new, empty store).
 
-    A file that is not an LMDB store raises :class:`~mpt.errors.StoreError`; a write that fails (a full disk)
-    raises :class:`~mpt.errors.StoreWriteError` and stores nothing of that write, so the last commit stays
-    intact.
+    A store is created only in a missing or empty directory: a directory holding anything but an LMDB store (a
+    LevelDB, a project folder) raises :class:`~mpt.errors.StoreError` saying what it looks like, and so does a
+    file that is not an LMDB store (:class:`~mpt.errors.StoreCorruptError` when it is damaged). A write that
+    fails (a full disk) raises :class:`~mpt.errors.StoreWriteError` and stores nothing of that write, so the last
+    commit stays intact; a write to a store opened ``readonly=True``, or on a read-only file system,
+    :class:`~mpt.errors.StoreReadOnlyError`.
 
     Safe to share between threads: each read runs in its own short read transaction; writes are serialised.
     Several processes may open the same store (LMDB allows one writer at a time); a process that finds the map

@@ -61,6 +61,7 @@ cdef class NodeDB:
     cdef int _write_records(self, _RecordWriter out, int64_t version, Node root, list new_nodes, bint legacy,
                             dict fast_additions, str storage_version) except -1
     cdef int _put_root_reference(self, _RecordWriter out, int64_t version, Node root) except -1
+    cdef int _apply_prune(self, list dels, list moved) except -1
 
 
 cdef int check_child(Node parent, Node child, bint right) except -1

@@ -19,7 +19,12 @@ Fast nodes read or saved are kept decoded in a bounded cache, as Go's ``fastNode
 default): a get at the latest version that hits it touches no store and allocates nothing.
 
 The latest version is found as Go finds it: the version of the last ``s`` key (a reverse scan), else of the last
-``r`` key. Nothing else is stored: no private records.
+``r`` key. One record of mpt's own exists while an import runs: ``b"m" + b"mpt:import"``, written with its
+first batch and deleted with its last, so that the next open removes what a killed import wrote.
+
+What the tree writes into, it owns: before the first write ``check_ours`` makes sure that the store is empty or an
+IAVL tree's, and what is deleted or overwritten must decode as the record its key says (``is_iavl_record``);
+anything else raises ForeignStoreError before a write.
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -1037,48 +1042,76 @@ cdef class NodeDB:
                 refs[version] = self._ref_or_none(version)
             return refs[version]
 
+        # The walk collects the deletes (and the few moved roots) first and applies them at the end, all or
+        # nothing: straight into a MemoryDB's dict from C (nothing can fail between the first and the last
+        # change), or in one write batch through its C-level delete where the store has one (LevelDB: plyvel's
+        # own). A Python call per deleted key cost a third of a prune.
+        cdef list dels = []
+        cdef list moved = []            # (key, value): roots moved to (version, 0)
         known = {}
-        with self.db.write_batch() as batch:
-            if legacy > 0:
-                deleted += self._delete_legacy_versions(batch, legacy)
-            for v in range(first if first else to_version + 1, to_version + 1):
-                root_ref = ref_of(v)
-                seen = {}
-                if root_ref:
-                    next_ref = ref_of(v + 1)
-                    if next_ref is not None:
-                        for orphan, ref in self._orphans(v, v + 1, root_ref, next_ref, known, seen):
-                            if len(ref) == HASH_SIZE:
-                                batch.delete(N + ref)
-                            else:
-                                nonce = orphan.nonce
-                                if nonce == 0 and self._read_key(N + orphan.c_hash()) is not None:
-                                    # A legacy root that a v1 version reused, rewritten at (version, 0): its
-                                    # legacy record goes too (Go: "it can be a legacy root").
-                                    batch.delete(N + orphan.c_hash())
-                                    deleted += 1
-                                if nonce == 1 and orphan.version < v:
-                                    nonce = 0       # a root moved to (version, 0) by an earlier step
-                                batch.delete(_node_record_key(orphan.version, nonce))
-                            deleted += 1
-                literal = make_node_key(v, 1)
-                if root_ref is None or root_ref != literal:
-                    batch.delete(S + literal)
-                    deleted += 1
-                if ref_of(v + 1) == literal:
-                    # v + 1 reuses v's root: the root record goes, the node moves to (v, 0).
-                    root = self.get_node(literal)
-                    batch.delete(S + literal)
-                    root.nonce = 0
-                    batch.put(_node_record_key(v, 0), root._to_bytes(FORMAT_V1))
-                    deleted += 1
-                known = seen
+        if legacy > 0:
+            deleted += self._delete_legacy_versions(dels, legacy)
+        for v in range(first if first else to_version + 1, to_version + 1):
+            root_ref = ref_of(v)
+            seen = {}
+            if root_ref:
+                next_ref = ref_of(v + 1)
+                if next_ref is not None:
+                    for orphan, ref in self._orphans(v, v + 1, root_ref, next_ref, known, seen):
+                        if PyBytes_GET_SIZE(ref) == HASH_SIZE:
+                            dels.append(N + ref)
+                        else:
+                            nonce = orphan.nonce
+                            if nonce == 0 and self._read_key(N + orphan.c_hash()) is not None:
+                                # A legacy root that a v1 version reused, rewritten at (version, 0): its
+                                # legacy record goes too (Go: "it can be a legacy root").
+                                dels.append(N + orphan.c_hash())
+                                deleted += 1
+                            if nonce == 1 and orphan.version < v:
+                                nonce = 0       # a root moved to (version, 0) by an earlier step
+                            dels.append(_node_record_key(orphan.version, nonce))
+                        deleted += 1
+            literal = make_node_key(v, 1)
+            if root_ref is None or root_ref != literal:
+                dels.append(S + literal)
+                deleted += 1
+            if ref_of(v + 1) == literal:
+                # v + 1 reuses v's root: the root record goes, the node moves to (v, 0).
+                root = self.get_node(literal)
+                dels.append(S + literal)
+                root.nonce = 0
+                moved.append((_node_record_key(v, 0), root._to_bytes(FORMAT_V1)))
+                deleted += 1
+            known = seen
+        # Moved roots first, then the deletes: a key is put (a root moved to (v, 0) at step v) before any later
+        # step deletes it, never after, so this order ends where the walk's order would.
+        self._apply_prune(dels, moved)
         if legacy > 0:
             self._legacy_latest = -1
         return deleted
 
-    def _delete_legacy_versions(self, batch, int64_t legacy):
-        """Go's deleteLegacyVersions(legacyLatestVersion), into batch; returns the number of deletes.
+    cdef int _apply_prune(self, list dels, list moved) except -1:
+        cdef dict data = self._dict
+        cdef bytes k
+        if data is not None:
+            for k, value in moved:
+                data[k] = value
+            for k in dels:
+                data.pop(k, None)
+            self.db.keys_changed()
+            return 0
+        with self.db.write_batch() as batch:
+            for k, value in moved:
+                batch.put(k, value)
+            delete = getattr(batch, "bytes_delete", None)
+            if delete is None:
+                delete = batch.delete
+            for k in dels:
+                delete(k)
+        return 0
+
+    def _delete_legacy_versions(self, list dels, int64_t legacy):
+        """Go's deleteLegacyVersions(legacyLatestVersion): the keys to delete appended to dels; returns how many.
 
         1. The legacy nodes of the latest legacy version that the first v1 version no longer references (its
            orphans were never recorded: v1 writes no ``o`` records).
@@ -1097,21 +1130,21 @@ cdef class NodeDB:
         if next_ref is None:
             return 0
         for orphan, ref in self._orphans(legacy, legacy + 1, self.root_ref(legacy), next_ref):
-            batch.delete(N + orphan.c_hash())
+            dels.append(N + orphan.c_hash())
             deleted += 1
         for k, value in list(self.db.iterate(*prefix_range(LEGACY_ORPHAN_PREFIX))):
             if not is_iavl_record(k, value):
                 raise foreign_store_error(self.db, k, "delete the legacy orphan records")
-            batch.delete(k)
+            dels.append(k)
             deleted += 1
             to = <int64_t>read_be64(<const uint8_t *>PyBytes_AS_STRING(k) + 1)
             frm = <int64_t>read_be64(<const uint8_t *>PyBytes_AS_STRING(k) + 9)
             if (frm <= legacy and to < legacy) or frm > legacy:
-                batch.delete(N + value)
+                dels.append(N + value)
                 deleted += 1
         for k, value in list(self.db.iterate(*prefix_range(R))):
             if not is_iavl_record(k, value):
                 raise foreign_store_error(self.db, k, "delete the legacy root records")
-            batch.delete(k)
+            dels.append(k)
             deleted += 1
         return deleted
