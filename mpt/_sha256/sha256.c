@@ -820,7 +820,7 @@ static int cpu_has_avx2(void)
  * 50 on Zen 4) or missing (Xeons before Ice Lake), sixteen lanes beat it;
  * "auto" times both on first use and keeps the faster for batches, while
  * single messages stay on SHA-NI. */
-#define AVX512_TARGET __attribute__((target("avx512f")))
+#define AVX512_TARGET __attribute__((target("avx512f,avx512bw")))
 
 #define V16_ROR(x, n) _mm512_ror_epi32((x), (n))
 #define V16_XOR3(a, b, c) _mm512_ternarylogic_epi32((a), (b), (c), 0x96)
@@ -831,19 +831,44 @@ static int cpu_has_avx2(void)
 #define V16_CH(e, f, g) _mm512_ternarylogic_epi32((e), (f), (g), 0xCA)    /* e ? f : g */
 #define V16_MAJ(a, b, c) _mm512_ternarylogic_epi32((a), (b), (c), 0xE8)
 
-/* Block p[x] of lane x as 16 word vectors (word j of every lane in w[j]):
- * the words are gathered through a small table, which costs a few percent
- * of the rounds and needs no 16x16 transpose. */
+/* Block p[x] of lane x as 16 word vectors (word j of every lane in w[j]). */
 AVX512_TARGET static inline __attribute__((always_inline)) void
 avx512_load_blocks(const unsigned char *const p[16], __m512i w[16])
 {
-    uint32_t t[16][16] __attribute__((aligned(64)));
-    int x, j;
+    /* Sixteen 64-byte rows into sixteen word columns: a 16x16 transpose of
+     * 32-bit words in four stages of shuffles (64 instructions), then each
+     * word to big-endian. */
+    const __m512i bswap = _mm512_set4_epi32(0x0c0d0e0f, 0x08090a0b, 0x04050607, 0x00010203);
+    __m512i r[16], t[16];
+    int x;
     for (x = 0; x < 16; x++)
-        for (j = 0; j < 16; j++)
-            t[j][x] = load32_be(p[x] + 4 * j);
-    for (j = 0; j < 16; j++)
-        w[j] = _mm512_load_si512((const void *)t[j]);
+        r[x] = _mm512_loadu_si512((const void *)p[x]);
+    for (x = 0; x < 16; x += 2) {
+        t[x] = _mm512_unpacklo_epi32(r[x], r[x + 1]);
+        t[x + 1] = _mm512_unpackhi_epi32(r[x], r[x + 1]);
+    }
+    for (x = 0; x < 16; x += 4) {
+        r[x] = _mm512_unpacklo_epi64(t[x], t[x + 2]);
+        r[x + 1] = _mm512_unpackhi_epi64(t[x], t[x + 2]);
+        r[x + 2] = _mm512_unpacklo_epi64(t[x + 1], t[x + 3]);
+        r[x + 3] = _mm512_unpackhi_epi64(t[x + 1], t[x + 3]);
+    }
+    /* r[4g + k] holds, in its 128-bit lane l, word 4l + k' of rows 4g .. 4g+3
+     * (k' = 0, 1, 2, 3 for k = 0, 1, 2, 3): gather the lanes across groups. */
+    for (x = 0; x < 4; x++) {
+        t[x] = _mm512_shuffle_i32x4(r[x], r[4 + x], 0x88);         /* lanes 0, 2 of g0 | 0, 2 of g1 */
+        t[4 + x] = _mm512_shuffle_i32x4(r[x], r[4 + x], 0xdd);     /* lanes 1, 3 */
+        t[8 + x] = _mm512_shuffle_i32x4(r[8 + x], r[12 + x], 0x88);
+        t[12 + x] = _mm512_shuffle_i32x4(r[8 + x], r[12 + x], 0xdd);
+    }
+    for (x = 0; x < 4; x++) {
+        w[x] = _mm512_shuffle_i32x4(t[x], t[8 + x], 0x88);          /* word x */
+        w[8 + x] = _mm512_shuffle_i32x4(t[x], t[8 + x], 0xdd);      /* word 8 + x */
+        w[4 + x] = _mm512_shuffle_i32x4(t[4 + x], t[12 + x], 0x88); /* word 4 + x */
+        w[12 + x] = _mm512_shuffle_i32x4(t[4 + x], t[12 + x], 0xdd);
+    }
+    for (x = 0; x < 16; x++)
+        w[x] = _mm512_shuffle_epi8(w[x], bswap);
 }
 
 AVX512_TARGET static void avx512_rounds(__m512i st[8], __m512i w[16])
@@ -974,7 +999,8 @@ static int cpu_has_avx512(void)
     if (__get_cpuid_max(0, NULL) < 7)
         return 0;
     __cpuid_count(7, 0, eax, ebx, ecx, edx);
-    return (ebx & (1u << 16)) ? 1 : 0;   /* CPUID.(EAX=7,ECX=0):EBX.AVX512F[bit 16] */
+    /* CPUID.(EAX=7,ECX=0):EBX: AVX512F (bit 16) and AVX512BW (bit 30, the byte shuffle). */
+    return (ebx & (1u << 16)) && (ebx & (1u << 30)) ? 1 : 0;
 }
 
 #endif /* MPT_SHA256_HAVE_AVX512 */
