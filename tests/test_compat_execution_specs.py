@@ -169,6 +169,7 @@ def test_storage_tries_cross_the_small_path(ops, fork_index):
 
 
 def test_copy_trie_keeps_the_cache_exact(fork):
+    before = es.stats()[fork.name]["fallbacks"]
     t = fork.trie.Trie(secured=True, default=U256(0))
     for i in range(100):
         fork.trie.trie_set(t, Bytes32(i.to_bytes(32, "big")), U256(i + 1))
@@ -192,7 +193,7 @@ def test_copy_trie_keeps_the_cache_exact(fork):
     assert fork.trie.root(twin) == fork.trie.EMPTY_TRIE_ROOT == fork.spec_root(twin)
     t._data = {Bytes32(b"\x03" * 32): U256(1)}
     assert fork.trie.root(t) == fork.spec_root(t)
-    assert es.stats()[fork.name]["fallbacks"] == 0
+    assert es.stats()[fork.name]["fallbacks"] == before
 
 
 # ------------------------------------------------------------------------------------ states, transactions
@@ -310,6 +311,7 @@ def test_large_storage_tries_in_a_state(fork):
     """Storage tries past the compiled small path (32 slots) inside state roots, from scratch and incremental."""
     s = fork.state
     state = s.State()
+    before = es.stats()[fork.name]["fallbacks"]
     for i in range(8):
         address = Bytes20(i.to_bytes(20, "big"))
         s.set_account(state, address, fork.types.Account(nonce=Uint(i), balance=U256(i), code=Bytes(b"\x00")))
@@ -320,7 +322,7 @@ def test_large_storage_tries_in_a_state(fork):
     s.set_storage(state, Bytes20((1).to_bytes(20, "big")), Bytes32(b"\x07" * 32), U256(5))
     s.destroy_storage(state, Bytes20((2).to_bytes(20, "big")))
     assert s.state_root(state) == fork.spec_state_root(state)
-    assert es.stats()[fork.name]["fallbacks"] == 0
+    assert es.stats()[fork.name]["fallbacks"] == before
 
 
 def test_mirrors_go_with_their_states(fork):
