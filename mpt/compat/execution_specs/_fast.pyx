@@ -8,7 +8,7 @@ path this module cannot take exactly raises :class:`NeedsSpec` and the caller ru
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_DelItem, PyDict_GetItem, PyDict_SetItem, PyDict_Size
+from cpython.dict cimport PyDict_DelItem, PyDict_GetItem, PyDict_Next, PyDict_SetItem, PyDict_Size
 from cpython.long cimport PyLong_AsUnsignedLongLong
 from cpython.object cimport PyObject
 from libc.stdint cimport uint8_t, uint64_t
@@ -435,9 +435,21 @@ cdef inline uint8_t _nibble(const uint8_t *key, int i) noexcept nogil:
 
 cdef Py_ssize_t _compact(const uint8_t *key, int start, int end, bint leaf, uint8_t *out) noexcept nogil:
     """Hex-prefix form of the nibbles key[start:end]."""
-    cdef int i = start
-    cdef Py_ssize_t o = 1
     cdef uint8_t flag = 2 if leaf else 0
+    cdef int i
+    cdef Py_ssize_t o
+    if not (start & 1) and not (end & 1):
+        # Whole bytes: the flag byte, then the key's bytes as they are.
+        out[0] = <uint8_t>(flag << 4)
+        memcpy(out + 1, key + (start >> 1), <size_t>((end - start) >> 1))
+        return 1 + ((end - start) >> 1)
+    if (start & 1) and not (end & 1):
+        # The odd nibble shares the flag byte; the rest are whole bytes.
+        out[0] = <uint8_t>(((flag | 1) << 4) | (key[start >> 1] & 0x0f))
+        memcpy(out + 1, key + ((start + 1) >> 1), <size_t>((end - start - 1) >> 1))
+        return 1 + ((end - start - 1) >> 1)
+    i = start
+    o = 1
     if (end - start) & 1:
         out[0] = <uint8_t>(((flag | 1) << 4) | _nibble(key, i))
         i += 1
@@ -494,7 +506,8 @@ cdef class SmallTries:
     cdef Py_ssize_t nnodes, nodes_cap
     cdef uint8_t *arena
     cdef Py_ssize_t arena_len
-    cdef list trie_pairs                 # per trie: (first pair, end)
+    cdef Py_ssize_t *trie_ends           # per trie: the end of its pairs (it starts where the previous ends)
+    cdef Py_ssize_t ntries, tries_cap
     cdef list roots                      # per trie after finish(): the root
     cdef list keep                       # keys and value encodings the pointers point into
     cdef ForkCodec codec
@@ -512,7 +525,8 @@ cdef class SmallTries:
         self.nodes = NULL
         self.arena = NULL
         self.npairs = self.nnodes = self.nodes_cap = self.arena_len = 0
-        self.trie_pairs = []
+        self.trie_ends = NULL
+        self.ntries = self.tries_cap = 0
         self.roots = []
         self.keep = []
         self.node_db = None
@@ -528,6 +542,7 @@ cdef class SmallTries:
         PyMem_Free(self.hashed_keys)
         PyMem_Free(self.nodes)
         PyMem_Free(self.arena)
+        PyMem_Free(self.trie_ends)
 
     cdef Py_ssize_t add(self, object data) except -2:
         """Queue the secured trie holding data (a dict); its index, or -1 when it is not for this path."""
@@ -539,7 +554,12 @@ cdef class SmallTries:
             return -1
         if i + PyDict_Size(data) > self.pairs_cap:
             self._grow(i + PyDict_Size(data))
-        for key, value in (<dict>data).items():
+        cdef Py_ssize_t position = 0
+        cdef PyObject *key_ref
+        cdef PyObject *value_ref
+        while PyDict_Next(data, &position, &key_ref, &value_ref):
+            key = <object>key_ref
+            value = <object>value_ref
             if not isinstance(key, bytes):
                 raise NeedsSpec("a key that is not bytes")
             self.key_data[i] = <const uint8_t *>PyBytes_AS_STRING(key)
@@ -560,8 +580,7 @@ cdef class SmallTries:
                 self.pairs[i].value_len = n
             i += 1
         self.npairs = i
-        self.trie_pairs.append((start, i))
-        return len(self.trie_pairs) - 1
+        return self._end_trie(i)
 
     cdef Py_ssize_t add_encoded(self, list keys, list values) except -2:
         """Queue the secured trie of keys[i] -> values[i] (bytes, values already encoded), of any size; its index."""
@@ -582,8 +601,19 @@ cdef class SmallTries:
         self.keep.append(keys)
         self.keep.append(values)
         self.npairs = start + n
-        self.trie_pairs.append((start, start + n))
-        return len(self.trie_pairs) - 1
+        return self._end_trie(start + n)
+
+    cdef Py_ssize_t _end_trie(self, Py_ssize_t end) except -1:
+        cdef Py_ssize_t *grown
+        if self.ntries == self.tries_cap:
+            self.tries_cap = 2 * self.tries_cap + 16
+            grown = <Py_ssize_t *>PyMem_Realloc(self.trie_ends, self.tries_cap * sizeof(Py_ssize_t))
+            if grown == NULL:
+                raise MemoryError()
+            self.trie_ends = grown
+        self.trie_ends[self.ntries] = end
+        self.ntries += 1
+        return self.ntries - 1
 
     cdef int _grow(self, Py_ssize_t needed) except -1:
         cdef Py_ssize_t cap = max(2 * self.pairs_cap, needed)
@@ -727,7 +757,9 @@ cdef class SmallTries:
             self.nodes = <SmallNode *>PyMem_Malloc(self.nodes_cap * sizeof(SmallNode))
             if self.nodes == NULL:
                 raise MemoryError()
-        for lo, hi in self.trie_pairs:
+        for t in range(self.ntries):
+            lo = self.trie_ends[t - 1] if t else 0
+            hi = self.trie_ends[t]
             if hi - lo > SMALL_MAX:
                 qsort(self.pairs + lo, <size_t>(hi - lo), sizeof(SmallPair), _pair_order)
             for i in range(lo + 1, hi):           # insertion sort: at most SMALL_MAX keys, or sorted already
@@ -984,7 +1016,12 @@ cdef int _full_state_build(ForkCodec codec, AccountMirror m, TrackingDict accoun
     cdef TrackingDict td
     cdef PyObject *found
     cdef object trie_type = codec.trie_type, account_type = codec.account_type
-    for address, account in accounts.items():
+    cdef Py_ssize_t position = 0
+    cdef PyObject *key_ref
+    cdef PyObject *value_ref
+    while PyDict_Next(accounts, &position, &key_ref, &value_ref):
+        address = <object>key_ref
+        account = <object>value_ref
         if not isinstance(address, bytes) or PyBytes_GET_SIZE(address) != 20:
             raise NeedsSpec("an address that is not 20 bytes")
         if type(account) is not account_type:
