@@ -494,6 +494,81 @@ cdef int _keccak_backend() except -1:
 
 
 @cython.final
+cdef class NodeStore:
+    """The hashed nodes of one SmallTries build, kept in its arena and read by an mpt.Trie as its node database:
+    ``get(hash)`` makes the bytes of a node only when the trie reads it (a few per changed account), not for all."""
+    cdef uint8_t *arena
+    cdef uint8_t *hashes                 # 32 bytes a node
+    cdef Py_ssize_t *offsets
+    cdef Py_ssize_t *lengths
+    cdef Py_ssize_t *table               # open addressing: node index + 1, 0 for empty
+    cdef Py_ssize_t count, capacity, mask
+
+    def __cinit__(self, Py_ssize_t capacity):
+        cdef Py_ssize_t size = 16
+        while size < 2 * capacity + 2:
+            size <<= 1
+        self.capacity = capacity
+        self.mask = size - 1
+        self.count = 0
+        self.arena = NULL
+        self.hashes = <uint8_t *>PyMem_Malloc(capacity * 32 + 32)
+        self.offsets = <Py_ssize_t *>PyMem_Malloc((capacity + 1) * sizeof(Py_ssize_t))
+        self.lengths = <Py_ssize_t *>PyMem_Malloc((capacity + 1) * sizeof(Py_ssize_t))
+        self.table = <Py_ssize_t *>PyMem_Malloc(size * sizeof(Py_ssize_t))
+        if not (self.hashes and self.offsets and self.lengths and self.table):
+            raise MemoryError()
+        memset(self.table, 0, size * sizeof(Py_ssize_t))
+
+    def __dealloc__(self):
+        PyMem_Free(self.arena)
+        PyMem_Free(self.hashes)
+        PyMem_Free(self.offsets)
+        PyMem_Free(self.lengths)
+        PyMem_Free(self.table)
+
+    cdef inline Py_ssize_t _slot(self, const uint8_t *digest) noexcept nogil:
+        cdef uint64_t h
+        memcpy(&h, digest, 8)
+        return <Py_ssize_t>(h & <uint64_t>self.mask)
+
+    cdef void add(self, const uint8_t *digest, Py_ssize_t offset, Py_ssize_t length) noexcept nogil:
+        cdef Py_ssize_t slot = self._slot(digest), i
+        while self.table[slot]:
+            i = self.table[slot] - 1
+            if memcmp(self.hashes + 32 * i, digest, 32) == 0:
+                return                   # the same node twice (identical subtrees): one copy serves
+            slot = (slot + 1) & self.mask
+        if self.count >= self.capacity:
+            return
+        memcpy(self.hashes + 32 * self.count, digest, 32)
+        self.offsets[self.count] = offset
+        self.lengths[self.count] = length
+        self.count += 1
+        self.table[slot] = self.count
+
+    cdef void take(self, uint8_t *arena) noexcept:
+        PyMem_Free(self.arena)
+        self.arena = arena
+
+    def get(self, key, default=None):
+        """The RLP of the node whose hash is key, or default."""
+        cdef Py_ssize_t slot, i
+        if not isinstance(key, bytes) or PyBytes_GET_SIZE(key) != 32 or self.arena == NULL:
+            return default
+        slot = self._slot(<const uint8_t *>PyBytes_AS_STRING(key))
+        while self.table[slot]:
+            i = self.table[slot] - 1
+            if memcmp(self.hashes + 32 * i, PyBytes_AS_STRING(key), 32) == 0:
+                return PyBytes_FromStringAndSize(<char *>self.arena + self.offsets[i], self.lengths[i])
+            slot = (slot + 1) & self.mask
+        return default
+
+    def __len__(self):
+        return self.count
+
+
+@cython.final
 cdef class SmallTries:
     """Roots of many small secured tries computed together: add() each trie's items, then finish()."""
     cdef SmallPair *pairs
@@ -511,7 +586,7 @@ cdef class SmallTries:
     cdef list roots                      # per trie after finish(): the root
     cdef list keep                       # keys and value encodings the pointers point into
     cdef ForkCodec codec
-    cdef public dict node_db             # with collect_nodes: every hashed node, hash -> RLP (mpt.Trie's db form)
+    cdef NodeStore node_store            # with collect_nodes: every hashed node, for an mpt.Trie to read
     cdef bint collect_nodes
 
     def __cinit__(self, ForkCodec codec, Py_ssize_t capacity):
@@ -529,7 +604,7 @@ cdef class SmallTries:
         self.ntries = self.tries_cap = 0
         self.roots = []
         self.keep = []
-        self.node_db = None
+        self.node_store = None
         self.collect_nodes = False
         if not (self.pairs and self.key_data and self.key_len and self.u256_values):
             raise MemoryError()
@@ -792,6 +867,8 @@ cdef class SmallTries:
             self.arena = <uint8_t *>PyMem_Malloc(self.arena_len + 1)
             if not (order and count and hash_data and hash_len and hash_node and digests and self.arena):
                 raise MemoryError()
+            if self.collect_nodes:
+                self.node_store = NodeStore(self.nnodes)
             memset(count, 0, (max_height + 2) * sizeof(Py_ssize_t))
             for i in range(self.nnodes):
                 count[self.nodes[i].height + 1] += 1
@@ -827,10 +904,11 @@ cdef class SmallTries:
                     memcpy(node.ref + 1, digests + 32 * level_count, 32)
                     node.ref_len = 33
                     if self.collect_nodes:
-                        PyDict_SetItem(self.node_db, PyBytes_FromStringAndSize(<char *>digests + 32 * level_count, 32),
-                                       PyBytes_FromStringAndSize(<char *>self.arena + node.encoding,
-                                                                 node.encoding_len))
+                        self.node_store.add(digests + 32 * level_count, node.encoding, node.encoding_len)
                 i = j
+            if self.collect_nodes:
+                self.node_store.take(self.arena)
+                self.arena = NULL
             self.roots = [EMPTY_ROOT if r < 0 else
                           PyBytes_FromStringAndSize(<char *>self.nodes[<Py_ssize_t>r].ref + 1, 32)
                           for r in roots_at]
@@ -1065,10 +1143,9 @@ cdef int _full_state_build(ForkCodec codec, AccountMirror m, TrackingDict accoun
     if n:
         accounts_batch = SmallTries(codec, n)
         accounts_batch.collect_nodes = True
-        accounts_batch.node_db = {}
         accounts_batch.add_encoded([(<tuple>r)[0] for r in records], encodings)
         accounts_batch.finish()
-        m.trie = _Trie(accounts_batch.node_db, accounts_batch.roots[0])
+        m.trie = _Trie(accounts_batch.node_store, accounts_batch.roots[0])
     return 0
 
 
