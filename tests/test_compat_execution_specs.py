@@ -458,7 +458,7 @@ def test_missing_extra_and_bad_shape_are_refused(monkeypatch):
     finally:
         monkeypatch.undo()
         es.install()
-    assert es.patched_forks() == FORKS
+    assert set(FORKS) <= set(es.patched_forks())
 
 
 def _refuse_ethereum(import_module):
@@ -497,6 +497,33 @@ def test_forks_created_later_are_patched(tmp_path):
         assert state.state_root.__code__ is es._stubs.state_root.__code__
         assert "ethereum.forks." + name in es.patched_forks()
     finally:
+        for module in [m for m in sys.modules if m.startswith("ethereum.forks." + name)]:
+            del sys.modules[module]
+
+
+def test_forks_created_before_install_are_patched(tmp_path):
+    """A run-time fork imported while the patch was off is patched by install(), also after its folder is gone."""
+    import shutil
+
+    from ethereum_spec_tools.forks import Hardfork
+
+    source = sys.modules["ethereum.forks.prague"].__path__[0]
+    name = "prague_early%d" % id(tmp_path)
+    shutil.copytree(source, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    es.uninstall()
+    try:
+        (found,) = Hardfork.discover([str(tmp_path)])
+        state = found.module("state")
+        trie = found.module("trie")
+        assert trie.root.__code__ is not es._stubs.root.__code__
+        shutil.rmtree(tmp_path / name)
+        es.install()
+        assert trie.root.__code__ is es._stubs.root.__code__
+        assert state.state_root.__code__ is es._stubs.state_root.__code__
+        es.install()
+        assert "ethereum.forks." + name in es.patched_forks()
+    finally:
+        es.install()
         for module in [m for m in sys.modules if m.startswith("ethereum.forks." + name)]:
             del sys.modules[module]
 
@@ -543,6 +570,6 @@ def test_pytest_plugin_installs():
     es.uninstall()
     try:
         pytest_plugin.pytest_configure(None)
-        assert es.installed() and es.patched_forks() == FORKS
+        assert es.installed() and set(FORKS) <= set(es.patched_forks())
     finally:
         es.install()

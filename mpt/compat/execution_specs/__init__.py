@@ -214,15 +214,28 @@ def _late_state_module(codec) -> None:
 
 
 def _fork_packages() -> List[str]:
+    """The fork packages of the installed spec (those under ethereum.forks with a trie module)."""
     try:
         forks = importlib.import_module("ethereum.forks")
     except ImportError as e:
         raise MissingExtraError("mpt.compat.execution_specs needs execution-specs (ethereum-execution, Python >= "
                                 "3.11): %s (%s)" % (INSTALL_HINT, e)) from e
     names = [info.name for info in pkgutil.iter_modules(forks.__path__, "ethereum.forks.") if info.ispkg]
-    # Forks created at run time (the t8n's clones) that were imported before install().
-    names += [m.rpartition(".")[0] for m in list(sys.modules) if _FORK_MODULE.match(m) and m.endswith(".trie")]
-    return sorted(set(names))
+    return sorted(name for name in names if importlib.util.find_spec(name + ".trie") is not None)
+
+
+def _run_time_forks(installed: List[str]) -> List[tuple]:
+    """(trie module, state module or None) of forks created at run time (the t8n's clones) and imported before
+    install(): patched as far as they are loaded (their folders may be gone by now)."""
+    out = []
+    for name in sorted(m for m in list(sys.modules) if _FORK_MODULE.match(m) and m.endswith(".trie")):
+        package = name.rpartition(".")[0]
+        if package not in installed and name not in _patches and not _trie_module_problems(sys.modules[name]):
+            sm = sys.modules.get(package + ".state")
+            if sm is not None and _state_module_problems(sm, sys.modules[name]):
+                sm = None
+            out.append((sys.modules[name], sm))
+    return out
 
 
 def install() -> None:
@@ -236,9 +249,8 @@ def install() -> None:
     with _lock:
         modules = []
         problems = []
-        for package in _fork_packages():
-            if importlib.util.find_spec(package + ".trie") is None:
-                continue        # not a fork (no trie module)
+        packages = _fork_packages()
+        for package in packages:
             tm = importlib.import_module(package + ".trie")
             sm = importlib.import_module(package + ".state") if importlib.util.find_spec(package + ".state") else None
             found = ["module %s lacks %s" % (tm.__name__, p) for p in _trie_module_problems(tm)]
@@ -250,7 +262,7 @@ def install() -> None:
             modules.append((tm, sm))
         if problems:
             raise SpecShapeError("execution-specs not patched: " + "; ".join(problems))
-        for tm, sm in modules:
+        for tm, sm in modules + _run_time_forks(packages):
             _patch_fork(tm, sm)
         if _finder is None:
             _finder = _PatchingFinder()
