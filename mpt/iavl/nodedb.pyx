@@ -340,7 +340,6 @@ cdef class _RecordWriter:
         w.put = put
         return w
 
-@cython.final
 # ------------------------------------------------------------------------------------------ pruning's walk
 # Pruning walks two trees at once and needs of each node only its children's references, its height and its
 # size: _links reads those straight from the stored record, into the record keys of the children, with no Node
@@ -446,6 +445,7 @@ cdef enum:
     _SLOTS = 5
 
 
+@cython.final
 cdef class _Walk:
     """One of pruning's two pre-order walks: a stack of record keys, and beside each key what its node must look
     like, from its parent and its left sibling: every node read is checked to sit lower than its parent and hold
@@ -545,6 +545,7 @@ cdef bint _process_alive(long pid):
     return True
 
 
+@cython.final
 cdef class NodeDB:
     """Go iavl's node database over ``db`` (an mpt node store: MemoryDB, LMDBStore, LevelDBStore).
 
@@ -622,14 +623,12 @@ cdef class NodeDB:
         raw = self._read_key(STORAGE_VERSION_KEY)
         if raw is not None and _is_storage_version(raw):
             return True
-        for k, v in self.db.iterate(S, S + b"\xff" * 9, True):
+        k = self._last_key(S, S + b"\xff" * 9, 0)
+        if k is not None and PyBytes_GET_SIZE(k) == 1 + NODE_KEY_SIZE:
             # The last node key's version must have its root record (the latest version is never pruned).
-            if PyBytes_GET_SIZE(k) == 1 + NODE_KEY_SIZE:
-                root = self._read_key(_node_record_key(<int64_t>read_be64(<const uint8_t *>PyBytes_AS_STRING(k)
-                                                                          + 1), 1))
-                if root is not None and is_iavl_record(_node_record_key(1, 1), root):
-                    return True
-            break
+            root = self._read_key(_node_record_key(_key_version(k), 1))
+            if root is not None and is_iavl_record(_node_record_key(1, 1), root):
+                return True
         for k, v in self.db.iterate(*prefix_range(R), reverse=True):
             return is_iavl_record(k, v)
         return False
@@ -693,8 +692,6 @@ cdef class NodeDB:
                     for k in chunk:
                         batch.delete(k)
                 removed += len(chunk)
-                if self._dict is not None:
-                    self.db.keys_changed()
         with self.db.write_batch() as batch:
             batch.delete(IMPORT_MARKER_KEY)
         self._hidden_import = None
