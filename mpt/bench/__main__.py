@@ -16,10 +16,16 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
-from mpt.bench import cases as bench_cases
-from mpt.bench import peers as bench_peers
-from mpt.bench.peers import PEERS_INSTALL_HINT
-from mpt.bench.report import (
+from mpt.cli import entry_point, exit_if_shadowed
+
+PROG = "python -m mpt.bench"
+if __name__ == "__main__":
+    exit_if_shadowed(PROG)      # before the imports below, which need the package itself
+
+from mpt.bench import cases as bench_cases  # noqa: E402
+from mpt.bench import peers as bench_peers  # noqa: E402
+from mpt.bench.peers import PEERS_INSTALL_HINT  # noqa: E402
+from mpt.bench.report import (  # noqa: E402
     NotABenchReport,
     fmt_spread,
     fmt_time,
@@ -30,8 +36,8 @@ from mpt.bench.report import (
     machine_info,
     mpt_version,
 )
-from mpt.bench.runner import BarProgress, LineProgress, Result, Runner, progress
-from mpt.runtime import get_hash_threads, keccak_backend, set_hash_threads, set_keccak_backend
+from mpt.bench.runner import BarProgress, LineProgress, Result, Runner, progress  # noqa: E402
+from mpt.runtime import get_hash_threads, keccak_backend, set_hash_threads, set_keccak_backend  # noqa: E402
 
 # Older names of what moved to mpt.bench.runner and mpt.bench.report (tests and scripts import them from here).
 _BarProgress, _LineProgress, _progress, _mpt_version = BarProgress, LineProgress, progress, mpt_version
@@ -329,4 +335,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry_point(PROG, main))
