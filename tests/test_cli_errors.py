@@ -250,6 +250,6 @@ def test_inspect_head_through_a_shell_pipe(tmp_path):
 
 def test_inspect_usage_errors_are_one_line(tmp_path):
     r = run_cli("inspect", "--db", str(tmp_path / "nothing"))
-    assert_one_error_line(r, 2, "no LMDB store at")
+    assert_one_error_line(r, 2, "no store at", "an LMDB store", "a LevelDB directory")
     r = run_cli("inspect", "--db", str(tmp_path), "--root", "zz")
     assert_one_error_line(r, 2, "--root 'zz' is not hex")

@@ -246,3 +246,51 @@ def test_remove_new_store_leaves_foreign_files(tmp_path):
     assert os.listdir(folder) == ["notes.txt"]      # not ours: kept, and so is the folder
     _remove_new_store(str(folder), {"notes.txt"})   # held something before: nothing is touched
     assert os.listdir(folder) == ["notes.txt"]
+
+
+# ---------------------------------------------------------------------------------------------------- inspect
+
+def test_inspect_root_on_an_iavl_store_is_refused(store_a):
+    assert_one_error(run_cli("inspect", "--db", str(store_a), "--iavl", "--root", "zz"), 2, "--root 'zz' is not hex")
+    assert_one_error(run_cli("inspect", "--db", str(store_a), "--iavl", "--root", "0x" + ROOT_V6), 2,
+                     "an IAVL store has a root per version")
+    r = run_cli("inspect", "--db", str(store_a), "--iavl")
+    assert r.returncode == 0 and ROOT_V6 in r.stdout
+
+
+def test_inspect_names_iavl_in_lmdb_without_iavl(store_a):
+    assert_one_error(run_cli("inspect", "--db", str(store_a)), 2, "holds an IAVL tree, not an Ethereum trie: pass --iavl")
+    assert_one_error(run_cli("inspect", "--db", str(store_a), "--root", ROOT_V6), 2, "pass --iavl")
+
+
+def test_inspect_and_export_of_a_multistore_list_its_module_stores(tmp_path):
+    pytest.importorskip("plyvel")
+    app = tmp_path / "application.db"
+    for name in ("bank", "acc", "staking"):
+        r = run_cli("iavl", "import", str(app), "--store", "leveldb", "--prefix", "s/k:%s/" % name, "--version", "6",
+                    stdin=GO_EXPORT)
+        assert r.returncode == 0, r.stderr
+    from mpt.db import LevelDBStore
+
+    with LevelDBStore(app) as store:        # the multistore's own records beside the module stores
+        store.put(b"s/latest", b"\x06")
+        store.put(b"s/6", b"commit info")
+    want = "is a Cosmos multistore: pass --prefix with one of its 3 module stores: s/k:acc/, s/k:bank/, s/k:staking/"
+    assert_one_error(run_cli("inspect", "--db", str(app)), 2, want)
+    assert_one_error(run_cli("iavl", "export", str(app)), 2, "s/k:acc/, s/k:bank/, s/k:staking/")
+    r = run_cli("inspect", "--db", str(app), "--prefix", "s/k:bank/")
+    assert r.returncode == 0 and "latest version   6" in r.stdout and ROOT_V6 in r.stdout
+
+
+def test_inspect_help_names_both_stores():
+    r = run_cli("inspect", "--help")
+    text = " ".join(r.stdout.split())
+    assert "an LMDB store" in text and "a LevelDB directory" in text and "LMDB store directory (an" not in text
+
+
+def test_import_accepts_0x_hex(tmp_path):
+    lines = [json.loads(line) for line in GO_EXPORT.splitlines()]
+    text = "".join(json.dumps({**d, "key": "0x" + d["key"], "value": None if d["value"] is None else "0X" + d["value"]})
+                   + "\n" for d in lines)
+    r = run_cli("iavl", "import", str(tmp_path / "x.lmdb"), "--store", "lmdb", "--version", "6", stdin=text)
+    assert (r.returncode, r.stdout.strip()) == (0, ROOT_V6), r.stderr

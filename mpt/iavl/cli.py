@@ -164,6 +164,7 @@ def _open_store(args, write):
 def _export(args):
     from mpt.errors import VersionError
     from mpt.iavl import MutableTree
+    from mpt.iavl.inspect import module_stores
 
     store = _open_store(args, write=False)
     try:
@@ -171,6 +172,10 @@ def _export(args):
         latest = tree.load()
         version = latest if args.version is None else args.version
         if version == 0:
+            stores = [] if args.prefix else module_stores(store, limit=20)
+            if stores:
+                raise UsageError("%s is a Cosmos multistore: pass --prefix with one of its module stores: %s" % (
+                    args.db, ", ".join(p.decode("utf-8", "backslashreplace") for p in stores)))
             raise CommandError("%s holds no saved version of an IAVL tree%s" % (
                 args.db, " under prefix %r" % args.prefix if args.prefix else ""))
         try:
@@ -291,13 +296,17 @@ def _read_lines(source, name):
                 raise ValueError('not an object with exactly "key", "value", "version" and "height"')
             value = d["value"]
             if type(d["key"]) is not str or not (value is None or type(value) is str):
-                raise ValueError("key must be a hex string and value a hex string or null")
+                raise ValueError("key must be a hex string and value a hex string or null (0x allowed)")
             if type(d["version"]) is not int or type(d["height"]) is not int:
                 raise ValueError("version and height must be integers")
-            node = ExportNode(bytes.fromhex(d["key"]), None if value is None else bytes.fromhex(value),
-                              d["version"], d["height"])
+            node = ExportNode(_hex(d["key"]), None if value is None else _hex(value), d["version"], d["height"])
         except ValueError as e:     # json.JSONDecodeError, bad hex, out-of-range fields (ExportImportError)
             raise UsageError("%s line %d: %s" % (name, number, e)) from None
         except RecursionError:      # json.loads of a deeply nested line
             raise UsageError("%s line %d: JSON nested too deeply" % (name, number)) from None
         yield node
+
+
+def _hex(text):
+    """Bytes of a hex string, with or without 0x (as every hex argument of python -m mpt)."""
+    return bytes.fromhex(text[2:] if text[:2] in ("0x", "0X") else text)
