@@ -259,7 +259,8 @@ def test_inspect_root_on_an_iavl_store_is_refused(store_a):
 
 
 def test_inspect_names_iavl_in_lmdb_without_iavl(store_a):
-    assert_one_error(run_cli("inspect", "--db", str(store_a)), 2, "holds an IAVL tree, not an Ethereum trie: pass --iavl")
+    assert_one_error(run_cli("inspect", "--db", str(store_a)), 2,
+                     "holds an IAVL tree, not an Ethereum trie: pass --iavl")
     assert_one_error(run_cli("inspect", "--db", str(store_a), "--root", ROOT_V6), 2, "pass --iavl")
 
 
