@@ -521,3 +521,11 @@ def test_shown_values_are_checked(tmp_path):
     assert _literal_prefix("('85af', 1): the root") == "('85af', 1)"
     assert _literal_prefix("b'value'") == "b'value'" and _literal_prefix("12, computed") == "12"
     assert _literal_prefix("root hash; mpt.EMPTY_ROOT") is None
+
+
+@pytest.mark.parametrize("block", [b for b in PYTHON_BLOCKS if not b.skip], ids=lambda b: b.where)
+def test_python_blocks_need_nothing_outside_the_package(block):
+    """A block runs for someone who installed the package (an sdist or a wheel): it may not reach into the
+    repository (issue 30: iavl.rst read tests/vectors/... next to mpt.__file__)."""
+    for needle in ("__file__", "tests/vectors", "tests/", "/work/"):
+        assert needle not in block.code, "%s reads %s" % (block.where, needle)
