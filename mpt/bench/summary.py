@@ -29,7 +29,7 @@ __all__ = ["QUICK_COUNT", "QuickPeer", "QUICK_PEERS", "Comparison", "compare", "
 QUICK_COUNT = 3
 
 GO_POINTER = ("Go: go-ethereum, cometbft and cosmos/iavl, timed side by side with mpt on one core of one machine, are "
-              "in the documentation's Performance page (docs/performance.md), with the Go commands to run them "
+              "in the documentation's Performance page (docs/performance.md), with the go-ethereum commands to run "
               "here; --peers also times py-trie and the execution-specs trie on every selected Insert/N case and "
               "pymerkle on MerkleRoot/N (it prints how long that takes first).")
 
