@@ -2,16 +2,20 @@
 
 Python imports this package before it runs the command's ``__main__`` module, so a KeyboardInterrupt raised while
 the compiled modules load would end in a traceback that no ``try`` of the command can catch. When (and only
-when) the interpreter was started as ``python -m mpt...`` and is still locating that module, :func:`install`
-points SIGINT at a handler that prints ``interrupted`` and exits with status 130; the command's entry point calls
-:func:`started` inside its ``try`` block, which gives SIGINT back to Python's KeyboardInterrupt. An interpreter
-started any other way (a script or a test run that imports mpt) never sees the handler.
+when) the interpreter was started as one of those two commands and is still locating its module, :func:`install`
+points SIGINT at a handler that prints ``interrupted`` and exits with status 130; the command's entry point
+(``mpt.cli.entry_point``) calls :func:`started` inside its ``try`` block, which gives SIGINT back to Python's
+KeyboardInterrupt. An interpreter started any other way (a script, a test run, ``python -m mpt.bench.rss``) never
+sees the handler.
 """
 import os
 import signal
 import sys
 
 EXIT_INTERRUPTED = 130      # 128 + SIGINT, as mpt.cli.EXIT_INTERRUPTED
+
+# The commands whose entry point (mpt.cli.entry_point) calls started(): any other module keeps Python's Ctrl-C.
+ENTRY_POINTS = ("mpt", "mpt.__main__", "mpt.bench", "mpt.bench.__main__")
 
 
 def _interrupted(signum, frame):
@@ -36,9 +40,9 @@ def _module_run_with_dash_m():
 
 
 def install():
-    """Called first thing by ``mpt/__init__.py``: quiet Ctrl-C while ``python -m mpt[.*]`` starts."""
-    name = _module_run_with_dash_m()
-    if name is None or not (name == "mpt" or name.startswith("mpt.")):
+    """Called first thing by ``mpt/__init__.py``: quiet Ctrl-C while ``python -m mpt`` or ``python -m mpt.bench``
+    starts."""
+    if _module_run_with_dash_m() not in ENTRY_POINTS:
         return
     try:
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:   # not one the user chose

@@ -74,6 +74,8 @@ def test_startup_guard_only_for_python_dash_m_mpt(tmp_path):
     from mpt import _startup
 
     assert _startup._module_run_with_dash_m() is None       # pytest was not started as python -m mpt
+    # Other modules of the package run with -m (the bench's peak-RSS child) keep Python's Ctrl-C as well.
+    assert "mpt.bench.rss" not in _startup.ENTRY_POINTS and {"mpt", "mpt.bench"} <= set(_startup.ENTRY_POINTS)
 
 
 def _clone_parent(tmp_path):

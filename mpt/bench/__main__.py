@@ -53,6 +53,9 @@ cases:
   The default run takes the small sizes (about a minute on 2 cores); -b REGEX or --all adds the 100K ones.
   -b splits REGEX at '/' and matches each part against a whole level of the name (see -b above).
   --list shows every case. Names follow go-ethereum's benchmarks, so tables line up with geth's.
+  The report ends with "faster than what?": Python peers that take seconds, timed on the spot (a hashlib loop,
+  py-trie, a pure-Python ICS23 verifier), and where the Go comparison is. --peers says how long it will take.
+  Ctrl-C writes the report of the finished cases (to -o FILE when given) and exits 130.
 
 metrics:
   time/op    median of --count samples ± spread (benchstat v1 rule: distance from the median to min/max,
