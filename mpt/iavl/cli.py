@@ -175,7 +175,7 @@ def _export(args):
             stores = [] if args.prefix else module_stores(store, limit=20)
             if stores:
                 raise UsageError("%s is a Cosmos multistore: pass --prefix with one of its module stores: %s" % (
-                    args.db, ", ".join(p.decode("utf-8", "backslashreplace") for p in stores)))
+                    args.db, ", ".join(stores)))
             raise CommandError("%s holds no saved version of an IAVL tree%s" % (
                 args.db, " under prefix %r" % args.prefix if args.prefix else ""))
         try:

@@ -86,26 +86,11 @@ def looks_like_iavl(store):
     return False
 
 
-_MULTISTORE_PREFIX = b"s/k:"
-
-
 def module_stores(store, limit=100):
-    """The module-store prefixes (``s/k:<name>/``) of a Cosmos multistore, one seek each (at most limit)."""
-    found = []
-    start = _MULTISTORE_PREFIX
-    while len(found) < limit:
-        first = next(iter(store.iterate(start, b"s/k;")), None)
-        if first is None:
-            break
-        key = first[0]
-        end = key.find(b"/", len(_MULTISTORE_PREFIX))
-        if end < 0:                 # a key without the closing "/": not a module store's, skip past it
-            start = key + b"\x00"
-            continue
-        prefix = key[:end + 1]
-        found.append(prefix)
-        start = prefix[:-1] + b"0"  # the first key after every key that starts with prefix ("/" + 1 is "0")
-    return found
+    """The module-store prefixes (``s/k:<name>/``, as text) of a Cosmos multistore, one seek each."""
+    from mpt.iavl.nodedb import cosmos_store_names
+
+    return ["s/k:%s/" % name for name in cosmos_store_names(store, limit)]
 
 
 def format_table(stats, store_desc):
@@ -154,7 +139,7 @@ def _refuse_multistore(path):
     except (ImportError, StoreError):
         return                      # the open below reports it
     if prefixes:
-        names = ", ".join(p.decode("utf-8", "backslashreplace") for p in prefixes)
+        names = ", ".join(prefixes)
         raise UsageError("%s is a Cosmos multistore: pass --prefix with one of its %d module stores: %s"
                          % (path, len(prefixes), names))
 

@@ -19,7 +19,12 @@ Fast nodes read or saved are kept decoded in a bounded cache, as Go's ``fastNode
 default): a get at the latest version that hits it touches no store and allocates nothing.
 
 The latest version is found as Go finds it: the version of the last ``s`` key (a reverse scan), else of the last
-``r`` key. Nothing else is stored: no private records.
+``r`` key. One record of mpt's own exists while an import runs: ``b"m" + b"mpt:import"``, written with its
+first batch and deleted with its last, so that the next open removes what a killed import wrote.
+
+What the tree writes into, it owns: before the first write ``check_ours`` makes sure that the store is empty or an
+IAVL tree's, and what is deleted or overwritten must decode as the record its key says (``is_iavl_record``);
+anything else raises ForeignStoreError before a write.
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -34,6 +39,7 @@ from mpt.iavl.node cimport (
     NODE_KEY_SIZE,
     InnerNode,
     Node,
+    NodeFormat,
     c_decode_node,
     make_node_key,
 )
@@ -49,8 +55,19 @@ from mpt.varint cimport (
     unzigzag,
 )
 
+import os
+
 from mpt.db.memory import MemoryDB, prefix_range
-from mpt.errors import CorruptTreeError, MissingNodeError, NodeDecodeError, StoreClosedError, VersionError
+from mpt.errors import (
+    CorruptTreeError,
+    ExportImportError,
+    ForeignStoreError,
+    MissingNodeError,
+    NodeDecodeError,
+    StoreClosedError,
+    StoreError,
+    VersionError,
+)
 
 NODE_PREFIX = b"s"
 FAST_PREFIX = b"f"
@@ -62,6 +79,11 @@ STORAGE_VERSION_KEY = b"m" + b"storage_version"
 DEFAULT_STORAGE_VERSION = "1.0.0"
 FAST_STORAGE_VERSION = "1.1.0"
 FAST_CACHE_SIZE = 100000        # Go iavl's fastNodeCacheSize
+# The one record of mpt's own: written with an import's first batch and deleted with its last, so that the next
+# open of a store whose import was killed removes what the import wrote (see NodeDB.remove_import). Go iavl
+# reads metadata records by name and never sees it.
+IMPORT_MARKER_KEY = b"m" + b"mpt:import"
+REMOVE_BATCH_SIZE = 10000       # records deleted per batch when an interrupted import is removed
 
 cdef extern from "Python.h":
     PyObject *PyDict_GetItemWithError(object d, object key) except? NULL
@@ -151,6 +173,117 @@ def decode_fast_node(bytes data, bytes key=b""):
     return _decode_fast_node(key, data)
 
 
+# ------------------------------------------------------------------------------------------ whose records
+
+cdef bint _is_fast_record(bytes data) noexcept:
+    """Whether data is a fast node's bytes exactly as Go writes them: zigzag varint version (>= 1), uvarint
+    length, the value and nothing after it."""
+    cdef const uint8_t *p = <const uint8_t *>PyBytes_AS_STRING(data)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(data), pos
+    cdef uint64_t u, length
+    pos = read_uvarint(p, 0, n, &u)
+    if pos < 0 or unzigzag(u) < 1:
+        return False
+    pos = read_uvarint(p, pos, n, &length)
+    return pos >= 0 and length == <uint64_t>(n - pos)
+
+
+cdef bint _decodes(bytes data, NodeFormat fmt) noexcept:
+    try:
+        c_decode_node(<const uint8_t *>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), fmt,
+                      1 if fmt == FORMAT_V1 else 0, 1 if fmt == FORMAT_V1 else 0, fmt == FORMAT_V1)
+    except Exception:
+        return False
+    return True
+
+
+cdef bint _is_storage_version(bytes data) noexcept:
+    # "1.0.0", "1.1.0", "1.1.0-<latest version>"
+    cdef Py_ssize_t i, n = PyBytes_GET_SIZE(data)
+    cdef const uint8_t *p = <const uint8_t *>PyBytes_AS_STRING(data)
+    if n == 0 or n > 48:
+        return False
+    for i in range(n):
+        if not (48 <= p[i] <= 57 or p[i] == 46 or p[i] == 45):
+            return False
+    return 48 <= p[0] <= 57
+
+
+cpdef bint is_iavl_record(bytes key, bytes value):
+    """Whether (key, value) decodes as the IAVL record its key says it is: a v1 node (or root record) under
+    ``s``, a fast node under ``f``, a legacy node under ``n``, a legacy root under ``r``, a legacy orphan under
+    ``o``, the storage version or mpt's import marker under ``m``. What a tree deletes or overwrites must pass
+    this first: a record that does not is someone else's (ForeignStoreError)."""
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(key), m = PyBytes_GET_SIZE(value)
+    cdef const uint8_t *v = <const uint8_t *>PyBytes_AS_STRING(value)
+    cdef uint8_t c
+    if n == 0:
+        return False
+    c = (<const uint8_t *>PyBytes_AS_STRING(key))[0]
+    if c == b"s"[0]:
+        if n != 1 + NODE_KEY_SIZE:
+            return False
+        # A root record holds the root node, nothing (an empty tree) or the key of a reused root.
+        if m == 0 or (v[0] == b"s"[0] and (m == 1 + NODE_KEY_SIZE or m == 9)):
+            return True
+        return _decodes(value, FORMAT_V1)
+    if c == b"f"[0]:
+        return n > 1 and _is_fast_record(value)
+    if c == b"n"[0]:
+        return n == 1 + HASH_SIZE and _decodes(value, FORMAT_LEGACY)
+    if c == b"r"[0]:
+        return n == 9 and (m == 0 or m == HASH_SIZE)
+    if c == b"o"[0]:
+        return n == 1 + 8 + 8 + HASH_SIZE and m == HASH_SIZE
+    if c == b"m"[0]:
+        if key == STORAGE_VERSION_KEY:
+            return _is_storage_version(value)
+        return key == IMPORT_MARKER_KEY
+    return False
+
+
+cdef str show_key(bytes key):
+    """A store key as errors show it: text when it is printable ASCII, else hex."""
+    cdef bytes head = key[:48]
+    cdef str more = "..." if PyBytes_GET_SIZE(key) > 48 else ""
+    if head and all(32 <= b < 127 for b in head):
+        return repr(head)[1:] + more
+    return "0x" + head.hex() + more
+
+
+def cosmos_store_names(db, int limit=64):
+    """The module store names of a Cosmos SDK multistore opened without a prefix (its ``s/k:<name>/`` keys), in
+    key order: one seek per name, not a scan. Empty when db is no multistore."""
+    cdef list names = []
+    cdef bytes start = b"s/k:", k
+    cdef Py_ssize_t slash
+    while len(names) < limit:
+        k = None
+        for k, _ in db.iterate(start, b"s/k;"):
+            break
+        if k is None:
+            break
+        slash = k.find(b"/", 4)
+        if slash < 0:
+            break
+        names.append(k[4:slash].decode("utf-8", "replace"))
+        start = k[:slash] + b"0"        # "0" follows "/": the first key past this module's
+    return names
+
+
+def foreign_store_error(db, bytes key, str doing):
+    """The ForeignStoreError for a record under ``key`` that is not IAVL's, found before ``doing``."""
+    names = cosmos_store_names(db, 8) if key.startswith(b"s/") else []
+    if names:
+        hint = ("it is a Cosmos multistore: open one module's tree with its prefix, e.g. prefix=b\"s/k:%s/\" "
+                "(stores: %s)" % (names[0], ", ".join(names)))
+    else:
+        hint = ("if the tree shares this database with other data, open the store with the tree's own key prefix "
+                "(LevelDBStore(path, prefix=b\"s/k:<name>/\"))")
+    return ForeignStoreError("refusing to %s: the store %r holds a record that is not an IAVL tree's (key %s); "
+                             "nothing was written. %s" % (doing, db, show_key(key), hint), key=key)
+
+
 cdef str describe(Node node):
     """How errors name a stored node: its v1 node key (version, nonce), or the hash of a legacy node."""
     if node.nonce != 0 or node._hash is None:
@@ -236,6 +369,28 @@ cdef class _RecordWriter:
         return w
 
 @cython.final
+cdef object _first_record(db, bint reverse):
+    for record in db.iterate(None, None, reverse):
+        return record
+    return None
+
+
+# Tokens of the imports running in this process: a store opened meanwhile hides their versions instead of
+# removing them.
+cdef set _RUNNING_IMPORTS = set()
+cdef long _import_count = 0
+
+
+cdef bint _process_alive(long pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True         # another user's process: alive
+    return True
+
+
 cdef class NodeDB:
     """Go iavl's node database over ``db`` (an mpt node store: MemoryDB, LMDBStore, LevelDBStore).
 
@@ -253,13 +408,18 @@ cdef class NodeDB:
         self._fast_cache = {}
         self._cache_newest = 0
         self._dict = None
+        self._read_failure = None
         if type(db) is MemoryDB and type(db._data) is dict:
             # The dict itself, read with PyDict_GetItemWithError: no call per node read. Holding it also keeps
             # the trie committer from swapping in a new dict under us (it only replaces an unshared dict).
             self._dict = db._data
             self._get = db._data.get
         else:
-            self._get = db.get
+            # A store may offer its backend's own get for readers like this one, which call it per node with no
+            # Python frame in between, and translate its failures with the store's read_failure (LevelDBStore).
+            unchecked = getattr(db, "unchecked_get", None)
+            self._get = db.get if unchecked is None else unchecked
+            self._read_failure = getattr(db, "read_failure", None)
         # LMDBStore and LevelDBStore keep a one-byte bytearray that close() clears: read in C, it costs nothing
         # per call, where a Python attribute lookup (db.closed) would cost more than a cached read.
         flag = getattr(db, "_open_flag", None)
@@ -267,8 +427,127 @@ cdef class NodeDB:
         self._latest = -1
         self._legacy_latest = 0
         self.check_open()
-        raw = self._get(STORAGE_VERSION_KEY)
+        raw = self._read_key(STORAGE_VERSION_KEY)
         self.storage_version = DEFAULT_STORAGE_VERSION if raw is None else (<bytes>raw).decode("latin-1")
+        self._ours = False
+        self._hidden_import = None
+        marker = self._read_key(IMPORT_MARKER_KEY)
+        if marker is not None:
+            self._interrupted_import(marker)
+
+    # ------------------------------------------------------------------------------------------ whose store
+
+    def check_ours(self, str doing):
+        """Raise ForeignStoreError, before anything is written, unless the store is empty or an IAVL tree's.
+
+        Run before the first write of a load (the fast-index rebuild), a save, a prune or an import; a few seeks,
+        once per NodeDB: the first and the last key must have IAVL's prefixes (``f m n o r s``) and the store
+        must hold an IAVL version (the root record of the latest ``s`` version, or a legacy ``r`` root) or its
+        storage version record. An Ethereum trie, a Cosmos multistore opened without a module prefix or another
+        program's keys fail it; deletes then check each record too (``is_iavl_record``)."""
+        cdef object first, last
+        if self._ours:
+            return
+        self.check_open()
+        if self._hidden_import is not None:
+            raise StoreError("cannot %s: %s" % (doing, self._hidden_import))
+        first = _first_record(self.db, False)
+        if first is None:
+            self._ours = True
+            return
+        last = _first_record(self.db, True)
+        for k, v in (first, last):
+            if not (PyBytes_GET_SIZE(k) and k[0] in b"fmnors"):
+                raise foreign_store_error(self.db, k, doing)
+        if not self._holds_a_version():
+            raise foreign_store_error(self.db, first[0], doing)
+        self._ours = True
+
+    cdef bint _holds_a_version(self) except -1:
+        cdef bytes k
+        raw = self._read_key(STORAGE_VERSION_KEY)
+        if raw is not None and _is_storage_version(raw):
+            return True
+        for k, v in self.db.iterate(S, S + b"\xff" * 9, True):
+            # The last node key's version must have its root record (the latest version is never pruned).
+            if PyBytes_GET_SIZE(k) == 1 + NODE_KEY_SIZE:
+                root = self._read_key(_node_record_key(<int64_t>read_be64(<const uint8_t *>PyBytes_AS_STRING(k)
+                                                                          + 1), 1))
+                if root is not None and is_iavl_record(_node_record_key(1, 1), root):
+                    return True
+            break
+        for k, v in self.db.iterate(*prefix_range(R), reverse=True):
+            return is_iavl_record(k, v)
+        return False
+
+    # ------------------------------------------------------------------------------------------ imports
+
+    cdef int _interrupted_import(self, bytes marker) except -1:
+        """An import marker at open: the import that wrote it was killed (or is still running in another
+        process). Remove what it wrote, unless the store is read-only or its writer is alive: then hide it (no
+        version of it is visible, and writes are refused)."""
+        # The marker says: format, version, the writer's process id and a token of the import in that process.
+        parts = marker.split(b" ")
+        pid = int(parts[2]) if len(parts) == 4 and parts[2].isdigit() else 0
+        if getattr(self.db, "readonly", False):
+            self._hidden_import = ("an import into the store %r was interrupted; open it writable once to remove "
+                                   "what it wrote" % (self.db,))
+        elif pid and (parts[3] in _RUNNING_IMPORTS if pid == os.getpid() else _process_alive(pid)):
+            self._hidden_import = "an import into the store %r is running in process %d" % (self.db, pid)
+        else:
+            self.remove_import()
+        return 0
+
+    def start_import(self, batch, str fmt, int64_t version):
+        """Put the import marker into batch (the import's first write); returns the import's token, which
+        finish_import takes when it ends, whatever the outcome."""
+        global _import_count
+        self.check_ours("import")
+        _import_count += 1
+        token = b"%d" % _import_count
+        _RUNNING_IMPORTS.add(token)
+        batch.put(IMPORT_MARKER_KEY, b"%s %d %d %s" % (fmt.encode(), version, os.getpid(), token))
+        return token
+
+    @staticmethod
+    def finish_import(token):
+        """The import of token (start_import) is over: a marker of it that is left means it was interrupted."""
+        _RUNNING_IMPORTS.discard(token)
+
+    def remove_import(self):
+        """Delete every record an unfinished import wrote, then its marker; returns how many. An import starts
+        only on an empty store, so every node, fast node and root record there is the import's; each is checked
+        to decode as one all the same (is_iavl_record), and a record that does not stops the removal with
+        ForeignStoreError. Runs in batches of REMOVE_BATCH_SIZE and deletes the marker last, so a removal that
+        is itself killed resumes at the next open."""
+        cdef Py_ssize_t removed = 0
+        cdef list chunk
+        cdef bytes prefix
+        self.check_open()
+        for prefix in (F, N, R, S):
+            while True:
+                chunk = []
+                for k, v in self.db.iterate(*prefix_range(prefix)):
+                    if not is_iavl_record(k, v):
+                        raise foreign_store_error(self.db, k, "remove an interrupted import")
+                    chunk.append(k)
+                    if len(chunk) >= REMOVE_BATCH_SIZE:
+                        break
+                if not chunk:
+                    break
+                with self.db.write_batch() as batch:
+                    for k in chunk:
+                        batch.delete(k)
+                removed += len(chunk)
+                if self._dict is not None:
+                    self.db.keys_changed()
+        with self.db.write_batch() as batch:
+            batch.delete(IMPORT_MARKER_KEY)
+        self._hidden_import = None
+        self._latest = -1
+        self._legacy_latest = 0
+        self.clear_fast_cache()
+        return removed
 
     cdef int _raise_closed(self) except -1:
         check = getattr(self.db, "_check_open", None)
@@ -292,7 +571,7 @@ cdef class NodeDB:
                 # A root that pruning moved to (version, 0) (nodedb.go GetNode). The node keeps the key it was
                 # asked for, (version, 1), as Go's MakeNode(nk, buf) does: a parent saved later references it so,
                 # and this fallback finds it again.
-                data = self._get(_node_record_key(<int64_t>read_be64(k), 0))
+                data = self._read_key(_node_record_key(<int64_t>read_be64(k), 0))
             if data is None:
                 raise MissingNodeError(ref, message="missing IAVL node s%s (version %d, nonce %d)"
                                        % (ref.hex(), <int64_t>read_be64(k), read_be32(k + 8)))
@@ -303,7 +582,7 @@ cdef class NodeDB:
                 raise CorruptTreeError("corrupt IAVL node s%s (version %d, nonce %d): %s"
                                        % (ref.hex(), <int64_t>read_be64(k), read_be32(k + 8), e)) from None
         elif n == HASH_SIZE:
-            data = self._get(N + ref)
+            data = self._read_key(N + ref)
             if data is None:
                 raise MissingNodeError(ref, message="missing IAVL node n%s (legacy hash)" % ref.hex())
             try:
@@ -325,7 +604,7 @@ cdef class NodeDB:
         cdef Node node
         cdef Py_ssize_t n
         self.check_open()
-        data = self._get(key)
+        data = self._read_key(key)
         found[0] = True
         if data is not None:
             n = PyBytes_GET_SIZE(data)
@@ -347,7 +626,7 @@ cdef class NodeDB:
                                        % (key.hex(), version, e)) from None
             node.persisted = True
             return node
-        data = self._get(_legacy_root_key(version))
+        data = self._read_key(_legacy_root_key(version))
         if data is not None:
             if PyBytes_GET_SIZE(data) == 0:
                 return None
@@ -360,9 +639,9 @@ cdef class NodeDB:
         VersionError if the version does not exist."""
         cdef bytes key = make_node_key(version, 1)
         self.check_open()
-        data = self._get(S + key)
+        data = self._read_key(S + key)
         if data is None:
-            data = self._get(_legacy_root_key(version))
+            data = self._read_key(_legacy_root_key(version))
             if data is None:
                 raise VersionError("version %d does not exist" % version)
             return data
@@ -370,9 +649,9 @@ cdef class NodeDB:
             return b""
         if data[:1] == S:
             if len(data) == 1 + NODE_KEY_SIZE:
-                if self._get(data) is None:
+                if self._read_key(data) is None:
                     moved = data[1:9] + b"\x00\x00\x00\x00"
-                    if self._get(S + moved) is None:
+                    if self._read_key(S + moved) is None:
                         raise VersionError("version %d does not exist" % version)
                     return moved
                 return data[1:]
@@ -394,6 +673,8 @@ cdef class NodeDB:
         if self._latest >= 0:
             return self._latest
         self._latest = 0
+        if self._hidden_import is not None:
+            return 0            # an unfinished import: none of its versions is visible
         for k, _ in self.db.iterate(S + make_node_key(1, 0)[:8], S + make_node_key(MAX_VERSION, 0)[:8], True):
             if PyBytes_GET_SIZE(k) >= 9:
                 self._latest = <int64_t>read_be64(<const uint8_t *>PyBytes_AS_STRING(k) + 1)
@@ -419,6 +700,8 @@ cdef class NodeDB:
         self.check_open()
         if self._legacy_latest == 0:
             self._legacy_latest = -1
+            if self._hidden_import is not None:
+                return -1
             for k, _ in self.db.iterate(*prefix_range(R), reverse=True):
                 if len(k) == 9:
                     self._legacy_latest = int.from_bytes(k[1:], "big")
@@ -431,7 +714,7 @@ cdef class NodeDB:
 
     def has_version(self, int64_t version):
         self.check_open()
-        return self._get(_node_record_key(version, 1)) is not None
+        return self._read_key(_node_record_key(version, 1)) is not None
 
     def first_version(self):
         """The first v1 version still stored (Go's getFirstVersion: a binary search over the root records,
@@ -442,7 +725,7 @@ cdef class NodeDB:
         if hi < lo:
             return 0
         while lo < hi:
-            mid = (lo + hi) >> 1
+            mid = lo + ((hi - lo) >> 1)     # (lo + hi) >> 1 overflows int64 above 2**62 (a damaged key)
             if self.has_version(mid):
                 hi = mid
             else:
@@ -470,7 +753,7 @@ cdef class NodeDB:
     cdef tuple get_fast_node(self, bytes key):
         """(value, versionLastUpdatedAt) of key's fast node, or None."""
         self.check_open()
-        data = self._get(F + key)
+        data = self._read_key(F + key)
         if data is None:
             return None
         return _decode_fast_node(key, data)
@@ -527,12 +810,20 @@ cdef class NodeDB:
         self._fast_cache.clear()
         self._cache_newest = 0
 
-    cdef inline object _read_key(self, bytes key):
+    cdef object _read_key(self, bytes key):
+        """The store's value under key, or None: every read of a record goes through here."""
         cdef PyObject *found
         if self._dict is not None:
             found = PyDict_GetItemWithError(self._dict, key)
             return None if found == NULL else <object>found
-        return self._get(key)
+        try:
+            return self._get(key)
+        except Exception as e:
+            if self._read_failure is not None:
+                failure = self._read_failure(e)
+                if failure is not None:
+                    raise failure from None
+            raise
 
     def fast_node(self, key):
         return self.get_fast_node(bytes(key))
@@ -567,7 +858,12 @@ cdef class NodeDB:
         if not self.fast_upgrade_pending(self.c_latest_version()):
             return False
         latest = self.c_latest_version()
-        stale = [k for k, _ in self.db.iterate(*prefix_range(F))]
+        self.check_ours("rebuild the fast index")
+        stale = []
+        for k, v in self.db.iterate(*prefix_range(F)):
+            if not is_iavl_record(k, v):        # checked before anything is deleted
+                raise foreign_store_error(self.db, k, "rebuild the fast index")
+            stale.append(k)
         self.clear_fast_cache()
         with self.db.write_batch() as batch:
             for k in stale:
@@ -594,6 +890,7 @@ cdef class NodeDB:
         cdef bytes k
         cdef _RecordWriter out
         self.check_open()
+        self.check_ours("save version %d" % version)
         # Raises on a malformed stored version: before anything is written.
         cdef str storage_version = self.next_storage_version(version) if fast_storage else None
         if fast_storage:
@@ -667,7 +964,7 @@ cdef class NodeDB:
             return 0
         key = _node_record_key(root.version, 0)
         out.emit(_node_record_key(version, 1), key)
-        if self._get(key) is None:
+        if self._read_key(key) is None:
             if root.height != 0:
                 inner = <InnerNode>root
                 if inner._left_ref is None:
@@ -730,6 +1027,7 @@ cdef class NodeDB:
         cdef int64_t latest, first, v
         cdef Node orphan, root
         self.check_open()
+        self.check_ours("prune versions up to %d" % to_version)
         if legacy > to_version:
             return 0            # Go: the legacy versions are deleted at once, later
         latest = self.c_latest_version()
@@ -744,48 +1042,76 @@ cdef class NodeDB:
                 refs[version] = self._ref_or_none(version)
             return refs[version]
 
+        # The walk collects the deletes (and the few moved roots) first and applies them at the end, all or
+        # nothing: straight into a MemoryDB's dict from C (nothing can fail between the first and the last
+        # change), or in one write batch through its C-level delete where the store has one (LevelDB: plyvel's
+        # own). A Python call per deleted key cost a third of a prune.
+        cdef list dels = []
+        cdef list moved = []            # (key, value): roots moved to (version, 0)
         known = {}
-        with self.db.write_batch() as batch:
-            if legacy > 0:
-                deleted += self._delete_legacy_versions(batch, legacy)
-            for v in range(first if first else to_version + 1, to_version + 1):
-                root_ref = ref_of(v)
-                seen = {}
-                if root_ref:
-                    next_ref = ref_of(v + 1)
-                    if next_ref is not None:
-                        for orphan, ref in self._orphans(v, v + 1, root_ref, next_ref, known, seen):
-                            if len(ref) == HASH_SIZE:
-                                batch.delete(N + ref)
-                            else:
-                                nonce = orphan.nonce
-                                if nonce == 0 and self._get(N + orphan.c_hash()) is not None:
-                                    # A legacy root that a v1 version reused, rewritten at (version, 0): its
-                                    # legacy record goes too (Go: "it can be a legacy root").
-                                    batch.delete(N + orphan.c_hash())
-                                    deleted += 1
-                                if nonce == 1 and orphan.version < v:
-                                    nonce = 0       # a root moved to (version, 0) by an earlier step
-                                batch.delete(_node_record_key(orphan.version, nonce))
-                            deleted += 1
-                literal = make_node_key(v, 1)
-                if root_ref is None or root_ref != literal:
-                    batch.delete(S + literal)
-                    deleted += 1
-                if ref_of(v + 1) == literal:
-                    # v + 1 reuses v's root: the root record goes, the node moves to (v, 0).
-                    root = self.get_node(literal)
-                    batch.delete(S + literal)
-                    root.nonce = 0
-                    batch.put(_node_record_key(v, 0), root._to_bytes(FORMAT_V1))
-                    deleted += 1
-                known = seen
+        if legacy > 0:
+            deleted += self._delete_legacy_versions(dels, legacy)
+        for v in range(first if first else to_version + 1, to_version + 1):
+            root_ref = ref_of(v)
+            seen = {}
+            if root_ref:
+                next_ref = ref_of(v + 1)
+                if next_ref is not None:
+                    for orphan, ref in self._orphans(v, v + 1, root_ref, next_ref, known, seen):
+                        if PyBytes_GET_SIZE(ref) == HASH_SIZE:
+                            dels.append(N + ref)
+                        else:
+                            nonce = orphan.nonce
+                            if nonce == 0 and self._read_key(N + orphan.c_hash()) is not None:
+                                # A legacy root that a v1 version reused, rewritten at (version, 0): its
+                                # legacy record goes too (Go: "it can be a legacy root").
+                                dels.append(N + orphan.c_hash())
+                                deleted += 1
+                            if nonce == 1 and orphan.version < v:
+                                nonce = 0       # a root moved to (version, 0) by an earlier step
+                            dels.append(_node_record_key(orphan.version, nonce))
+                        deleted += 1
+            literal = make_node_key(v, 1)
+            if root_ref is None or root_ref != literal:
+                dels.append(S + literal)
+                deleted += 1
+            if ref_of(v + 1) == literal:
+                # v + 1 reuses v's root: the root record goes, the node moves to (v, 0).
+                root = self.get_node(literal)
+                dels.append(S + literal)
+                root.nonce = 0
+                moved.append((_node_record_key(v, 0), root._to_bytes(FORMAT_V1)))
+                deleted += 1
+            known = seen
+        # Moved roots first, then the deletes: a key is put (a root moved to (v, 0) at step v) before any later
+        # step deletes it, never after, so this order ends where the walk's order would.
+        self._apply_prune(dels, moved)
         if legacy > 0:
             self._legacy_latest = -1
         return deleted
 
-    def _delete_legacy_versions(self, batch, int64_t legacy):
-        """Go's deleteLegacyVersions(legacyLatestVersion), into batch; returns the number of deletes.
+    cdef int _apply_prune(self, list dels, list moved) except -1:
+        cdef dict data = self._dict
+        cdef bytes k
+        if data is not None:
+            for k, value in moved:
+                data[k] = value
+            for k in dels:
+                data.pop(k, None)
+            self.db.keys_changed()
+            return 0
+        with self.db.write_batch() as batch:
+            for k, value in moved:
+                batch.put(k, value)
+            delete = getattr(batch, "bytes_delete", None)
+            if delete is None:
+                delete = batch.delete
+            for k in dels:
+                delete(k)
+        return 0
+
+    def _delete_legacy_versions(self, list dels, int64_t legacy):
+        """Go's deleteLegacyVersions(legacyLatestVersion): the keys to delete appended to dels; returns how many.
 
         1. The legacy nodes of the latest legacy version that the first v1 version no longer references (its
            orphans were never recorded: v1 writes no ``o`` records).
@@ -804,20 +1130,21 @@ cdef class NodeDB:
         if next_ref is None:
             return 0
         for orphan, ref in self._orphans(legacy, legacy + 1, self.root_ref(legacy), next_ref):
-            batch.delete(N + orphan.c_hash())
+            dels.append(N + orphan.c_hash())
             deleted += 1
         for k, value in list(self.db.iterate(*prefix_range(LEGACY_ORPHAN_PREFIX))):
-            if PyBytes_GET_SIZE(k) != 1 + 8 + 8 + HASH_SIZE:
-                raise CorruptTreeError("corrupt IAVL store: %s is no legacy orphan record (o + toVersion + "
-                                       "fromVersion + hash)" % k.hex())
-            batch.delete(k)
+            if not is_iavl_record(k, value):
+                raise foreign_store_error(self.db, k, "delete the legacy orphan records")
+            dels.append(k)
             deleted += 1
             to = <int64_t>read_be64(<const uint8_t *>PyBytes_AS_STRING(k) + 1)
             frm = <int64_t>read_be64(<const uint8_t *>PyBytes_AS_STRING(k) + 9)
             if (frm <= legacy and to < legacy) or frm > legacy:
-                batch.delete(N + value)
+                dels.append(N + value)
                 deleted += 1
-        for k, _ in list(self.db.iterate(*prefix_range(R))):
-            batch.delete(k)
+        for k, value in list(self.db.iterate(*prefix_range(R))):
+            if not is_iavl_record(k, value):
+                raise foreign_store_error(self.db, k, "delete the legacy root records")
+            dels.append(k)
             deleted += 1
         return deleted
