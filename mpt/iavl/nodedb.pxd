@@ -62,6 +62,10 @@ cdef class NodeDB:
                             dict fast_additions, str storage_version) except -1
     cdef int _put_root_reference(self, _RecordWriter out, int64_t version, Node root) except -1
     cdef int _apply_prune(self, list dels, list moved) except -1
+    cdef bytes record(self, bytes key)
+    cdef list _orphan_keys(self, int64_t prev_version, bytes prev_ref, bytes cur_ref)
+    cdef bint _maybe_same(self, bytes a, bytes b) except -1
+    cdef bint _same_by_hash(self, bytes a, bytes b) except -1
 
 
 cdef int check_child(Node parent, Node child, bint right) except -1

@@ -28,6 +28,7 @@ anything else raises ForeignStoreError before a write.
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.object cimport PyObject
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
@@ -36,6 +37,8 @@ from mpt.iavl.node cimport (
     FORMAT_LEGACY,
     FORMAT_V1,
     HASH_SIZE,
+    MODE_LEGACY_LEFT,
+    MODE_LEGACY_RIGHT,
     NODE_KEY_SIZE,
     InnerNode,
     Node,
@@ -325,38 +328,6 @@ cdef bint _same_node(Node a, Node b) except -1:
     return a.c_hash() == b.c_hash()
 
 
-cdef Node _read(NodeDB ndb, bytes ref, dict known, dict remember):
-    cdef Node node
-    if known is not None:
-        node = known.get(ref)
-        if node is not None:
-            return node
-    node = ndb.get_node(ref)
-    if remember is not None:
-        remember[ref] = node
-    return node
-
-
-cdef int _push_children(NodeDB ndb, list stack, Node node, dict known, dict remember) except -1:
-    """Push a stored inner node's children (right, then left: popped in pre-order), checked."""
-    cdef InnerNode inner
-    cdef Node left, right
-    cdef bytes lref, rref
-    if node.height == 0:
-        return 0
-    inner = <InnerNode>node
-    lref = inner._left_ref if inner._left_ref is not None else inner._left_hash
-    rref = inner._right_ref if inner._right_ref is not None else inner._right_hash
-    left = _read(ndb, lref, known, remember)
-    check_child(node, left, False)
-    right = _read(ndb, rref, known, remember)
-    check_child(node, right, True)
-    check_children(node, left, right)
-    stack.append((right, rref))
-    stack.append((left, lref))
-    return 0
-
-
 @cython.final
 cdef class _RecordWriter:
     """Where save_version's records go: straight into a MemoryDB's dict, or through a write batch's put."""
@@ -369,6 +340,179 @@ cdef class _RecordWriter:
         return w
 
 @cython.final
+# ------------------------------------------------------------------------------------------ pruning's walk
+# Pruning walks two trees at once and needs of each node only its children's references, its height and its
+# size: _links reads those straight from the stored record, into the record keys of the children, with no Node
+# object, key, value or hash made (a Node and its five byte strings cost three quarters of the walk).
+
+cdef inline Py_ssize_t _skip_varint(const uint8_t *p, Py_ssize_t pos, Py_ssize_t n, int64_t *out) noexcept:
+    cdef uint64_t u
+    pos = read_uvarint(p, pos, n, &u)
+    if pos >= 0:
+        out[0] = unzigzag(u)
+    return pos
+
+
+cdef inline Py_ssize_t _skip_bytes(const uint8_t *p, Py_ssize_t pos, Py_ssize_t n) noexcept:
+    cdef uint64_t length
+    pos = read_uvarint(p, pos, n, &length)
+    if pos < 0 or length > <uint64_t>(n - pos):
+        return -1
+    return pos + <Py_ssize_t>length
+
+
+cdef bytes _child_key(const uint8_t *p, Py_ssize_t *pos, Py_ssize_t n, bint by_hash):
+    """The record key of a child reference at p[pos[0]:]: n + hash, or s + version + nonce; None if malformed."""
+    cdef int64_t version, nonce
+    cdef Py_ssize_t at = pos[0], end
+    if by_hash:
+        end = _skip_bytes(p, at, n)
+        if end < 0 or end - at != 1 + HASH_SIZE:
+            return None
+        pos[0] = end
+        return _prefixed_raw(b"n", p + at + 1, HASH_SIZE)
+    at = _skip_varint(p, at, n, &version)
+    if at < 0 or version < 0:
+        return None
+    at = _skip_varint(p, at, n, &nonce)
+    if at < 0 or nonce < 0 or nonce > 0xFFFFFFFF:
+        return None
+    pos[0] = at
+    return _node_record_key(version, <uint32_t>nonce)
+
+
+cdef inline bytes _prefixed_raw(char prefix, const uint8_t *data, Py_ssize_t n):
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, n + 1)
+    cdef char *o = PyBytes_AS_STRING(out)
+    o[0] = prefix
+    memcpy(o + 1, data, n)
+    return out
+
+
+cdef int _links(bytes key, bytes data, int64_t *height, int64_t *size, list stack) except -1:
+    """Read a stored node's height and size, and push its children's record keys on stack (right, then left:
+    popped in pre-order). The record's format follows its key: ``s`` v1, ``n`` legacy."""
+    cdef const uint8_t *p = <const uint8_t *>PyBytes_AS_STRING(data)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(data), pos
+    cdef int64_t version, mode = 0
+    cdef bint legacy = PyBytes_GET_SIZE(key) == 1 + HASH_SIZE
+    cdef bytes left, right
+    pos = _skip_varint(p, 0, n, height)
+    if pos >= 0:
+        pos = _skip_varint(p, pos, n, size)
+    if pos >= 0 and legacy:
+        pos = _skip_varint(p, pos, n, &version)
+    if pos >= 0:
+        pos = _skip_bytes(p, pos, n)                # the key
+    if pos < 0 or height[0] < 0 or height[0] > 127 or size[0] < 1:
+        raise CorruptTreeError("corrupt IAVL node %s: %s" % (show_key(key), data.hex()))
+    if height[0] == 0:
+        return 0
+    if not legacy:
+        pos = _skip_bytes(p, pos, n)                # the node's hash
+        if pos >= 0:
+            pos = _skip_varint(p, pos, n, &mode)
+        if pos < 0 or mode < 0 or mode > 3:
+            raise CorruptTreeError("corrupt IAVL node %s: %s" % (show_key(key), data.hex()))
+    left = _child_key(p, &pos, n, legacy or (mode & MODE_LEGACY_LEFT))
+    right = _child_key(p, &pos, n, legacy or (mode & MODE_LEGACY_RIGHT)) if left is not None else None
+    if right is None or pos != n:
+        raise CorruptTreeError("corrupt IAVL node %s: %s" % (show_key(key), data.hex()))
+    stack.append(right)
+    stack.append(left)
+    return 0
+
+
+cdef inline int64_t _key_version(bytes key) noexcept:
+    """The version in a v1 record key (s + version + nonce); -1 for a legacy one (n + hash): legacy nodes are
+    older than every v1 version."""
+    if PyBytes_GET_SIZE(key) == 1 + NODE_KEY_SIZE:
+        return <int64_t>read_be64(<const uint8_t *>PyBytes_AS_STRING(key) + 1)
+    return -1
+
+
+cdef inline bytes _record_key(bytes ref):
+    """The record key of a node reference: s + node key, or n + hash."""
+    return _prefixed(b"s" if PyBytes_GET_SIZE(ref) == NODE_KEY_SIZE else b"n", ref)
+
+
+cdef enum:
+    _PARENT_HEIGHT = 0              # the slots kept beside each key of a _Walk
+    _PARENT_SIZE = 1
+    _SIDE = 2                       # 0 left child, 1 right child, -1 a root
+    _EXACT_SIZE = 3                 # the size the node must have (-1: not known)
+    _EXACT_HEIGHT = 4               # the height it must have (-1: any that fits under the parent)
+    _SLOTS = 5
+
+
+cdef class _Walk:
+    """One of pruning's two pre-order walks: a stack of record keys, and beside each key what its node must look
+    like, from its parent and its left sibling: every node read is checked to sit lower than its parent and hold
+    fewer leaves (what keeps a walk over a corrupt store finite), and a right child read after its left sibling
+    must give the parent its height and size, as check_children requires of loaded trees."""
+    cdef list keys
+    cdef int64_t *slots             # _SLOTS per key
+    cdef Py_ssize_t capacity
+    cdef int64_t top[_SLOTS]        # the slots of the key popped last
+
+    def __cinit__(self):
+        self.keys = []
+        self.capacity = 64
+        self.slots = <int64_t *>PyMem_Malloc(_SLOTS * self.capacity * sizeof(int64_t))
+        if self.slots == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        PyMem_Free(self.slots)
+
+    cdef int push_root(self, bytes key) except -1:
+        cdef int i
+        self.keys.append(key)
+        for i in range(_SLOTS):
+            self.slots[i] = -1
+        return 0
+
+    cdef bytes pop(self):
+        cdef Py_ssize_t i = len(self.keys) - 1
+        cdef int j
+        for j in range(_SLOTS):
+            self.top[j] = self.slots[_SLOTS * i + j]
+        return <bytes>self.keys.pop()
+
+    cdef int expand(self, NodeDB ndb, bytes key) except -1:
+        """Read the node of key, popped last, check it, and push its children."""
+        cdef int64_t height, size, ph = self.top[_PARENT_HEIGHT], ps = self.top[_PARENT_SIZE]
+        cdef Py_ssize_t n = len(self.keys), i
+        cdef int64_t *grown
+        cdef int64_t *sibling
+        _links(key, ndb.record(key), &height, &size, self.keys)
+        if ph >= 0 and not (height < ph and height >= ph - 2 and size < ps):
+            raise CorruptTreeError("corrupt IAVL store: node %s (height %d, size %d) sits under a parent of height "
+                                   "%d and size %d" % (show_key(key), height, size, ph, ps))
+        if (self.top[_EXACT_SIZE] >= 0 and size != self.top[_EXACT_SIZE]) or \
+                (self.top[_EXACT_HEIGHT] >= 0 and height != self.top[_EXACT_HEIGHT]):
+            raise CorruptTreeError("corrupt IAVL store: node %s (height %d, size %d) and its left sibling do not "
+                                   "give their parent's height %d and size %d" % (show_key(key), height, size, ph, ps))
+        if self.top[_SIDE] == 0:
+            # A left child: its right sibling, below it on the stack, must make up the parent's size and height.
+            sibling = self.slots + _SLOTS * (n - 1)
+            sibling[_EXACT_SIZE] = ps - size
+            sibling[_EXACT_HEIGHT] = ph - 1 if height == ph - 2 else -1
+        if len(self.keys) > self.capacity:
+            grown = <int64_t *>PyMem_Realloc(self.slots, 2 * _SLOTS * self.capacity * sizeof(int64_t))
+            if grown == NULL:
+                raise MemoryError()
+            self.slots = grown
+            self.capacity *= 2
+        for i in range(n, len(self.keys)):              # the right child, then the left one
+            self.slots[_SLOTS * i + _PARENT_HEIGHT] = height
+            self.slots[_SLOTS * i + _PARENT_SIZE] = size
+            self.slots[_SLOTS * i + _SIDE] = 1 if i == n else 0
+            self.slots[_SLOTS * i + _EXACT_SIZE] = -1
+            self.slots[_SLOTS * i + _EXACT_HEIGHT] = -1
+        return 0
+
+
 cdef object _first_record(db, bint reverse):
     for record in db.iterate(None, None, reverse):
         return record
@@ -976,35 +1120,60 @@ cdef class NodeDB:
 
     # ------------------------------------------------------------------------------------------ pruning
 
-    def _orphans(self, int64_t prev_version, int64_t cur_version, prev_ref, cur_ref, dict prev_nodes=None,
-                 dict cur_nodes=None):
-        """Go's traverseOrphans: the nodes of prev_version's tree that cur_version's tree no longer holds, as
-        (node, reference). Both trees are walked in pre-order; the current walk stops at each node of
-        prev_version or older (shared with the previous tree) and the previous walk skips that subtree.
+    cdef bytes record(self, bytes key):
+        """The stored record under a node's record key (s + node key, or n + hash); a root that pruning moved from
+        (version, 1) to (version, 0) is found there, as get_node finds it. MissingNodeError if there is none."""
+        data = self._read_key(key)
+        if data is None and PyBytes_GET_SIZE(key) == 1 + NODE_KEY_SIZE and \
+                read_be32(<const uint8_t *>PyBytes_AS_STRING(key) + 9) == 1:
+            data = self._read_key(_node_record_key(_key_version(key), 0))
+        if data is None:
+            raise MissingNodeError(key[1:], message="missing IAVL node %s" % show_key(key))
+        return data
 
-        prev_nodes: nodes already read by reference (the previous step's cur_nodes: pruning walks version v + 1
-        as the current tree, then as the previous one); cur_nodes collects what the current walk reads."""
-        cdef list cur = [] if not cur_ref else [(_read(self, cur_ref, None, cur_nodes), cur_ref)]
-        cdef list prev = [] if not prev_ref else [(_read(self, prev_ref, prev_nodes, None), prev_ref)]
-        cdef Node node, org = None
+    cdef list _orphan_keys(self, int64_t prev_version, bytes prev_ref, bytes cur_ref):
+        """Go's traverseOrphans: the record keys of the nodes of prev_version's tree (root prev_ref) that the next
+        version's tree (root cur_ref) no longer holds. Both trees are walked in pre-order; the current walk stops
+        at each node of prev_version or older (shared with the previous tree: not even read) and the previous walk
+        skips that subtree. Only the nodes the walks go through are read, each for its children's keys alone."""
+        cdef _Walk cur = _Walk(), prev = _Walk()
+        cdef bytes org = None, k
         cdef list out = []
-        cdef bytes ref, org_ref = None
-        while prev:
-            while org is None and cur:
-                node, ref = cur.pop()
-                if node.version <= prev_version:
-                    org = node
-                    org_ref = ref
+        if cur_ref:
+            cur.push_root(_record_key(cur_ref))
+        if prev_ref:
+            prev.push_root(_record_key(prev_ref))
+        while prev.keys:
+            while org is None and cur.keys:
+                k = cur.pop()
+                if _key_version(k) <= prev_version:
+                    org = k
                 else:
-                    _push_children(self, cur, node, None, cur_nodes)
-            node, ref = prev.pop()
-            # The same reference is the same node; else compare as Go does, by hash (_same_node).
-            if org is not None and (ref == org_ref or _same_node(node, org)):
+                    cur.expand(self, k)
+            k = prev.pop()
+            if org is not None and (k == org or self._maybe_same(k, org) and self._same_by_hash(k, org)):
                 org = None
             else:
-                out.append((node, ref))
-                _push_children(self, prev, node, prev_nodes, None)
+                out.append(k)
+                prev.expand(self, k)
         return out
+
+    cdef bint _maybe_same(self, bytes a, bytes b) except -1:
+        """Whether two different record keys may hold the same node: a legacy node and its v1 rewrite, or a root
+        under (version, 1) and under (version, 0), where pruning moved it. Go compares the walks' nodes by hash;
+        any other two keys are two nodes."""
+        cdef const uint8_t *p
+        cdef const uint8_t *q
+        if PyBytes_GET_SIZE(a) != PyBytes_GET_SIZE(b):
+            return True
+        if PyBytes_GET_SIZE(a) != 1 + NODE_KEY_SIZE or _key_version(a) != _key_version(b):
+            return False
+        p = <const uint8_t *>PyBytes_AS_STRING(a)
+        q = <const uint8_t *>PyBytes_AS_STRING(b)
+        return read_be32(p + 9) + read_be32(q + 9) == 1
+
+    cdef bint _same_by_hash(self, bytes a, bytes b) except -1:
+        return _same_node(self.get_node(a[1:]), self.get_node(b[1:]))
 
     def _ref_or_none(self, int64_t version):
         try:
@@ -1025,7 +1194,7 @@ cdef class NodeDB:
         """
         cdef int64_t legacy = self.legacy_latest_version()
         cdef int64_t latest, first, v
-        cdef Node orphan, root
+        cdef Node root
         self.check_open()
         self.check_ours("prune versions up to %d" % to_version)
         if legacy > to_version:
@@ -1034,7 +1203,7 @@ cdef class NodeDB:
         if latest <= to_version:
             raise VersionError("latest version %d is less than or equal to toVersion %d" % (latest, to_version))
         first = self.first_version()
-        deleted = 0
+        cdef Py_ssize_t deleted = 0
         refs = {}
 
         def ref_of(int64_t version):
@@ -1048,28 +1217,34 @@ cdef class NodeDB:
         # own). A Python call per deleted key cost a third of a prune.
         cdef list dels = []
         cdef list moved = []            # (key, value): roots moved to (version, 0)
-        known = {}
+        cdef bytes k, legacy_key
+        cdef uint32_t nonce
+        cdef int64_t version
         if legacy > 0:
             deleted += self._delete_legacy_versions(dels, legacy)
         for v in range(first if first else to_version + 1, to_version + 1):
             root_ref = ref_of(v)
-            seen = {}
             if root_ref:
                 next_ref = ref_of(v + 1)
                 if next_ref is not None:
-                    for orphan, ref in self._orphans(v, v + 1, root_ref, next_ref, known, seen):
-                        if PyBytes_GET_SIZE(ref) == HASH_SIZE:
-                            dels.append(N + ref)
+                    for k in self._orphan_keys(v, root_ref, next_ref):
+                        if PyBytes_GET_SIZE(k) != 1 + NODE_KEY_SIZE:
+                            dels.append(k)              # a legacy node, n + hash
                         else:
-                            nonce = orphan.nonce
-                            if nonce == 0 and self._read_key(N + orphan.c_hash()) is not None:
-                                # A legacy root that a v1 version reused, rewritten at (version, 0): its
-                                # legacy record goes too (Go: "it can be a legacy root").
-                                dels.append(N + orphan.c_hash())
-                                deleted += 1
-                            if nonce == 1 and orphan.version < v:
-                                nonce = 0       # a root moved to (version, 0) by an earlier step
-                            dels.append(_node_record_key(orphan.version, nonce))
+                            version = _key_version(k)
+                            nonce = read_be32(<const uint8_t *>PyBytes_AS_STRING(k) + 9)
+                            if nonce == 0:
+                                legacy_key = N + self.get_node(k[1:]).c_hash()
+                                if self._read_key(legacy_key) is not None:
+                                    # A legacy root that a v1 version reused, rewritten at (version, 0): its
+                                    # legacy record goes too (Go: "it can be a legacy root").
+                                    dels.append(legacy_key)
+                                    deleted += 1
+                            if nonce == 1 and version < v:
+                                # A root moved to (version, 0) by an earlier step.
+                                dels.append(_node_record_key(version, 0))
+                            else:
+                                dels.append(k)
                         deleted += 1
             literal = make_node_key(v, 1)
             if root_ref is None or root_ref != literal:
@@ -1082,7 +1257,6 @@ cdef class NodeDB:
                 root.nonce = 0
                 moved.append((_node_record_key(v, 0), root._to_bytes(FORMAT_V1)))
                 deleted += 1
-            known = seen
         # Moved roots first, then the deletes: a key is put (a root moved to (v, 0) at step v) before any later
         # step deletes it, never after, so this order ends where the walk's order would.
         self._apply_prune(dels, moved)
@@ -1129,8 +1303,8 @@ cdef class NodeDB:
         next_ref = self._ref_or_none(legacy + 1)
         if next_ref is None:
             return 0
-        for orphan, ref in self._orphans(legacy, legacy + 1, self.root_ref(legacy), next_ref):
-            dels.append(N + orphan.c_hash())
+        for k in self._orphan_keys(legacy, self.root_ref(legacy), next_ref):
+            dels.append(k)          # the latest legacy version's nodes: n + hash
             deleted += 1
         for k, value in list(self.db.iterate(*prefix_range(LEGACY_ORPHAN_PREFIX))):
             if not is_iavl_record(k, value):
