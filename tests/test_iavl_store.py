@@ -575,7 +575,7 @@ def test_inspect_cli_on_go_store(tmp_path, capsys):
     assert "no IAVL tree" in capsys.readouterr().err
     assert main(["inspect", "--db", str(tmp_path / "missing"), "--iavl"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "error: no LevelDB at" in err
+    assert err.count("\n") == 1 and "error: no store at" in err
 
 
 def test_inspect_cli_on_corrupt_lmdb_store(tmp_path, capsys):

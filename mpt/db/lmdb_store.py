@@ -390,7 +390,10 @@ class LMDBStore(PersistentStore):
     def sync(self):
         """Flush to disk (useful with sync=False)."""
         self._check_open()
-        self._env.sync(True)
+        try:
+            self._env.sync(True)
+        except _lmdb.Error as e:
+            raise self._write_failure(e) from e
 
     def close(self):
         """Close the environment; using the store afterwards raises :class:`~mpt.errors.StoreClosedError`.

@@ -50,6 +50,7 @@ cdef class NodeDB:
     cdef Node get_node(self, bytes ref)
     cdef Node load_root(self, int64_t version, bint *found)
     cdef int64_t c_latest_version(self) except -2
+    cdef object _last_key(self, bytes lo, bytes hi, Py_ssize_t length)
     cdef tuple get_fast_node(self, bytes key)
     cdef bytes fast_value(self, bytes key, int64_t *version)
     cdef bytes cached_value(self, bytes key, int64_t at_version)

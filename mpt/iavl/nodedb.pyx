@@ -27,11 +27,12 @@ IAVL tree's, and what is deleted or overwritten must decode as the record its ke
 anything else raises ForeignStoreError before a write.
 """
 cimport cython
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from cpython.dict cimport PyDict_Next
 from cpython.object cimport PyObject
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
-from libc.string cimport memcpy
+from libc.string cimport memcmp, memcpy
 
 from mpt.iavl.node cimport (
     FORMAT_LEGACY,
@@ -339,7 +340,6 @@ cdef class _RecordWriter:
         w.put = put
         return w
 
-@cython.final
 # ------------------------------------------------------------------------------------------ pruning's walk
 # Pruning walks two trees at once and needs of each node only its children's references, its height and its
 # size: _links reads those straight from the stored record, into the record keys of the children, with no Node
@@ -414,8 +414,8 @@ cdef int _links(bytes key, bytes data, int64_t *height, int64_t *size, list stac
             pos = _skip_varint(p, pos, n, &mode)
         if pos < 0 or mode < 0 or mode > 3:
             raise CorruptTreeError("corrupt IAVL node %s: %s" % (show_key(key), data.hex()))
-    left = _child_key(p, &pos, n, legacy or (mode & MODE_LEGACY_LEFT))
-    right = _child_key(p, &pos, n, legacy or (mode & MODE_LEGACY_RIGHT)) if left is not None else None
+    left = _child_key(p, &pos, n, legacy or (mode & MODE_LEGACY_LEFT) != 0)
+    right = _child_key(p, &pos, n, legacy or (mode & MODE_LEGACY_RIGHT) != 0) if left is not None else None
     if right is None or pos != n:
         raise CorruptTreeError("corrupt IAVL node %s: %s" % (show_key(key), data.hex()))
     stack.append(right)
@@ -445,6 +445,7 @@ cdef enum:
     _SLOTS = 5
 
 
+@cython.final
 cdef class _Walk:
     """One of pruning's two pre-order walks: a stack of record keys, and beside each key what its node must look
     like, from its parent and its left sibling: every node read is checked to sit lower than its parent and hold
@@ -513,6 +514,15 @@ cdef class _Walk:
         return 0
 
 
+cdef inline int _compare(bytes a, bytes b) noexcept:
+    """Byte-string order, as bytes' own comparison, without its Python-level dispatch."""
+    cdef Py_ssize_t na = PyBytes_GET_SIZE(a), nb = PyBytes_GET_SIZE(b)
+    cdef int c = memcmp(PyBytes_AS_STRING(a), PyBytes_AS_STRING(b), na if na < nb else nb)
+    if c:
+        return c
+    return (na > nb) - (na < nb)
+
+
 cdef object _first_record(db, bint reverse):
     for record in db.iterate(None, None, reverse):
         return record
@@ -535,6 +545,7 @@ cdef bint _process_alive(long pid):
     return True
 
 
+@cython.final
 cdef class NodeDB:
     """Go iavl's node database over ``db`` (an mpt node store: MemoryDB, LMDBStore, LevelDBStore).
 
@@ -612,14 +623,12 @@ cdef class NodeDB:
         raw = self._read_key(STORAGE_VERSION_KEY)
         if raw is not None and _is_storage_version(raw):
             return True
-        for k, v in self.db.iterate(S, S + b"\xff" * 9, True):
+        k = self._last_key(S, S + b"\xff" * 9, 0)
+        if k is not None and PyBytes_GET_SIZE(k) == 1 + NODE_KEY_SIZE:
             # The last node key's version must have its root record (the latest version is never pruned).
-            if PyBytes_GET_SIZE(k) == 1 + NODE_KEY_SIZE:
-                root = self._read_key(_node_record_key(<int64_t>read_be64(<const uint8_t *>PyBytes_AS_STRING(k)
-                                                                          + 1), 1))
-                if root is not None and is_iavl_record(_node_record_key(1, 1), root):
-                    return True
-            break
+            root = self._read_key(_node_record_key(_key_version(k), 1))
+            if root is not None and is_iavl_record(_node_record_key(1, 1), root):
+                return True
         for k, v in self.db.iterate(*prefix_range(R), reverse=True):
             return is_iavl_record(k, v)
         return False
@@ -683,8 +692,6 @@ cdef class NodeDB:
                     for k in chunk:
                         batch.delete(k)
                 removed += len(chunk)
-                if self._dict is not None:
-                    self.db.keys_changed()
         with self.db.write_batch() as batch:
             batch.delete(IMPORT_MARKER_KEY)
         self._hidden_import = None
@@ -819,10 +826,9 @@ cdef class NodeDB:
         self._latest = 0
         if self._hidden_import is not None:
             return 0            # an unfinished import: none of its versions is visible
-        for k, _ in self.db.iterate(S + make_node_key(1, 0)[:8], S + make_node_key(MAX_VERSION, 0)[:8], True):
-            if PyBytes_GET_SIZE(k) >= 9:
-                self._latest = <int64_t>read_be64(<const uint8_t *>PyBytes_AS_STRING(k) + 1)
-            break
+        k = self._last_key(S + make_node_key(1, 0)[:8], S + make_node_key(MAX_VERSION, 0)[:8], 0)
+        if k is not None and PyBytes_GET_SIZE(k) >= 9:
+            self._latest = <int64_t>read_be64(<const uint8_t *>PyBytes_AS_STRING(k) + 1)
         if self._latest == 0:
             self._latest = max(self.legacy_latest_version(), 0)
         return self._latest
@@ -846,11 +852,34 @@ cdef class NodeDB:
             self._legacy_latest = -1
             if self._hidden_import is not None:
                 return -1
-            for k, _ in self.db.iterate(*prefix_range(R), reverse=True):
-                if len(k) == 9:
-                    self._legacy_latest = int.from_bytes(k[1:], "big")
-                    break
+            k = self._last_key(R, b"s", 9)
+            if k is not None:
+                self._legacy_latest = int.from_bytes(k[1:], "big")
         return self._legacy_latest
+
+    cdef object _last_key(self, bytes lo, bytes hi, Py_ssize_t length):
+        """The greatest key in [lo, hi) (of exactly length bytes, if length), or None: a reverse seek on an
+        ordered store; on a MemoryDB a scan of its dict in C, where its iterate would sort the keys in Python
+        after every write (most of a prune's time went there)."""
+        cdef PyObject *key
+        cdef PyObject *value
+        cdef Py_ssize_t pos = 0, n
+        cdef bytes best = None, k
+        if self._dict is None:
+            for k, _ in self.db.iterate(lo, hi, True):
+                if length == 0 or PyBytes_GET_SIZE(k) == length:
+                    return k
+            return None
+        while PyDict_Next(self._dict, &pos, &key, &value):
+            if not PyBytes_CheckExact(<object>key):
+                continue
+            k = <bytes>key
+            n = PyBytes_GET_SIZE(k)
+            if (length and n != length) or _compare(k, lo) < 0 or _compare(k, hi) >= 0:
+                continue
+            if best is None or _compare(k, best) > 0:
+                best = k
+        return best
 
     def legacy_versions(self):
         self.check_open()
