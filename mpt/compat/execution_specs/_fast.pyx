@@ -8,7 +8,7 @@ path this module cannot take exactly raises :class:`NeedsSpec` and the caller ru
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_DelItem, PyDict_GetItem, PyDict_Next, PyDict_SetItem, PyDict_Size
+from cpython.dict cimport PyDict_DelItem, PyDict_GetItem, PyDict_Next, PyDict_SetItem, PyDict_Size, PyDict_Update
 from cpython.long cimport PyLong_AsUnsignedLongLong
 from cpython.object cimport PyObject
 from libc.stdint cimport uint8_t, uint64_t
@@ -201,7 +201,8 @@ cdef TrackingDict _tracked(object owner, str attribute, object data):
         return <TrackingDict>data
     if type(data) is not dict:
         raise NeedsSpec("%s is a %s, not a dict" % (attribute, type(data).__name__))
-    td = TrackingDict(data)
+    td = TrackingDict.__new__(TrackingDict)
+    PyDict_Update(td, data)             # straight into the dict: nothing recorded for the items it starts with
     setattr(owner, attribute, td)
     return td
 
