@@ -55,6 +55,47 @@ cdef extern from *:
     Py_ssize_t mpt_spec_uint_bits(object number) except -2
 
 
+cdef extern from *:
+    """
+    #include "structmember.h"
+    /* The offset of a __slots__ attribute (a member descriptor holding an object), or -1 for anything else. */
+    static Py_ssize_t mpt_spec_slot_offset(PyObject *descr) {
+        PyMemberDef *member;
+        if (!PyObject_TypeCheck(descr, &PyMemberDescr_Type))
+            return -1;
+        member = ((PyMemberDescrObject *)descr)->d_member;
+        if ((member->type != T_OBJECT_EX && member->type != T_OBJECT) || (member->flags & READONLY))
+            return -1;
+        return member->offset;
+    }
+    /* The object in that slot of obj (borrowed; NULL when unset). Only for obj of the type the offset came from. */
+    static PyObject *mpt_spec_slot(PyObject *obj, Py_ssize_t offset) {
+        return *(PyObject **)((char *)obj + offset);
+    }
+    """
+    Py_ssize_t mpt_spec_slot_offset(object descr)
+    PyObject *mpt_spec_slot(object obj, Py_ssize_t offset)
+
+
+cdef Py_ssize_t _slot_offset(object cls, str name):
+    """Where instances of cls keep the __slots__ attribute name, or -1 (then it is read as an attribute)."""
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            return mpt_spec_slot_offset(klass.__dict__[name])
+    return -1
+
+
+cdef inline object _slot(object obj, Py_ssize_t offset, str name):
+    """obj.<name>, read straight from its slot when the offset is known (obj is of the type it came from)."""
+    cdef PyObject *found
+    if offset < 0:
+        return getattr(obj, name)
+    found = mpt_spec_slot(obj, offset)
+    if found == NULL:
+        raise NeedsSpec("%s is not set" % name)
+    return <object>found
+
+
 cdef enum:
     # Secured tries of up to SMALL_MAX entries (every storage trie of a typical state) are hashed here in one C
     # recursion, without a mirror: rebuilding them costs less than keeping an mpt.Trie per account.
@@ -267,6 +308,7 @@ cdef class ForkCodec:
     cdef object account_type, uint_type, u256_type, encode_node
     cdef frozenset bytes_types
     cdef readonly bint fast_account, fast_u256
+    cdef Py_ssize_t nonce_at, balance_at, code_at, uint_number_at, u256_number_at    # slot offsets, -1: getattr
     cdef dict code_hashes
     cdef public object spec_root, spec_state_root   # the spec's own functions (copies of the originals)
     cdef public Py_ssize_t fallbacks, full_builds, syncs
@@ -287,6 +329,11 @@ cdef class ForkCodec:
         self.fast_account = fast_account
         self.fast_u256 = fast_u256
         self.code_hashes = {}
+        self.nonce_at = _slot_offset(account_type, "nonce")
+        self.balance_at = _slot_offset(account_type, "balance")
+        self.code_at = _slot_offset(account_type, "code")
+        self.uint_number_at = _slot_offset(uint_type, "_number")
+        self.u256_number_at = _slot_offset(u256_type, "_number")
         self.spec_root = spec_root
         self.spec_state_root = None
         self.state_hook = None
@@ -301,7 +348,7 @@ cdef class ForkCodec:
         cdef object t = type(value)
         cdef Py_ssize_t n
         if t is self.u256_type and self.fast_u256:
-            n = _put_uint(value._number, buf)
+            n = _put_uint(_slot(value, self.u256_number_at, "_number"), buf)
             return PyBytes_FromStringAndSize(<char *>buf, n)
         if t in self.bytes_types:
             return value
@@ -336,13 +383,13 @@ cdef class ForkCodec:
             return bytes(encoded)
         if not isinstance(storage_root, bytes) or PyBytes_GET_SIZE(storage_root) != 32:
             raise NeedsSpec("a storage root that is not 32 bytes")
-        nonce = account.nonce
-        balance = account.balance
+        nonce = _slot(account, self.nonce_at, "nonce")
+        balance = _slot(account, self.balance_at, "balance")
         if type(nonce) is not self.uint_type or type(balance) is not self.u256_type:
             raise NeedsSpec("an account field of an unexpected type")
-        code_hash = self.code_hash(account.code)
-        n = _put_uint(nonce._number, body)
-        n += _put_uint(balance._number, body + n)
+        code_hash = self.code_hash(_slot(account, self.code_at, "code"))
+        n = _put_uint(_slot(nonce, self.uint_number_at, "_number"), body)
+        n += _put_uint(_slot(balance, self.u256_number_at, "_number"), body + n)
         body[n] = 0xa0
         memcpy(body + n + 1, PyBytes_AS_STRING(storage_root), 32)
         body[n + 33] = 0xa0
@@ -663,7 +710,8 @@ cdef class SmallTries:
             self.keep.append(key)
             if type(value) is u256 and fast_u256:
                 self.pairs[i].value = NULL      # at u256_values + 34 * i (set in finish: the arrays may grow)
-                self.pairs[i].value_len = _put_uint(value._number, self.u256_values + 34 * i)
+                self.pairs[i].value_len = _put_uint(_slot(value, codec.u256_number_at, "_number"),
+                                                    self.u256_values + 34 * i)
             else:
                 encoded = codec.encode_value(value)
                 n = PyBytes_GET_SIZE(encoded)
