@@ -16,7 +16,7 @@ def main(argv=None) -> int:
     try:
         execution_specs.install()
     except MptError as e:
-        print("mpt.compat.execution_specs: %s" % e, file=sys.stderr)
+        print(str(e), file=sys.stderr)
         return 2
     from ethereum_spec_tools.evm_tools import main as evm_main
 
