@@ -3,8 +3,10 @@
 
 A spec ``Trie`` keeps its content in ``_data``; the first root asked of it swaps that dict for a
 :class:`TrackingDict` with the same items, which records every key written from then on. The root cache (a root,
-and for larger tries an :class:`mpt.Trie` mirror) lives on the TrackingDict, so it goes when the trie goes. Any
-path this module cannot take exactly raises :class:`NeedsSpec` and the caller runs the spec's own code instead.
+and for larger tries an :class:`mpt.Trie` mirror) lives on the TrackingDict, so it goes when the trie goes. A
+state's first root is built in bulk (:class:`SmallTries`: every small storage trie, then the state trie, their keys
+and nodes hashed together on the Keccak lanes); the state trie's nodes then back its mirror (:class:`NodeStore`).
+Any path this module cannot take exactly raises :class:`NeedsSpec` and the caller runs the spec's own code instead.
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -97,8 +99,8 @@ cdef inline object _slot(object obj, Py_ssize_t offset, str name):
 
 
 cdef enum:
-    # Secured tries of up to SMALL_MAX entries (every storage trie of a typical state) are hashed here in one C
-    # recursion, without a mirror: rebuilding them costs less than keeping an mpt.Trie per account.
+    # Secured tries of up to SMALL_MAX entries (every storage trie of a typical state) are hashed by SmallTries,
+    # without a mirror: rebuilding one costs less than keeping an mpt.Trie per account.
     SMALL_MAX = 32
     SMALL_VALUE_MAX = 64
     # A dict's change set beyond 2 * len + this many keys is dropped: a full rebuild is cheaper by then.
@@ -469,7 +471,6 @@ cdef enum:
     LEAF = 0
     EXTENSION = 1
     BRANCH = 2
-    LEAF_MAX = 3 + 34 + 3 + SMALL_VALUE_MAX
     EXTENSION_MAX = 3 + 34 + 33
     BRANCH_MAX = 3 + 16 * 33 + 1
 
@@ -1331,13 +1332,3 @@ def account_encoding(ForkCodec codec, account, storage_root):
     """The compiled encoding of an account leaf (what the fork's encode_node(account, storage_root) gives)."""
     return codec.encode_account(account, storage_root)
 
-
-def secure_root(ForkCodec codec, dict data):
-    """The root of a secured trie holding data, without a cache (the small path where it applies)."""
-    root = _small_secure_root(codec, data) if PyDict_Size(data) <= SMALL_MAX else None
-    if root is None:
-        mirror = _Trie()
-        for key, value in data.items():
-            mirror.update(_keccak(key), _leaf(codec, value))
-        root = mirror.hash()
-    return root
