@@ -15,6 +15,7 @@ from mpt import keccak256
 from mpt.bench import _alloc, cases, peers
 from mpt.bench.__main__ import main
 from mpt.bench.stats import geomean, mann_whitney_u, median, quantile, spread_pct
+from mpt.errors import MissingExtraError
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = r"^(HashFixedSize/10|VerifyRangeNoProof10)$"
@@ -93,7 +94,11 @@ def smallest_per_group():
 
 @pytest.mark.parametrize("case", smallest_per_group(), ids=lambda c: c.name)
 def test_every_case_checks_at_its_smallest_size(case):
-    case.check(case.setup())
+    try:
+        state = case.setup()
+    except MissingExtraError as e:      # a case on an optional extra (the execution-specs peer): CI's own step
+        pytest.skip(str(e))
+    case.check(state)
     # and the timed op gives the same answer on another fresh state
     case.op(case.setup())
 
