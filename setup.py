@@ -58,7 +58,7 @@ MODULES = {
     "mpt.shards.read": False,
     "mpt.shards.build": False,
     "mpt.ics23.wire": False,
-    "mpt.compat.pytrie._core": False,
+    "mpt.compat.pytrie._core": True,
 }
 
 # Modules that were compiled once and are plain Python now: an in-place or editable build deletes their old

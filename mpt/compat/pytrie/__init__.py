@@ -23,11 +23,10 @@ from typing import Any
 from trie.constants import BLANK_NODE, BLANK_NODE_HASH
 from trie.exceptions import BadTrieProof, MissingTraversalNode, MissingTrieNode, TraversedPartialPath, ValidationError
 from trie.typing import HexaryTrieNode, Nibbles
-from trie.utils.db import ScratchDB
 from trie.utils.nodes import annotate_node, get_node_type
 from trie.validation import validate_is_node
 
-from mpt.compat.pytrie._core import HexaryTrieCore
+from mpt.compat.pytrie._core import HexaryTrieCore, ScratchDB
 
 __all__ = ["HexaryTrie", "install", "uninstall", "installed", "is_installed"]
 

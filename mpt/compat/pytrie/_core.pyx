@@ -14,12 +14,17 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_SET_ITEM
 from cpython.ref cimport Py_INCREF, PyObject
+from libc.stdint cimport uint8_t
+from libc.string cimport memcpy
+
+from mpt._keccak.keccak cimport mpt_keccak256
+from mpt.rlp cimport header_size, put_header, string_size
 
 from collections import defaultdict
 
-from mpt import keccak256 as _keccak
 from mpt.rlp import decode as _rlp_decode
 from mpt.rlp import encode as _rlp_encode
+from trie.utils.db import DELETED
 from trie.exceptions import InvalidNode, MissingTraversalNode, MissingTrieNode, ValidationError
 
 cdef bytes BLANK_NODE = b""
@@ -33,6 +38,64 @@ cdef enum NodeKind:
 
 # One-byte strings and single-nibble paths, made once.
 cdef list _NIBBLE = [bytes([i]) for i in range(16)]
+
+
+cdef Py_ssize_t payload_size(list node) except -2:
+    """Size of the RLP payload of a node list of bytes and embedded node lists; -1 for anything else."""
+    cdef Py_ssize_t total = 0, n, inner
+    cdef object item
+    for item in node:
+        if isinstance(item, bytes):
+            n = PyBytes_GET_SIZE(<bytes>item)
+            total += string_size(<const uint8_t*>PyBytes_AS_STRING(<bytes>item), n)
+        elif isinstance(item, list):
+            inner = payload_size(<list>item)
+            if inner < 0:
+                return -1
+            total += header_size(inner) + inner
+        else:
+            return -1
+    return total
+
+
+cdef uint8_t* write_list(list node, Py_ssize_t payload, uint8_t* out) except NULL:
+    cdef Py_ssize_t n
+    cdef const uint8_t* data
+    cdef object item
+    out += put_header(out, 0xc0, payload)
+    for item in node:
+        if isinstance(item, bytes):
+            n = PyBytes_GET_SIZE(<bytes>item)
+            data = <const uint8_t*>PyBytes_AS_STRING(<bytes>item)
+            if n == 1 and data[0] < 0x80:
+                out[0] = data[0]
+                out += 1
+            else:
+                out += put_header(out, 0x80, n)
+                memcpy(out, data, n)
+                out += n
+        else:
+            out = write_list(<list>item, payload_size(<list>item), out)
+    return out
+
+
+cdef bytes encode_node(object node):
+    """py-trie's encode_raw of a node: written straight into the bytes it returns."""
+    cdef Py_ssize_t payload
+    if not isinstance(node, list):
+        return _rlp_encode(node)
+    payload = payload_size(<list>node)
+    if payload < 0:
+        return _rlp_encode(node)
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, header_size(payload) + payload)
+    write_list(<list>node, payload, <uint8_t*>PyBytes_AS_STRING(out))
+    return out
+
+
+cdef bytes keccak_of(bytes data):
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, 32)
+    mpt_keccak256(<const uint8_t*>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), <uint8_t*>PyBytes_AS_STRING(out))
+    return out
 
 
 cdef inline void _validate_is_bytes(object value) except *:
@@ -343,9 +406,9 @@ cdef class HexaryTrieCore:
     cdef void mark_prune_node(self, list node) except *:
         """py-trie's _prune_node of a node built here (it was not read under a hash)."""
         if self.is_pruning:
-            encoded = _rlp_encode(node)
+            encoded = encode_node(node)
             if PyBytes_GET_SIZE(<bytes>encoded) >= 32:
-                self.mark_prune(_keccak(encoded))
+                self.mark_prune(keccak_of(encoded))
 
     cdef inline void store(self, object key, object value) except *:
         """py-trie's _set_db_value."""
@@ -358,10 +421,10 @@ cdef class HexaryTrieCore:
         """py-trie's _persist_node: the reference a parent keeps (blank, the node itself, or its stored hash)."""
         if is_blank(node):
             return BLANK_NODE
-        cdef bytes encoded = _rlp_encode(node)
+        cdef bytes encoded = encode_node(node)
         if PyBytes_GET_SIZE(encoded) < 32:
             return node
-        node_hash = _keccak(encoded)
+        node_hash = keccak_of(encoded)
         self.store(node_hash, encoded)
         return node_hash
 
@@ -369,8 +432,8 @@ cdef class HexaryTrieCore:
         """py-trie's _set_raw_node: store a node under its hash even when short (a root); the hash."""
         if is_blank(raw_node):
             return BLANK_NODE_HASH
-        encoded = _rlp_encode(raw_node)
-        node_hash = _keccak(encoded)
+        encoded = encode_node(raw_node)
+        node_hash = keccak_of(encoded)
         self.store(node_hash, encoded)
         return node_hash
 
@@ -384,7 +447,7 @@ cdef class HexaryTrieCore:
                     pass
                 else:
                     # py-trie marks the old root when _node_to_db_mapping() stores nothing for it: blank or short
-                    if is_blank(old_root_node) or PyBytes_GET_SIZE(<bytes>_rlp_encode(old_root_node)) < 32:
+                    if is_blank(old_root_node) or PyBytes_GET_SIZE(<bytes>encode_node(old_root_node)) < 32:
                         if old_root_hash in self.db:
                             self.mark_prune(old_root_hash)
         self.root_hash = self._set_raw_node(root_node)
@@ -582,3 +645,76 @@ cdef class HexaryTrieCore:
         elif kind == KIND_BRANCH:
             return [hex_prefix_of(_NIBBLE[i], False), sub_node_hash]
         raise Exception("Invariant: this code block should be unreachable")
+
+
+@cython.final
+cdef class ScratchDB:
+    """py-trie's ``trie.utils.db.ScratchDB``, compiled: writes and deletes stay in ``cache`` (a delete is py-trie's
+    ``DELETED`` marker, and the wrapped database still answers reads of a deleted key) until ``batch_commit()``
+    exits without an exception; then writes go to the wrapped database, and deletes too when ``do_deletes``."""
+
+    cdef public object wrapped_db
+    cdef public dict cache
+
+    def __init__(self, wrapped_db):
+        self.wrapped_db = wrapped_db
+        self.cache = {}
+
+    def __getitem__(self, key):
+        cdef PyObject* val = PyDict_GetItem(self.cache, key)
+        if val is not NULL and <object>val is not DELETED:
+            return <object>val
+        return self.wrapped_db[key]
+
+    def __setitem__(self, key, value):
+        self.cache[key] = value
+
+    def __delitem__(self, key):
+        self.cache[key] = DELETED
+
+    def __contains__(self, key):
+        cdef PyObject* val = PyDict_GetItem(self.cache, key)
+        if val is not NULL and <object>val is not DELETED:
+            return True
+        return key in self.wrapped_db
+
+    def copy(self):
+        combined = {}
+        combined.update(self.wrapped_db)
+        combined.update(self.cache)
+        return {k: v for k, v in combined.items() if v is not DELETED}
+
+    def commit(self, bint do_deletes):
+        """Write the cache into the wrapped database (what py-trie's batch_commit does on a clean exit)."""
+        wrapped_db = self.wrapped_db
+        for key, value in self.cache.items():
+            if value is not DELETED:
+                wrapped_db[key] = value
+            elif do_deletes:
+                wrapped_db.pop(key, None)
+
+    def batch_commit(self, *, do_deletes=False):
+        return _BatchCommit(self, do_deletes)
+
+
+@cython.final
+cdef class _BatchCommit:
+    """The context manager of ScratchDB.batch_commit()."""
+
+    cdef ScratchDB scratch
+    cdef bint do_deletes
+
+    def __cinit__(self, ScratchDB scratch, bint do_deletes):
+        self.scratch = scratch
+        self.do_deletes = do_deletes
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            if exc_type is None:
+                self.scratch.commit(self.do_deletes)
+        finally:
+            self.scratch.cache = {}
+        return False
