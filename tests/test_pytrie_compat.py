@@ -71,9 +71,21 @@ op = st.one_of(
     st.tuples(st.just("traverse"), st.lists(st.integers(0, 2) | st.integers(0, 15), max_size=8).map(tuple)),
     st.tuples(st.just("at_root"), st.integers(0, 1000), keys),
     st.tuples(st.just("drop_node"), st.integers(0, 1000)),
+    st.tuples(st.just("corrupt_node"), st.integers(0, 1000), st.integers(0, 5)),
     st.tuples(st.just("root_node")),
     st.tuples(st.just("squash"), st.lists(st.tuples(st.sampled_from(["set", "delete"]), keys, values), max_size=8)),
 )
+
+
+# Well-formed RLP that is no well-formed node: what a damaged database may hold instead of a node.
+CORRUPT_NODES = [
+    mpt.rlp.encode([b"a", b"b", b"c"]),                      # three items
+    mpt.rlp.encode([b"\x00" * 5] + [b""] * 15 + [b"v"]),    # a branch child that is neither empty nor a hash
+    mpt.rlp.encode([b"", b"value"]),                         # an empty path
+    mpt.rlp.encode([b"\x00\x01", [b"a", b"b", b"c"]]),        # an embedded child of three items
+    mpt.rlp.encode(b"a string, not a list, of 32 bytes or more"),
+    mpt.rlp.encode([b"\x20", [b"\x20", b"x"]] ),               # a leaf whose value is a list
+]
 
 
 def apply(t, db, roots, step):
@@ -106,6 +118,12 @@ def apply(t, db, roots, step):
             return None
         victim = sorted(dict.keys(db))[step[1] % dict.__len__(db)]
         dict.__delitem__(db, victim)
+        return victim
+    if kind == "corrupt_node":
+        if not dict.__len__(db):
+            return None
+        victim = sorted(dict.keys(db))[step[1] % dict.__len__(db)]
+        dict.__setitem__(db, victim, CORRUPT_NODES[step[2]])
         return victim
     if kind == "squash":
         def batch():
@@ -276,3 +294,34 @@ def test_installed_context_manager():
             pass
         assert trie.hexary.HexaryTrie is MptTrie  # the inner block leaves the outer installation alone
     assert trie.HexaryTrie is PyTrie and trie.hexary.HexaryTrie is PyTrie
+
+
+@pytest.mark.parametrize("prune", [False, True])
+@pytest.mark.parametrize("corrupt", range(len(CORRUPT_NODES)))
+def test_damaged_database_raises_what_pytrie_raises(corrupt, prune):
+    """Every stored node in turn replaced by well-formed RLP that is no node: the same exceptions as py-trie's,
+    the same database afterwards."""
+    items = [(bytes([i, j]), bytes([i]) * (1 + 30 * (j % 2))) for i in range(3) for j in range(3)]
+    seen = set()
+    base = {}
+    built = PyTrie(base)
+    for k, v in items:
+        built[k] = v
+    for victim in sorted(base):
+        steps = [("corrupt_fixed", victim)] + [(name, k) for k, _ in items for name in ("get", "proof", "delete")]
+        steps += [("set", k, b"new value " * 4) for k, _ in items] + [("traverse", (0,)), ("traverse", (0, 0, 0))]
+        py_db, mpt_db = LoggingDB(base), LoggingDB(base)
+        py_trie = PyTrie(py_db, root_hash=built.root_hash, prune=prune)
+        mpt_trie = MptTrie(mpt_db, root_hash=built.root_hash, prune=prune)
+        for step in steps:
+            if step[0] == "corrupt_fixed":
+                dict.__setitem__(py_db, victim, CORRUPT_NODES[corrupt])
+                dict.__setitem__(mpt_db, victim, CORRUPT_NODES[corrupt])
+                continue
+            want = apply(py_trie, py_db, [built.root_hash], step)
+            got = apply(mpt_trie, mpt_db, [built.root_hash], step)
+            assert got == want, step
+            seen.add(want[0] if want[0] == "ok" else want[1].__name__)
+            assert dict(mpt_db) == dict(py_db) and mpt_db.log == py_db.log, step
+            assert mpt_trie.root_hash == py_trie.root_hash
+    assert seen - {"ok"}, "no step met the damaged node"

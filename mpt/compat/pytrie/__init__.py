@@ -24,7 +24,6 @@ from trie.constants import BLANK_NODE, BLANK_NODE_HASH
 from trie.exceptions import BadTrieProof, MissingTraversalNode, MissingTrieNode, TraversedPartialPath, ValidationError
 from trie.typing import HexaryTrieNode, Nibbles
 from trie.utils.nodes import annotate_node, get_node_type
-from trie.validation import validate_is_node
 
 from mpt.compat.pytrie._core import HexaryTrieCore, ScratchDB
 
@@ -102,7 +101,6 @@ class HexaryTrie(HexaryTrieCore):
     def get_from_proof(cls, root_hash, key, proof):
         trie = cls({})
         for node in proof:
-            validate_is_node(node)
             trie._set_raw_node(node)
         with trie.at_root(root_hash) as proven_snapshot:
             try:

@@ -25,6 +25,7 @@ from collections import defaultdict
 from mpt.rlp import decode as _rlp_decode
 from mpt.rlp import encode as _rlp_encode
 from trie.utils.db import DELETED
+from trie.validation import validate_is_node as _validate_is_node
 from trie.exceptions import InvalidNode, MissingTraversalNode, MissingTrieNode, ValidationError
 
 cdef bytes BLANK_NODE = b""
@@ -38,6 +39,40 @@ cdef enum NodeKind:
 
 # One-byte strings and single-nibble paths, made once.
 cdef list _NIBBLE = [bytes([i]) for i in range(16)]
+
+
+cdef bint shape_ok(object node) noexcept:
+    """What py-trie's validate_is_node accepts, checked in C (no exception, no allocation)."""
+    cdef Py_ssize_t i, n
+    cdef object item
+    if isinstance(node, bytes) and PyBytes_GET_SIZE(<bytes>node) == 0:
+        return True
+    if not isinstance(node, list):
+        return False
+    n = PyList_GET_SIZE(node)
+    if n == 2:
+        item = <object>PyList_GET_ITEM(node, 1)
+        return isinstance(<object>PyList_GET_ITEM(node, 0), bytes) and (
+            isinstance(item, bytes) or (isinstance(item, list) and shape_ok(item)))
+    if n == 17:
+        if not isinstance(<object>PyList_GET_ITEM(node, 16), bytes):
+            return False
+        for i in range(16):
+            item = <object>PyList_GET_ITEM(node, i)
+            if isinstance(item, bytes):
+                if PyBytes_GET_SIZE(<bytes>item) != 0 and PyBytes_GET_SIZE(<bytes>item) != 32:
+                    return False
+            elif not (isinstance(item, list) and shape_ok(item)):
+                return False
+        return True
+    return False
+
+
+cdef inline int check_node(object node) except -1:
+    """py-trie's validate_is_node: its own function raises its ValidationError for a node of the wrong shape."""
+    if not shape_ok(node):
+        _validate_is_node(node)
+    return 0
 
 
 cdef Py_ssize_t payload_size(list node) except -2:
@@ -260,7 +295,12 @@ cdef class HexaryTrieCore:
             return BLANK_NODE
         if isinstance(encoded, list):
             return encoded
-        return _rlp_decode(encoded)
+        try:
+            return _rlp_decode(encoded)
+        except Exception:
+            # what py-trie raises for bytes that are no RLP item: pyrlp's own exception (DecodingError, ...)
+            import rlp
+            return rlp.decode(encoded)
 
     def get_node(self, node_hash):
         return self.fetch(node_hash)
@@ -403,9 +443,16 @@ cdef class HexaryTrieCore:
             count = PyDict_GetItem(pending, prune_key)
             PyDict_SetItem(pending, prune_key, 1 if count is NULL else <object>count + 1)
 
+    cdef inline void prune_node(self, object node, object prune_key) except *:
+        """py-trie's _prune_node of a node read under prune_key (None: embedded, blank or short)."""
+        if self.is_pruning:
+            check_node(node)
+            self.mark_prune(prune_key)
+
     cdef void mark_prune_node(self, list node) except *:
         """py-trie's _prune_node of a node built here (it was not read under a hash)."""
         if self.is_pruning:
+            check_node(node)
             encoded = encode_node(node)
             if PyBytes_GET_SIZE(<bytes>encoded) >= 32:
                 self.mark_prune(keccak_of(encoded))
@@ -419,6 +466,7 @@ cdef class HexaryTrieCore:
 
     cdef object persist(self, object node):
         """py-trie's _persist_node: the reference a parent keeps (blank, the node itself, or its stored hash)."""
+        check_node(node)
         if is_blank(node):
             return BLANK_NODE
         cdef bytes encoded = encode_node(node)
@@ -430,6 +478,7 @@ cdef class HexaryTrieCore:
 
     def _set_raw_node(self, raw_node):
         """py-trie's _set_raw_node: store a node under its hash even when short (a root); the hash."""
+        check_node(raw_node)
         if is_blank(raw_node):
             return BLANK_NODE_HASH
         encoded = encode_node(raw_node)
@@ -438,6 +487,7 @@ cdef class HexaryTrieCore:
         return node_hash
 
     cdef void set_root_node(self, object root_node) except *:
+        check_node(root_node)
         if self.is_pruning:
             old_root_hash = self.root_hash
             if old_root_hash != BLANK_NODE_HASH:
@@ -446,6 +496,7 @@ cdef class HexaryTrieCore:
                 except KeyError:
                     pass
                 else:
+                    check_node(old_root_node)
                     # py-trie marks the old root when _node_to_db_mapping() stores nothing for it: blank or short
                     if is_blank(old_root_node) or PyBytes_GET_SIZE(<bytes>encode_node(old_root_node)) < 32:
                         if old_root_hash in self.db:
@@ -513,7 +564,7 @@ cdef class HexaryTrieCore:
     cdef object set_at(self, object node, object prune_key, bytes trie_key, object value):
         """py-trie's _set."""
         cdef int kind = kind_of(node)
-        self.mark_prune(prune_key)
+        self.prune_node(node, prune_key)
         if kind == KIND_BLANK:
             return [hex_prefix_of(trie_key, True), value]
         elif kind == KIND_BRANCH:
@@ -571,7 +622,7 @@ cdef class HexaryTrieCore:
     cdef object delete_at(self, object node, object prune_key, bytes trie_key):
         """py-trie's _delete."""
         cdef int kind = kind_of(node)
-        self.mark_prune(prune_key)
+        self.prune_node(node, prune_key)
         if kind == KIND_BLANK:
             return BLANK_NODE
         elif kind == KIND_BRANCH:
@@ -639,7 +690,7 @@ cdef class HexaryTrieCore:
         cdef bint sub_leaf
         cdef int kind = kind_of(sub_node)
         if kind == KIND_LEAF or kind == KIND_EXTENSION:
-            self.mark_prune(sub_prune_key)
+            self.prune_node(sub_node, sub_prune_key)
             sub_path = unpack_path((<list>sub_node)[0], &sub_leaf)
             return [hex_prefix_of(_NIBBLE[i] + sub_path, sub_leaf), (<list>sub_node)[1]]
         elif kind == KIND_BRANCH:
