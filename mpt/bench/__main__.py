@@ -152,6 +152,8 @@ def _no_match(args: argparse.Namespace) -> int:
         "; each /-separated part must match a whole level of a name: try %r, or --search"
         % (args.bench.split("/")[0] + ".*"))
     print("no case matches %r (see --list%s)" % (args.bench, hint), file=sys.stderr)
+    if bench_cases.pytrie.MISSING and "pytrie" in (args.bench or "").lower():
+        print("the PyTrie cases are skipped: %s" % bench_cases.pytrie.MISSING, file=sys.stderr)
     return 1
 
 
@@ -213,6 +215,7 @@ class _PeerPlan:
     merkle_cases: list = field(default_factory=list)
     insert_peers: list = field(default_factory=list)
     merkle_peers: list = field(default_factory=list)
+    pytrie_cases: list = field(default_factory=list)     # PyTrie/*: py-trie's own HexaryTrie is the peer
 
     def companions(self, case) -> list:
         """(peer, peer case) pairs timed beside case."""
@@ -221,11 +224,13 @@ class _PeerPlan:
             return [(peer, bench_peers.peer_case(peer, label)) for peer in self.insert_peers]
         if case in self.merkle_cases:
             return [(peer, bench_peers.merkle_peer_case(peer, label)) for peer in self.merkle_peers]
+        if case in self.pytrie_cases:
+            return bench_cases.pytrie.peer_cases(case)
         return []
 
     def samples_per_round(self, selected: list) -> int:
         return (len(selected) + len(self.insert_peers) * len(self.insert_cases)
-                + len(self.merkle_peers) * len(self.merkle_cases))
+                + len(self.merkle_peers) * len(self.merkle_cases) + len(self.pytrie_cases))
 
 
 def _plan_peers(selected: list, wanted: bool, notes: List[str]) -> _PeerPlan:
@@ -236,7 +241,8 @@ def _plan_peers(selected: list, wanted: bool, notes: List[str]) -> _PeerPlan:
         return plan
     plan.insert_cases = [c for c in selected if c.group == "Insert"]
     plan.merkle_cases = [c for c in selected if c.group == "MerkleRoot"]
-    if not plan.insert_cases and not plan.merkle_cases:
+    plan.pytrie_cases = [c for c in selected if c.group == "PyTrie"]
+    if not plan.insert_cases and not plan.merkle_cases and not plan.pytrie_cases:
         notes.append("--peers compares the Insert/N and MerkleRoot/N cases; none was selected (try -b 'Insert/' "
                      "or -b 'MerkleRoot/')")
     missing: List[str] = []

@@ -80,7 +80,7 @@ class HexaryTrie(HexaryTrieCore):
         return annotate_node(raw_node)
 
     def regenerate_ref_count(self):
-        new_ref_count: defaultdict[bytes, int] = defaultdict(int)
+        new_ref_count = defaultdict(int)
         keys_to_count = [self.root_hash]
         while keys_to_count:
             key = keys_to_count.pop()
@@ -102,11 +102,12 @@ class HexaryTrie(HexaryTrieCore):
         trie = cls({})
         for node in proof:
             trie._set_raw_node(node)
-        with trie.at_root(root_hash) as proven_snapshot:
-            try:
-                return proven_snapshot.get(key)
-            except MissingTrieNode as e:
-                raise BadTrieProof(f"Missing proof node with hash {e.missing_node_hash!r}") from e
+        # what trie.at_root(root_hash) yields (trie does not prune), without the generator's cost
+        proven_snapshot = cls(trie.db, root_hash, prune=False)
+        try:
+            return proven_snapshot.get(key)
+        except MissingTrieNode as e:
+            raise BadTrieProof(f"Missing proof node with hash {e.missing_node_hash!r}") from e
 
     @contextlib.contextmanager
     def squash_changes(self):

@@ -24,7 +24,7 @@ from collections import defaultdict
 
 from mpt.rlp import decode as _rlp_decode
 from mpt.rlp import encode as _rlp_encode
-from trie.utils.db import DELETED
+from trie.utils.db import DELETED as _DELETED
 from trie.validation import validate_is_node as _validate_is_node
 from trie.exceptions import InvalidNode, MissingTraversalNode, MissingTrieNode, ValidationError
 
@@ -713,7 +713,7 @@ cdef class ScratchDB:
 
     def __getitem__(self, key):
         cdef PyObject* val = PyDict_GetItem(self.cache, key)
-        if val is not NULL and <object>val is not DELETED:
+        if val is not NULL and <object>val is not _DELETED:
             return <object>val
         return self.wrapped_db[key]
 
@@ -721,11 +721,11 @@ cdef class ScratchDB:
         self.cache[key] = value
 
     def __delitem__(self, key):
-        self.cache[key] = DELETED
+        self.cache[key] = _DELETED
 
     def __contains__(self, key):
         cdef PyObject* val = PyDict_GetItem(self.cache, key)
-        if val is not NULL and <object>val is not DELETED:
+        if val is not NULL and <object>val is not _DELETED:
             return True
         return key in self.wrapped_db
 
@@ -733,13 +733,13 @@ cdef class ScratchDB:
         combined = {}
         combined.update(self.wrapped_db)
         combined.update(self.cache)
-        return {k: v for k, v in combined.items() if v is not DELETED}
+        return {k: v for k, v in combined.items() if v is not _DELETED}
 
     def commit(self, bint do_deletes):
         """Write the cache into the wrapped database (what py-trie's batch_commit does on a clean exit)."""
         wrapped_db = self.wrapped_db
         for key, value in self.cache.items():
-            if value is not DELETED:
+            if value is not _DELETED:
                 wrapped_db[key] = value
             elif do_deletes:
                 wrapped_db.pop(key, None)
