@@ -133,6 +133,16 @@ cdef bytes keccak_of(bytes data):
     return out
 
 
+cdef object decode_stored(object encoded):
+    """py-trie's decode_node of bytes read from the database."""
+    try:
+        return _rlp_decode(encoded)
+    except Exception:
+        # what py-trie raises for bytes that are no RLP item: pyrlp's own exception (DecodingError, ...)
+        import rlp
+        return rlp.decode(encoded)
+
+
 cdef inline void _validate_is_bytes(object value) except *:
     if not isinstance(value, bytes):
         raise ValidationError(f"Value is not of type `bytes`: got {type(value)!r}")
@@ -201,11 +211,17 @@ cdef inline bint is_blank(object node):
 cdef int kind_of(object node) except -1:
     """py-trie's get_node_type."""
     cdef bint leaf
+    cdef unsigned char flag
+    cdef object path
     if is_blank(node):
         return KIND_BLANK
     if isinstance(node, list):
         if PyList_GET_SIZE(node) == 2:
-            unpack_path((<list>node)[0], &leaf)
+            path = <object>PyList_GET_ITEM(node, 0)
+            if isinstance(path, bytes) and PyBytes_GET_SIZE(<bytes>path):
+                flag = (<const unsigned char*>PyBytes_AS_STRING(<bytes>path))[0] >> 4
+                return KIND_LEAF if flag == 2 or flag == 3 else KIND_EXTENSION
+            unpack_path(path, &leaf)  # raises what py-trie raises for this path
             return KIND_LEAF if leaf else KIND_EXTENSION
         if PyList_GET_SIZE(node) == 17:
             return KIND_BRANCH
@@ -295,12 +311,7 @@ cdef class HexaryTrieCore:
             return BLANK_NODE
         if isinstance(encoded, list):
             return encoded
-        try:
-            return _rlp_decode(encoded)
-        except Exception:
-            # what py-trie raises for bytes that are no RLP item: pyrlp's own exception (DecodingError, ...)
-            import rlp
-            return rlp.decode(encoded)
+        return decode_stored(encoded)
 
     def get_node(self, node_hash):
         return self.fetch(node_hash)
@@ -478,11 +489,14 @@ cdef class HexaryTrieCore:
 
     def _set_raw_node(self, raw_node):
         """py-trie's _set_raw_node: store a node under its hash even when short (a root); the hash."""
+        return self.store_raw(raw_node)
+
+    cdef bytes store_raw(self, object raw_node):
         check_node(raw_node)
         if is_blank(raw_node):
             return BLANK_NODE_HASH
-        encoded = encode_node(raw_node)
-        node_hash = keccak_of(encoded)
+        cdef bytes encoded = encode_node(raw_node)
+        cdef bytes node_hash = keccak_of(encoded)
         self.store(node_hash, encoded)
         return node_hash
 
@@ -501,7 +515,7 @@ cdef class HexaryTrieCore:
                     if is_blank(old_root_node) or PyBytes_GET_SIZE(<bytes>encode_node(old_root_node)) < 32:
                         if old_root_hash in self.db:
                             self.mark_prune(old_root_hash)
-        self.root_hash = self._set_raw_node(root_node)
+        self.root_hash = self.store_raw(root_node)
 
     cdef void begin_change(self) except *:
         if self.is_pruning:
@@ -769,3 +783,4 @@ cdef class _BatchCommit:
         finally:
             self.scratch.cache = {}
         return False
+
