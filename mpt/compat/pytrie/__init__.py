@@ -100,8 +100,7 @@ class HexaryTrie(HexaryTrieCore):
     @classmethod
     def get_from_proof(cls, root_hash, key, proof):
         trie = cls({})
-        for node in proof:
-            trie._set_raw_node(node)
+        trie._store_proof(proof)  # for node in proof: trie._set_raw_node(node)
         # what trie.at_root(root_hash) yields (trie does not prune), without the generator's cost
         proven_snapshot = cls(trie.db, root_hash, prune=False)
         try:
