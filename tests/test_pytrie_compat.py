@@ -325,3 +325,31 @@ def test_damaged_database_raises_what_pytrie_raises(corrupt, prune):
             assert dict(mpt_db) == dict(py_db) and mpt_db.log == py_db.log, step
             assert mpt_trie.root_hash == py_trie.root_hash
     assert seen - {"ok"}, "no step met the damaged node"
+
+
+def test_get_from_proof_matches_pytrie_on_odd_proofs():
+    import random
+
+    from trie.exceptions import BadTrieProof
+
+    rng = random.Random(5)
+    t = MptTrie({})
+    keys = [rng.randbytes(rng.choice((1, 3, 32))) for _ in range(300)]
+    for k in keys:
+        t[k] = rng.randbytes(rng.choice((2, 40)))
+    other = MptTrie({})
+    for k in keys[:40]:
+        other[k] = b"other value of 32 bytes or more........"
+    padding = [n for k in keys[:10] for n in other.get_proof(k)]       # 20+ nodes: more than one SIMD batch
+    for k in keys[:20] + [b"absent", b""]:
+        proof = t.get_proof(k)
+        for variant in (proof, proof + tuple(padding), (b"",) + proof, proof[:1], iter(proof), [b""] * 3):
+            variant = tuple(variant) if not isinstance(variant, tuple) else variant
+            got = outcome(lambda: MptTrie.get_from_proof(t.root_hash, k, variant))
+            want = outcome(lambda: PyTrie.get_from_proof(t.root_hash, k, variant))
+            assert got == want
+    for bad in ([[b"a", b"b", b"c"]], [[b"\x20", 5]], [b"not a node"]):
+        assert outcome(lambda: MptTrie.get_from_proof(t.root_hash, b"k", bad)) == outcome(
+            lambda: PyTrie.get_from_proof(t.root_hash, b"k", bad))
+    with pytest.raises(BadTrieProof):
+        MptTrie.get_from_proof(t.root_hash, keys[0], ())
