@@ -11,7 +11,7 @@ class HexaryTrieCore:
 
     db: Any
     root_hash: Any
-    is_pruning: bool
+    is_pruning: Any
     _ref_count: Any
     _pending_prune_keys: Any
     def __init__(self, db: Any, root_hash: bytes = ..., prune: bool = False,

@@ -270,7 +270,9 @@ cdef class HexaryTrieCore:
 
     cdef public object db
     cdef public object root_hash
-    cdef public bint is_pruning
+    # is_pruning as given (py-trie keeps the object: repr shows it), and its truth for the hot paths
+    cdef object _is_pruning
+    cdef bint pruning
     cdef public object _ref_count
     cdef public object _pending_prune_keys
     # The hash the last node read by fetch() was stored under when it has to be pruned with it (its encoding is
@@ -289,6 +291,15 @@ cdef class HexaryTrieCore:
         else:
             raise ValueError("Cannot pass an existing reference count in to a non-pruning trie")
         self._pending_prune_keys = None
+
+    @property
+    def is_pruning(self):
+        return self._is_pruning
+
+    @is_pruning.setter
+    def is_pruning(self, value):
+        self._is_pruning = value
+        self.pruning = bool(value)
 
     # --- node access ---------------------------------------------------------------------------------------
 
@@ -453,20 +464,20 @@ cdef class HexaryTrieCore:
 
     cdef inline void mark_prune(self, object prune_key) except *:
         """py-trie's _prune_node of a node whose prune key is known (None: nothing to prune)."""
-        if self.is_pruning and prune_key is not None:
+        if self.pruning and prune_key is not None:
             pending = <dict>self._pending_prune_keys
             count = PyDict_GetItem(pending, prune_key)
             PyDict_SetItem(pending, prune_key, 1 if count is NULL else <object>count + 1)
 
     cdef inline void prune_node(self, object node, object prune_key) except *:
         """py-trie's _prune_node of a node read under prune_key (None: embedded, blank or short)."""
-        if self.is_pruning:
+        if self.pruning:
             check_node(node)
             self.mark_prune(prune_key)
 
     cdef void mark_prune_node(self, list node) except *:
         """py-trie's _prune_node of a node built here (it was not read under a hash)."""
-        if self.is_pruning:
+        if self.pruning:
             check_node(node)
             encoded = encode_node(node)
             if PyBytes_GET_SIZE(<bytes>encoded) >= 32:
@@ -475,7 +486,7 @@ cdef class HexaryTrieCore:
     cdef inline void store(self, object key, object value) except *:
         """py-trie's _set_db_value."""
         self.db[key] = value
-        if self.is_pruning:
+        if self.pruning:
             ref_count = self._ref_count
             ref_count[key] += 1
 
@@ -533,7 +544,7 @@ cdef class HexaryTrieCore:
 
     cdef void set_root_node(self, object root_node) except *:
         check_node(root_node)
-        if self.is_pruning:
+        if self.pruning:
             old_root_hash = self.root_hash
             if old_root_hash != BLANK_NODE_HASH:
                 try:
@@ -549,7 +560,7 @@ cdef class HexaryTrieCore:
         self.root_hash = self.store_raw(root_node)
 
     cdef void begin_change(self) except *:
-        if self.is_pruning:
+        if self.pruning:
             if self._pending_prune_keys is None:
                 self._pending_prune_keys = {}
             else:
@@ -589,7 +600,7 @@ cdef class HexaryTrieCore:
             except KeyError as exc:
                 raise MissingTrieNode(exc.args[0], self.root_hash, key, prefix=None) from exc
             self.set_root_node(new_node)
-            if self.is_pruning:
+            if self.pruning:
                 self.complete_pruning()
         finally:
             self._pending_prune_keys = None
