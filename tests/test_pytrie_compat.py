@@ -379,3 +379,25 @@ def test_get_from_proof_matches_pytrie_on_odd_proofs():
             lambda: PyTrie.get_from_proof(t.root_hash, b"k", bad))
     with pytest.raises(BadTrieProof):
         MptTrie.get_from_proof(t.root_hash, keys[0], ())
+
+
+def test_reads_follow_the_database_not_what_the_trie_wrote_last():
+    """mpt's class keeps the root it stored or read last, and reuses it only while the database hands back that
+    very bytes object: a replaced record is read again, and values come back as the plain bytes py-trie gives."""
+    from hexbytes import HexBytes
+
+    db = {}
+    t = MptTrie(db)
+    t[b"a"] = b"1"
+    t[b"b"] = HexBytes(b"2")           # a short root: the value sits inside the root node
+    assert t[b"a"] == b"1" and type(t[b"b"]) is bytes and type(PyTrie(db, t.root_hash)[b"b"]) is bytes
+    other = MptTrie({})
+    other[b"a"] = b"changed"
+    other[b"b"] = b"2"
+    db[t.root_hash] = other.db[other.root_hash]    # another object, another content, under the same key
+    assert t[b"a"] == b"changed" == PyTrie(db, t.root_hash)[b"a"]
+    db[t.root_hash] = bytes(bytearray(other.db[other.root_hash]))   # equal content, a new object
+    assert t[b"a"] == b"changed"
+    root_node = t.get_node(t.root_hash)
+    root_node[0] = b"mutated by the caller"
+    assert t[b"a"] == b"changed"

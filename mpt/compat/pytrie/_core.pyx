@@ -137,6 +137,32 @@ cdef bytes keccak_of(bytes data):
     return out
 
 
+cdef list copy_node(list node):
+    """A copy of a node list that shares no list with it (py-trie mutates the nodes it reads, embedded ones too)."""
+    cdef Py_ssize_t i, n = PyList_GET_SIZE(node)
+    cdef list out = PyList_New(n)
+    cdef object item
+    for i in range(n):
+        item = <object>PyList_GET_ITEM(node, i)
+        if type(item) is list:
+            item = copy_node(<list>item)
+        Py_INCREF(item)
+        PyList_SET_ITEM(out, i, item)
+    return out
+
+
+cdef bint plain(list node) noexcept:
+    """Only exact bytes and lists of them, as a decode gives (a bytes subclass value would come back as itself)."""
+    cdef object item
+    for item in node:
+        if type(item) is list:
+            if not plain(<list>item):
+                return False
+        elif type(item) is not bytes:
+            return False
+    return True
+
+
 cdef object decode_stored(object encoded):
     """py-trie's decode_node of bytes read from the database."""
     try:
@@ -278,6 +304,12 @@ cdef class HexaryTrieCore:
     # The hash the last node read by fetch() was stored under when it has to be pruned with it (its encoding is
     # 32 bytes or more), else None.
     cdef object _fetched_prune_key
+    # The root this trie stored or read last: the bytes object the database holds for it and the node decoded
+    # from it. A read that gets that very object back copies the node instead of decoding it again (every set
+    # and get starts at the root); another object, as after a change to the database, is decoded.
+    cdef object _root_encoded
+    cdef list _root_node
+    cdef object _stored_encoded     # the encoding store_raw() stored last
 
     def __init__(self, db, root_hash=BLANK_NODE_HASH, prune=False, ref_count=None):
         self.db = db
@@ -316,6 +348,14 @@ cdef class HexaryTrieCore:
                 encoded = self.db[ref]
                 if isinstance(encoded, bytes) and PyBytes_GET_SIZE(<bytes>encoded) >= 32:
                     self._fetched_prune_key = ref
+                if encoded is self._root_encoded and encoded is not None:
+                    return copy_node(self._root_node)
+                if ref is self.root_hash and type(encoded) is bytes:
+                    node = decode_stored(encoded)
+                    if type(node) is list and plain(<list>node):
+                        self._root_encoded = encoded
+                        self._root_node = copy_node(<list>node)
+                    return node
         elif isinstance(ref, list):
             return ref
         else:
@@ -508,11 +548,13 @@ cdef class HexaryTrieCore:
 
     cdef bytes store_raw(self, object raw_node):
         check_node(raw_node)
+        self._stored_encoded = None
         if is_blank(raw_node):
             return BLANK_NODE_HASH
         cdef bytes encoded = encode_node(raw_node)
         cdef bytes node_hash = keccak_of(encoded)
         self.store(node_hash, encoded)
+        self._stored_encoded = encoded
         return node_hash
 
     def _store_proof(self, proof):
@@ -558,6 +600,10 @@ cdef class HexaryTrieCore:
                         if old_root_hash in self.db:
                             self.mark_prune(old_root_hash)
         self.root_hash = self.store_raw(root_node)
+        if self._stored_encoded is not None and type(root_node) is list and plain(<list>root_node):
+            # root_node is this call's own list: nothing else holds it
+            self._root_encoded = self._stored_encoded
+            self._root_node = <list>root_node
 
     cdef void begin_change(self) except *:
         if self.pruning:
