@@ -272,7 +272,8 @@ def _estimate_peers(plan: _PeerPlan, count: int, min_time: float) -> float:
     """Seconds the selected peers add to the run (from their times on the reference machine)."""
     return sum(bench_peers.estimate_seconds(peer.name, case.name, count, min_time)
                for cases_, peers_ in ((plan.insert_cases, plan.insert_peers), (plan.merkle_cases, plan.merkle_peers))
-               for case in cases_ for peer in peers_)
+               for case in cases_ for peer in peers_) + sum(
+        bench_peers.estimate_seconds("py-trie", case.name, count, min_time) for case in plan.pytrie_cases)
 
 
 def _fmt_duration(seconds: float) -> str:
