@@ -3,9 +3,6 @@ from collections.abc import MutableMapping
 from contextlib import AbstractContextManager
 from typing import Any, Optional, final
 
-def nibbles_tuple(path: bytes) -> tuple[int, ...]:
-    """A nibble path as py-trie's tuple of ints."""
-
 class HexaryTrieCore:
     """State and algorithm of py-trie's HexaryTrie."""
 

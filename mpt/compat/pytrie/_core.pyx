@@ -4,10 +4,12 @@
 Every database read, write, delete and reference count change happens in the order py-trie's
 ``trie/hexary.py`` makes it (the same recursion, the same ``_persist_node`` / ``_prune_node`` calls), so a
 database written here is the one py-trie writes, strays of an extension merge included. What changes is how:
-nibble paths are ``bytes`` (one nibble a byte) instead of tuples, node encodings come from ``mpt.rlp`` and hashes
-from ``mpt.keccak256``, and a node read from the database carries the hash it was read under, so pruning it does
-not encode and hash it again (py-trie re-encodes it; for a database whose values are the canonical encodings of
-their keys' preimages, which is what py-trie and this class write, the two keys are the same).
+nibble paths are ``bytes`` (one nibble a byte) instead of tuples; nodes are encoded straight into the bytes
+stored and hashed by mpt's C Keccak (a proof's nodes together on the SIMD lanes), decoded by ``mpt.rlp``; a node
+read from the database carries the hash it was read under, so pruning it does not encode and hash it again
+(py-trie re-encodes it; for a database whose values are the canonical encodings of their keys' preimages, which
+is what py-trie and this class write, the two keys are the same); and the root node read or stored last is
+copied instead of decoded again while the database returns that very bytes object.
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -274,11 +276,6 @@ cdef inline bint starts_with(bytes full, bytes part):
 
 cdef inline int nibble_at(bytes path, Py_ssize_t i):
     return (<const unsigned char*>PyBytes_AS_STRING(path))[i]
-
-
-cpdef tuple nibbles_tuple(bytes path):
-    """A nibble path as py-trie's tuple of ints."""
-    return tuple(path)
 
 
 cdef list blank_branch():
