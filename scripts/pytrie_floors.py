@@ -53,6 +53,9 @@ class Recorder(dict):
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--set-workload", choices=("mpt", "py-trie"),
+                   help="only run the Set10K workload --repeat times on one implementation (for instruction "
+                        "counts: valgrind --tool=callgrind; subtract a run with --repeat 0)")
     args = p.parse_args(argv)
     from mpt.bench.cases import pytrie as cases
     from mpt.hasher import keccak256_many
@@ -60,6 +63,12 @@ def main(argv=None) -> int:
     if cases.MISSING:
         print(cases.MISSING)
         return 1
+    if args.set_workload:
+        cls = cases.mpt_class() if args.set_workload == "mpt" else cases.pytrie_class()
+        keys, values = cases.workload()
+        for _ in range(args.repeat):
+            cases.set_all(cls, keys, values)
+        return 0
     mine, theirs = cases.mpt_class(), cases.pytrie_class()
     keys, values = cases.workload()
     n = len(keys)
