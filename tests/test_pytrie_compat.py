@@ -401,3 +401,14 @@ def test_reads_follow_the_database_not_what_the_trie_wrote_last():
     root_node = t.get_node(t.root_hash)
     root_node[0] = b"mutated by the caller"
     assert t[b"a"] == b"changed"
+
+
+def test_deeply_nested_node_raises_recursion_error_as_pytrie_does():
+    node = [b"\x20", b"v"]
+    for _ in range(100000):
+        node = [b"\x00", node]
+    for cls in (MptTrie, PyTrie):
+        with pytest.raises(RecursionError):
+            cls.get_from_proof(b"\x00" * 32, b"k", [node])
+    with pytest.raises(RecursionError):
+        MptTrie({})._set_raw_node(node)

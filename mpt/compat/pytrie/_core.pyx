@@ -47,19 +47,26 @@ cdef enum NodeKind:
 cdef list _NIBBLE = [bytes([i]) for i in range(16)]
 
 
-cdef bint shape_ok(object node) noexcept:
+cdef enum:
+    # Embedded nodes (encodings under 32 bytes) nest a few levels at most; a node nested deeper than this (a
+    # caller's proof, say) is left to py-trie's own validate_is_node, which raises RecursionError as py-trie does,
+    # instead of recursing here on the C stack.
+    MAX_EMBEDDING = 32
+
+
+cdef bint shape_ok(object node, int depth=0) noexcept:
     """What py-trie's validate_is_node accepts, checked in C (no exception, no allocation)."""
     cdef Py_ssize_t i, n
     cdef object item
     if isinstance(node, bytes) and PyBytes_GET_SIZE(<bytes>node) == 0:
         return True
-    if not isinstance(node, list):
+    if not isinstance(node, list) or depth > MAX_EMBEDDING:
         return False
     n = PyList_GET_SIZE(node)
     if n == 2:
         item = <object>PyList_GET_ITEM(node, 1)
         return isinstance(<object>PyList_GET_ITEM(node, 0), bytes) and (
-            isinstance(item, bytes) or (isinstance(item, list) and shape_ok(item)))
+            isinstance(item, bytes) or (isinstance(item, list) and shape_ok(item, depth + 1)))
     if n == 17:
         if not isinstance(<object>PyList_GET_ITEM(node, 16), bytes):
             return False
@@ -68,7 +75,7 @@ cdef bint shape_ok(object node) noexcept:
             if isinstance(item, bytes):
                 if PyBytes_GET_SIZE(<bytes>item) != 0 and PyBytes_GET_SIZE(<bytes>item) != 32:
                     return False
-            elif not (isinstance(item, list) and shape_ok(item)):
+            elif not (isinstance(item, list) and shape_ok(item, depth + 1)):
                 return False
         return True
     return False
