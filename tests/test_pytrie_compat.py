@@ -412,3 +412,26 @@ def test_deeply_nested_node_raises_recursion_error_as_pytrie_does():
             cls.get_from_proof(b"\x00" * 32, b"k", [node])
     with pytest.raises(RecursionError):
         MptTrie({})._set_raw_node(node)
+
+
+def test_bench_cases_are_left_out_with_a_reason_without_pytrie_4(monkeypatch, capsys):
+    import argparse
+
+    from mpt.bench import __main__ as bench_main
+    from mpt.bench.cases import pytrie as pytrie_cases
+
+    assert pytrie_cases.MISSING is None and [c.name for c in pytrie_cases.cases()] == [
+        "PyTrie/Set10K+Root", "PyTrie/Get10K", "PyTrie/Squash10K", "PyTrie/Proof"]
+    monkeypatch.setattr(trie, "__version__", "3.0.1")
+    assert "py-trie 3.0.1 is installed" in pytrie_cases._missing()
+    monkeypatch.setattr(pytrie_cases, "MISSING", pytrie_cases._missing())
+    assert pytrie_cases.cases() == [] and pytrie_cases.peer_cases(cases_any()) == []
+    assert bench_main._no_match(argparse.Namespace(bench="PyTrie/", search=False)) == 1
+    err = capsys.readouterr().err
+    assert "the PyTrie cases are skipped: py-trie 3.0.1 is installed" in err and "mpt-engine[pytrie]" in err
+
+
+def cases_any():
+    from mpt.bench.registry import Case
+
+    return Case(name="PyTrie/Get10K", setup=lambda: None, op=lambda s: None, check=lambda s: None, group="PyTrie")
