@@ -435,3 +435,13 @@ def cases_any():
     from mpt.bench.registry import Case
 
     return Case(name="PyTrie/Get10K", setup=lambda: None, op=lambda s: None, check=lambda s: None, group="PyTrie")
+
+
+def test_import_without_pytrie_names_the_extra():
+    import subprocess
+
+    code = ("import sys; sys.modules['trie'] = None\n"
+            "try:\n    import mpt.compat.pytrie\n"
+            "except ImportError as e:\n    print(type(e).__name__, e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
+    assert out.startswith("MissingExtraError mpt.compat.pytrie needs py-trie 4 (pip install 'mpt-engine[pytrie]')")

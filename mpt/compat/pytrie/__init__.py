@@ -20,12 +20,29 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
-from trie.constants import BLANK_NODE, BLANK_NODE_HASH
-from trie.exceptions import BadTrieProof, MissingTraversalNode, MissingTrieNode, TraversedPartialPath, ValidationError
-from trie.typing import HexaryTrieNode, Nibbles
-from trie.utils.nodes import annotate_node, get_node_type
+from mpt.errors import MissingExtraError
 
-from mpt.compat.pytrie._core import HexaryTrieCore, ScratchDB
+try:
+    import trie as _trie
+
+    if _trie.__version__.split(".")[0] != "4":
+        raise ImportError("py-trie %s is installed; mpt.compat.pytrie follows py-trie 4" % _trie.__version__,
+                          name="trie")
+    from trie.constants import BLANK_NODE, BLANK_NODE_HASH
+    from trie.exceptions import (
+        BadTrieProof,
+        MissingTraversalNode,
+        MissingTrieNode,
+        TraversedPartialPath,
+        ValidationError,
+    )
+    from trie.typing import HexaryTrieNode, Nibbles
+    from trie.utils.nodes import annotate_node, get_node_type
+except ImportError as e:
+    raise MissingExtraError("mpt.compat.pytrie needs py-trie 4 (pip install 'mpt-engine[pytrie]'): %s" % e,
+                            name="trie") from e
+
+from mpt.compat.pytrie._core import HexaryTrieCore, ScratchDB  # noqa: E402 - after the check for py-trie
 
 __all__ = ["HexaryTrie", "install", "uninstall", "installed", "is_installed"]
 
@@ -166,7 +183,7 @@ def install() -> None:
         if module is None or module is sys.modules.get(__name__):
             continue
         try:
-            names = [name for name, value in vars(module).items() if value is original]
+            names = [name for name, value in list(vars(module).items()) if value is original]
         except TypeError:
             continue
         for name in names:
