@@ -38,9 +38,9 @@ try:
     )
     from trie.typing import HexaryTrieNode, Nibbles
     from trie.utils.nodes import annotate_node, get_node_type
-except ImportError as e:
-    raise MissingExtraError("mpt.compat.pytrie needs py-trie 4 (pip install 'mpt-engine[pytrie]'): %s" % e,
-                            name="trie") from e
+except ImportError as _import_error:
+    raise MissingExtraError("mpt.compat.pytrie needs py-trie 4 (pip install 'mpt-engine[pytrie]'): %s"
+                            % _import_error, name="trie") from _import_error
 
 from mpt.compat.pytrie._core import HexaryTrieCore, ScratchDB  # noqa: E402 - after the check for py-trie
 
