@@ -75,6 +75,10 @@ op = st.one_of(
     st.tuples(st.just("traverse"), st.lists(st.integers(0, 2) | st.integers(0, 15), max_size=8).map(tuple)),
     st.tuples(st.just("at_root"), st.integers(0, 1000), keys),
     st.tuples(st.just("drop_node"), st.integers(0, 1000)),
+    st.tuples(st.just("traverse_from"), st.lists(st.integers(0, 2) | st.integers(0, 15), max_size=4).map(tuple),
+              st.lists(st.integers(0, 2) | st.integers(0, 15), min_size=1, max_size=6).map(tuple)),
+    st.tuples(st.just("get_node"), st.integers(0, 1000)),
+    st.tuples(st.just("regenerate_ref_count")),
     st.tuples(st.just("corrupt_node"), st.integers(0, 1000), st.integers(0, 5)),
     st.tuples(st.just("root_node")),
     st.tuples(st.just("squash"), st.lists(st.tuples(st.sampled_from(["set", "delete"]), keys, values), max_size=8)),
@@ -119,6 +123,13 @@ def apply(t, db, roots, step):
         return outcome(prove)
     if kind == "traverse":
         return outcome(lambda: t.traverse(step[1]))
+    if kind == "traverse_from":
+        return outcome(lambda: t.traverse_from(t.traverse(step[1]), step[2]))
+    if kind == "get_node":
+        stored = sorted(dict.keys(db))
+        return outcome(lambda: t.get_node(stored[step[1] % len(stored)] if stored else t.root_hash))
+    if kind == "regenerate_ref_count":
+        return outcome(lambda: dict(t.regenerate_ref_count()))
     if kind == "root_node":
         return outcome(lambda: t.root_node)
     if kind == "at_root":
