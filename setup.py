@@ -58,6 +58,8 @@ MODULES = {
     "mpt.shards.read": False,
     "mpt.shards.build": False,
     "mpt.ics23.wire": False,
+    # execution-specs' leaf encodings and root syncs (mpt.compat.execution_specs; the spec itself is an extra).
+    "mpt.compat.execution_specs._fast": True,
     "mpt.compat.pytrie._core": True,
 }
 
