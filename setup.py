@@ -60,6 +60,7 @@ MODULES = {
     "mpt.ics23.wire": False,
     # execution-specs' leaf encodings and root syncs (mpt.compat.execution_specs; the spec itself is an extra).
     "mpt.compat.execution_specs._fast": True,
+    "mpt.compat.pytrie._core": True,
 }
 
 # Modules that were compiled once and are plain Python now: an in-place or editable build deletes their old

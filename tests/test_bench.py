@@ -65,12 +65,16 @@ ICS23_NAMES = ["ICS23Verify/iavl", "ICS23Verify/iavl_absent", "ICS23Verify/simpl
 SPEC_NAMES = ["SpecStateRoot/10K", "SpecStateRoot/10K-spec"] + ["SpecStateRoot/incremental/%s" % n
                                                                   for n in ("10K", "100K", "1M")]
 
+# py-trie's HexaryTrie API on mpt (mpt.compat.pytrie), registered when py-trie 4 is installed.
+PYTRIE_NAMES = ["PyTrie/Set10K+Root", "PyTrie/Get10K", "PyTrie/Squash10K", "PyTrie/Proof"]
+
 
 def test_registry_names_are_geths_plus_insert():
     build_root = {"BuildRoot/%s/workers=%d" % (n, w) for n in ("100K", "1M") for w in (1, 2)} | {"BuildRootDask/1M"}
     two_tries = {"HashTwoTries/%s/%s" % (n, m) for n in ("10K", "100K") for m in ("serial", "threads")}
     assert set(cases.CASES) == (set(GETH_NAMES) | {"Insert/1K", "Insert/10K", "Insert/100K"} | set(MERKLE_NAMES)
-                                | set(IAVL_NAMES) | set(ICS23_NAMES) | build_root | two_tries | set(SPEC_NAMES))
+                                | set(IAVL_NAMES) | set(ICS23_NAMES) | build_root | two_tries | set(SPEC_NAMES)
+                                | set(PYTRIE_NAMES if cases.pytrie.MISSING is None else []))
 
 
 def test_default_run_leaves_out_100k():

@@ -162,6 +162,8 @@ def _no_match(args: argparse.Namespace) -> int:
         "; each /-separated part must match a whole level of a name: try %r, or --search"
         % (args.bench.split("/")[0] + ".*"))
     print("no case matches %r (see --list%s)" % (args.bench, hint), file=sys.stderr)
+    if bench_cases.pytrie.MISSING and "pytrie" in (args.bench or "").lower():
+        print("the PyTrie cases are skipped: %s" % bench_cases.pytrie.MISSING, file=sys.stderr)
     return 1
 
 
@@ -223,6 +225,7 @@ class _PeerPlan:
     merkle_cases: list = field(default_factory=list)
     insert_peers: list = field(default_factory=list)
     merkle_peers: list = field(default_factory=list)
+    pytrie_cases: list = field(default_factory=list)     # PyTrie/*: py-trie's own HexaryTrie is the peer
 
     def companions(self, case) -> list:
         """(peer, peer case) pairs timed beside case."""
@@ -231,11 +234,13 @@ class _PeerPlan:
             return [(peer, bench_peers.peer_case(peer, label)) for peer in self.insert_peers]
         if case in self.merkle_cases:
             return [(peer, bench_peers.merkle_peer_case(peer, label)) for peer in self.merkle_peers]
+        if case in self.pytrie_cases:
+            return bench_cases.pytrie.peer_cases(case)
         return []
 
     def samples_per_round(self, selected: list) -> int:
         return (len(selected) + len(self.insert_peers) * len(self.insert_cases)
-                + len(self.merkle_peers) * len(self.merkle_cases))
+                + len(self.merkle_peers) * len(self.merkle_cases) + len(self.pytrie_cases))
 
 
 def _plan_peers(selected: list, wanted: bool, notes: List[str]) -> _PeerPlan:
@@ -246,7 +251,8 @@ def _plan_peers(selected: list, wanted: bool, notes: List[str]) -> _PeerPlan:
         return plan
     plan.insert_cases = [c for c in selected if c.group == "Insert"]
     plan.merkle_cases = [c for c in selected if c.group == "MerkleRoot"]
-    if not plan.insert_cases and not plan.merkle_cases:
+    plan.pytrie_cases = [c for c in selected if c.group == "PyTrie"]
+    if not plan.insert_cases and not plan.merkle_cases and not plan.pytrie_cases:
         notes.append("--peers compares the Insert/N and MerkleRoot/N cases; none was selected (try -b 'Insert/' "
                      "or -b 'MerkleRoot/')")
     missing: List[str] = []
@@ -266,7 +272,8 @@ def _estimate_peers(plan: _PeerPlan, count: int, min_time: float) -> float:
     """Seconds the selected peers add to the run (from their times on the reference machine)."""
     return sum(bench_peers.estimate_seconds(peer.name, case.name, count, min_time)
                for cases_, peers_ in ((plan.insert_cases, plan.insert_peers), (plan.merkle_cases, plan.merkle_peers))
-               for case in cases_ for peer in peers_)
+               for case in cases_ for peer in peers_) + sum(
+        bench_peers.estimate_seconds("py-trie", case.name, count, min_time) for case in plan.pytrie_cases)
 
 
 def _fmt_duration(seconds: float) -> str:

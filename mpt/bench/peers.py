@@ -230,6 +230,11 @@ SECONDS_PER_OP = {
     ("pymerkle", "MerkleRoot/100"): 0.0005,
     ("pymerkle", "MerkleRoot/1K"): 0.006,
     ("pymerkle", "MerkleRoot/10K"): 0.071,
+    # py-trie's own HexaryTrie beside mpt.compat.pytrie (mpt/bench/cases/pytrie.py; Proof: one op is 256 proofs)
+    ("py-trie", "PyTrie/Set10K+Root"): 1.4,
+    ("py-trie", "PyTrie/Get10K"): 0.6,
+    ("py-trie", "PyTrie/Squash10K"): 1.8,
+    ("py-trie", "PyTrie/Proof"): 0.04,
 }
 
 

@@ -1,0 +1,878 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""The compiled body of mpt.compat.pytrie.HexaryTrie: py-trie 4.0.0's hexary algorithm, step for step.
+
+Every database read, write, delete and reference count change happens in the order py-trie's
+``trie/hexary.py`` makes it (the same recursion, the same ``_persist_node`` / ``_prune_node`` calls), so a
+database written here is the one py-trie writes, strays of an extension merge included. What changes is how:
+nibble paths are ``bytes`` (one nibble a byte) instead of tuples; nodes are encoded straight into the bytes
+stored and hashed by mpt's C Keccak (a proof's nodes together on the SIMD lanes), decoded by ``mpt.rlp``; a node
+read from the database carries the hash it was read under, so pruning it does not encode and hash it again
+(py-trie re-encodes it; for a database whose values are the canonical encodings of their keys' preimages, which
+is what py-trie and this class write, the two keys are the same); and the root node read or stored last is
+copied instead of decoded again while the database returns that very bytes object.
+"""
+cimport cython
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_SET_ITEM
+from cpython.ref cimport Py_INCREF, PyObject
+from libc.stdint cimport uint8_t
+from libc.string cimport memcpy
+
+from mpt._keccak.keccak cimport mpt_keccak256, mpt_keccak256_many
+from mpt.runtime cimport keccak_backend_number
+from mpt.rlp cimport header_size, put_header, string_size
+
+from collections import defaultdict
+
+from mpt.rlp import decode as _rlp_decode
+from mpt.rlp import encode as _rlp_encode
+from trie.utils.db import DELETED as _DELETED
+from trie.validation import validate_is_node as _validate_is_node
+from trie.exceptions import InvalidNode, MissingTraversalNode, MissingTrieNode, ValidationError
+
+cdef bytes BLANK_NODE = b""
+cdef bytes BLANK_NODE_HASH = bytes.fromhex("56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421")
+
+cdef enum:
+    PROOF_BATCH = 16     # proof nodes hashed in one call on the SIMD lanes (a state proof has about 8)
+
+cdef enum NodeKind:
+    KIND_BLANK = 0
+    KIND_LEAF = 1
+    KIND_EXTENSION = 2
+    KIND_BRANCH = 3
+
+# One-byte strings and single-nibble paths, made once.
+cdef list _NIBBLE = [bytes([i]) for i in range(16)]
+
+
+cdef enum:
+    # Embedded nodes (encodings under 32 bytes) nest a few levels at most; a node nested deeper than this (a
+    # caller's proof, say) is left to py-trie's own validate_is_node, which raises RecursionError as py-trie does,
+    # instead of recursing here on the C stack.
+    MAX_EMBEDDING = 32
+
+
+cdef bint shape_ok(object node, int depth=0) noexcept:
+    """What py-trie's validate_is_node accepts, checked in C (no exception, no allocation)."""
+    cdef Py_ssize_t i, n
+    cdef object item
+    if isinstance(node, bytes) and PyBytes_GET_SIZE(<bytes>node) == 0:
+        return True
+    if not isinstance(node, list) or depth > MAX_EMBEDDING:
+        return False
+    n = PyList_GET_SIZE(node)
+    if n == 2:
+        item = <object>PyList_GET_ITEM(node, 1)
+        return isinstance(<object>PyList_GET_ITEM(node, 0), bytes) and (
+            isinstance(item, bytes) or (isinstance(item, list) and shape_ok(item, depth + 1)))
+    if n == 17:
+        if not isinstance(<object>PyList_GET_ITEM(node, 16), bytes):
+            return False
+        for i in range(16):
+            item = <object>PyList_GET_ITEM(node, i)
+            if isinstance(item, bytes):
+                if PyBytes_GET_SIZE(<bytes>item) != 0 and PyBytes_GET_SIZE(<bytes>item) != 32:
+                    return False
+            elif not (isinstance(item, list) and shape_ok(item, depth + 1)):
+                return False
+        return True
+    return False
+
+
+cdef inline int check_node(object node) except -1:
+    """py-trie's validate_is_node: its own function raises its ValidationError for a node of the wrong shape."""
+    if not shape_ok(node):
+        _validate_is_node(node)
+    return 0
+
+
+cdef Py_ssize_t payload_size(list node) except -2:
+    """Size of the RLP payload of a node list of bytes and embedded node lists; -1 for anything else."""
+    cdef Py_ssize_t total = 0, n, inner
+    cdef object item
+    for item in node:
+        if isinstance(item, bytes):
+            n = PyBytes_GET_SIZE(<bytes>item)
+            total += string_size(<const uint8_t*>PyBytes_AS_STRING(<bytes>item), n)
+        elif isinstance(item, list):
+            inner = payload_size(<list>item)
+            if inner < 0:
+                return -1
+            total += header_size(inner) + inner
+        else:
+            return -1
+    return total
+
+
+cdef uint8_t* write_list(list node, Py_ssize_t payload, uint8_t* out) except NULL:
+    cdef Py_ssize_t n
+    cdef const uint8_t* data
+    cdef object item
+    out += put_header(out, 0xc0, payload)
+    for item in node:
+        if isinstance(item, bytes):
+            n = PyBytes_GET_SIZE(<bytes>item)
+            data = <const uint8_t*>PyBytes_AS_STRING(<bytes>item)
+            if n == 1 and data[0] < 0x80:
+                out[0] = data[0]
+                out += 1
+            else:
+                out += put_header(out, 0x80, n)
+                memcpy(out, data, n)
+                out += n
+        else:
+            out = write_list(<list>item, payload_size(<list>item), out)
+    return out
+
+
+cdef bytes encode_node(object node):
+    """py-trie's encode_raw of a node: written straight into the bytes it returns."""
+    cdef Py_ssize_t payload
+    if not isinstance(node, list):
+        return _rlp_encode(node)
+    payload = payload_size(<list>node)
+    if payload < 0:
+        return _rlp_encode(node)
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, header_size(payload) + payload)
+    write_list(<list>node, payload, <uint8_t*>PyBytes_AS_STRING(out))
+    return out
+
+
+cdef bytes keccak_of(bytes data):
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, 32)
+    mpt_keccak256(<const uint8_t*>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), <uint8_t*>PyBytes_AS_STRING(out))
+    return out
+
+
+cdef list copy_node(list node):
+    """A copy of a node list that shares no list with it (py-trie mutates the nodes it reads, embedded ones too)."""
+    cdef Py_ssize_t i, n = PyList_GET_SIZE(node)
+    cdef list out = PyList_New(n)
+    cdef object item
+    for i in range(n):
+        item = <object>PyList_GET_ITEM(node, i)
+        if type(item) is list:
+            item = copy_node(<list>item)
+        Py_INCREF(item)
+        PyList_SET_ITEM(out, i, item)
+    return out
+
+
+cdef bint plain(list node) noexcept:
+    """Only exact bytes and lists of them, as a decode gives (a bytes subclass value would come back as itself)."""
+    cdef object item
+    for item in node:
+        if type(item) is list:
+            if not plain(<list>item):
+                return False
+        elif type(item) is not bytes:
+            return False
+    return True
+
+
+cdef object decode_stored(object encoded):
+    """py-trie's decode_node of bytes read from the database."""
+    try:
+        return _rlp_decode(encoded)
+    except Exception:
+        # what py-trie raises for bytes that are no RLP item: pyrlp's own exception (DecodingError, ...)
+        import rlp
+        return rlp.decode(encoded)
+
+
+cdef inline void _validate_is_bytes(object value) except *:
+    if not isinstance(value, bytes):
+        raise ValidationError(f"Value is not of type `bytes`: got {type(value)!r}")
+
+
+cdef bytes key_to_nibbles(bytes key):
+    """py-trie's bytes_to_nibbles, as one nibble a byte."""
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(key), i
+    cdef const unsigned char* src = <const unsigned char*>PyBytes_AS_STRING(key)
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, 2 * n)
+    cdef unsigned char* dst = <unsigned char*>PyBytes_AS_STRING(out)
+    for i in range(n):
+        dst[2 * i] = src[i] >> 4
+        dst[2 * i + 1] = src[i] & 15
+    return out
+
+
+cdef bytes hex_prefix(const unsigned char* nibbles, Py_ssize_t n, bint leaf):
+    """py-trie's encode_nibbles of the path, with the terminator when leaf."""
+    cdef unsigned char flag = 2 if leaf else 0
+    cdef Py_ssize_t i, j
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, n // 2 + 1)
+    cdef unsigned char* dst = <unsigned char*>PyBytes_AS_STRING(out)
+    if n % 2:
+        dst[0] = ((flag + 1) << 4) | nibbles[0]
+        i, j = 1, 1
+    else:
+        dst[0] = flag << 4
+        i, j = 0, 1
+    while i < n:
+        dst[j] = (nibbles[i] << 4) | nibbles[i + 1]
+        i += 2
+        j += 1
+    return out
+
+
+cdef inline bytes hex_prefix_of(bytes nibbles, bint leaf):
+    return hex_prefix(<const unsigned char*>PyBytes_AS_STRING(nibbles), PyBytes_GET_SIZE(nibbles), leaf)
+
+
+cdef bytes unpack_path(object encoded, bint* leaf):
+    """py-trie's decode_nibbles without the terminator (leaf says whether it had one)."""
+    if not isinstance(encoded, bytes):
+        raise InvalidNode("Unable to determine node type")
+    cdef bytes enc = <bytes>encoded
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(enc), i, skip
+    if n == 0:
+        raise IndexError("tuple index out of range")  # py-trie indexes the flag nibble of an empty path
+    cdef const unsigned char* src = <const unsigned char*>PyBytes_AS_STRING(enc)
+    cdef unsigned char flag = src[0] >> 4
+    leaf[0] = flag == 2 or flag == 3
+    skip = 1 if (flag == 1 or flag == 3) else 2
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, 2 * n - skip)
+    cdef unsigned char* dst = <unsigned char*>PyBytes_AS_STRING(out)
+    cdef Py_ssize_t k = 0
+    for i in range(skip, 2 * n):
+        dst[k] = (src[i >> 1] >> 4) if (i % 2 == 0) else (src[i >> 1] & 15)
+        k += 1
+    return out
+
+
+cdef inline bint is_blank(object node):
+    return isinstance(node, bytes) and PyBytes_GET_SIZE(<bytes>node) == 0
+
+
+cdef int kind_of(object node) except -1:
+    """py-trie's get_node_type."""
+    cdef bint leaf
+    cdef unsigned char flag
+    cdef object path
+    if is_blank(node):
+        return KIND_BLANK
+    if isinstance(node, list):
+        if PyList_GET_SIZE(node) == 2:
+            path = <object>PyList_GET_ITEM(node, 0)
+            if isinstance(path, bytes) and PyBytes_GET_SIZE(<bytes>path):
+                flag = (<const unsigned char*>PyBytes_AS_STRING(<bytes>path))[0] >> 4
+                return KIND_LEAF if flag == 2 or flag == 3 else KIND_EXTENSION
+            unpack_path(path, &leaf)  # raises what py-trie raises for this path
+            return KIND_LEAF if leaf else KIND_EXTENSION
+        if PyList_GET_SIZE(node) == 17:
+            return KIND_BRANCH
+    raise InvalidNode("Unable to determine node type")
+
+
+cdef inline Py_ssize_t common_prefix_length(bytes a, bytes b):
+    cdef Py_ssize_t n = min(PyBytes_GET_SIZE(a), PyBytes_GET_SIZE(b)), i
+    cdef const char* pa = PyBytes_AS_STRING(a)
+    cdef const char* pb = PyBytes_AS_STRING(b)
+    for i in range(n):
+        if pa[i] != pb[i]:
+            return i
+    return n
+
+
+cdef inline bint starts_with(bytes full, bytes part):
+    return PyBytes_GET_SIZE(full) >= PyBytes_GET_SIZE(part) and common_prefix_length(full, part) == PyBytes_GET_SIZE(part)
+
+
+cdef inline int nibble_at(bytes path, Py_ssize_t i):
+    return (<const unsigned char*>PyBytes_AS_STRING(path))[i]
+
+
+cdef list blank_branch():
+    cdef list node = PyList_New(17)
+    cdef Py_ssize_t i
+    for i in range(17):
+        Py_INCREF(BLANK_NODE)
+        PyList_SET_ITEM(node, i, BLANK_NODE)
+    return node
+
+
+cdef class HexaryTrieCore:
+    """State and algorithm of py-trie's HexaryTrie (its ``__slots__``: db, root_hash, is_pruning, _ref_count,
+    _pending_prune_keys)."""
+
+    cdef public object db
+    cdef public object root_hash
+    # is_pruning as given (py-trie keeps the object: repr shows it), and its truth for the hot paths
+    cdef object _is_pruning
+    cdef bint pruning
+    cdef public object _ref_count
+    cdef public object _pending_prune_keys
+    # The hash the last node read by fetch() was stored under when it has to be pruned with it (its encoding is
+    # 32 bytes or more), else None.
+    cdef object _fetched_prune_key
+    # The root this trie stored or read last: the bytes object the database holds for it and the node decoded
+    # from it. A read that gets that very object back copies the node instead of decoding it again (every set
+    # and get starts at the root); another object, as after a change to the database, is decoded.
+    cdef object _root_encoded
+    cdef list _root_node
+    cdef object _stored_encoded     # the encoding store_raw() stored last
+
+    def __init__(self, db, root_hash=BLANK_NODE_HASH, prune=False, ref_count=None):
+        self.db = db
+        _validate_is_bytes(root_hash)
+        self.root_hash = root_hash
+        self.is_pruning = prune
+        if ref_count is None:
+            self._ref_count = defaultdict(int) if prune else None
+        elif prune:
+            self._ref_count = ref_count
+        else:
+            raise ValueError("Cannot pass an existing reference count in to a non-pruning trie")
+        self._pending_prune_keys = None
+
+    @property
+    def is_pruning(self):
+        return self._is_pruning
+
+    @is_pruning.setter
+    def is_pruning(self, value):
+        self._is_pruning = value
+        self.pruning = bool(value)
+
+    # --- node access ---------------------------------------------------------------------------------------
+
+    cdef object fetch(self, object ref):
+        """py-trie's get_node, remembering the prune key of what it read."""
+        cdef object encoded
+        self._fetched_prune_key = None
+        if isinstance(ref, bytes):
+            if PyBytes_GET_SIZE(<bytes>ref) == 0 or ref == BLANK_NODE_HASH:
+                return BLANK_NODE
+            if PyBytes_GET_SIZE(<bytes>ref) < 32:
+                encoded = ref
+            else:
+                encoded = self.db[ref]
+                if isinstance(encoded, bytes) and PyBytes_GET_SIZE(<bytes>encoded) >= 32:
+                    self._fetched_prune_key = ref
+                if encoded is self._root_encoded and encoded is not None:
+                    return copy_node(self._root_node)
+                if ref is self.root_hash and type(encoded) is bytes:
+                    node = decode_stored(encoded)
+                    if type(node) is list and plain(<list>node):
+                        self._root_encoded = encoded
+                        self._root_node = copy_node(<list>node)
+                    return node
+        elif isinstance(ref, list):
+            return ref
+        else:
+            if ref == BLANK_NODE or ref == BLANK_NODE_HASH:
+                return BLANK_NODE
+            encoded = ref if len(ref) < 32 else self.db[ref]
+        if is_blank(encoded):
+            return BLANK_NODE
+        if isinstance(encoded, list):
+            return encoded
+        return decode_stored(encoded)
+
+    def get_node(self, node_hash):
+        return self.fetch(node_hash)
+
+    # --- reads ---------------------------------------------------------------------------------------------
+
+    cdef tuple traverse_raw(self, object node, bytes trie_key):
+        """py-trie's _traverse_from: (deepest node, unconsumed key); MissingTraversalNode on a missing node."""
+        cdef bytes remaining = trie_key
+        cdef bytes path
+        cdef bint leaf
+        cdef Py_ssize_t common
+        cdef int kind
+        cdef object pointer
+        while PyBytes_GET_SIZE(remaining):
+            kind = kind_of(node)
+            if kind == KIND_BLANK:
+                return BLANK_NODE, b""
+            elif kind == KIND_LEAF:
+                path = unpack_path((<list>node)[0], &leaf)
+                if starts_with(path, remaining):
+                    return node, remaining
+                return BLANK_NODE, b""
+            elif kind == KIND_EXTENSION:
+                path = unpack_path((<list>node)[0], &leaf)
+                common = common_prefix_length(path, remaining)
+                if common == PyBytes_GET_SIZE(path):
+                    pointer = (<list>node)[1]
+                    remaining = remaining[common:]
+                elif common == PyBytes_GET_SIZE(remaining):
+                    return node, remaining
+                else:
+                    pointer = BLANK_NODE
+                    remaining = b""
+            else:
+                pointer = (<list>node)[nibble_at(remaining, 0)]
+                remaining = remaining[1:]
+            try:
+                node = self.fetch(pointer)
+            except KeyError as exc:
+                used = trie_key[:PyBytes_GET_SIZE(trie_key) - PyBytes_GET_SIZE(remaining)]
+                raise MissingTraversalNode(exc.args[0], tuple(used)) from exc
+        return node, b""
+
+    cdef tuple traverse_root(self, object root_hash, bytes trie_key):
+        try:
+            root_node = self.fetch(root_hash)
+        except KeyError as exc:
+            raise MissingTraversalNode(root_hash, ()) from exc
+        return self.traverse_raw(root_node, trie_key)
+
+    def _traverse(self, root_hash, trie_key):
+        node, remaining = self.traverse_root(root_hash, bytes(trie_key))
+        return node, tuple(remaining)
+
+    def _traverse_from(self, node, trie_key):
+        node, remaining = self.traverse_raw(node, bytes(trie_key))
+        return node, tuple(remaining)
+
+    cdef object value_at(self, object root_hash, bytes trie_key):
+        """py-trie's _get."""
+        node, remaining = self.traverse_root(root_hash, trie_key)
+        cdef bint leaf
+        cdef int kind = kind_of(node)
+        if kind == KIND_BLANK:
+            return BLANK_NODE
+        elif kind == KIND_LEAF:
+            if remaining == unpack_path((<list>node)[0], &leaf):
+                return (<list>node)[1]
+            return BLANK_NODE
+        elif kind == KIND_EXTENSION:
+            if PyBytes_GET_SIZE(<bytes>remaining):
+                raise ValidationError(
+                    "Traverse should never return an extension node with remaining key, "
+                    f"but returned node {node!r} with remaining key {tuple(remaining)}."
+                )
+            return BLANK_NODE
+        else:
+            if PyBytes_GET_SIZE(<bytes>remaining):
+                raise ValidationError(
+                    "Traverse should never return a non-empty branch node with remaining key, "
+                    f"but returned node {node!r} with remaining key {tuple(remaining)}."
+                )
+            return (<list>node)[16]
+
+    def get(self, key):
+        _validate_is_bytes(key)
+        root_hash = self.root_hash
+        try:
+            return self.value_at(root_hash, key_to_nibbles(key))
+        except MissingTraversalNode as traverse_exc:
+            raise MissingTrieNode(
+                traverse_exc.missing_node_hash, root_hash, key, traverse_exc.nibbles_traversed
+            ) from traverse_exc
+
+    def exists(self, key):
+        _validate_is_bytes(key)
+        return self.get(key) != BLANK_NODE
+
+    def __getitem__(self, key):
+        return self.get(key)
+
+    def __contains__(self, key):
+        return self.exists(key)
+
+    def get_proof(self, key):
+        _validate_is_bytes(key)
+        cdef object node = self.fetch(self.root_hash)
+        cdef bytes trie_key = key_to_nibbles(key)
+        cdef list proof = []
+        cdef Py_ssize_t proven = 0
+        cdef bytes path
+        cdef bint leaf
+        cdef int kind
+        while True:
+            kind = kind_of(node)
+            if kind == KIND_BLANK:
+                return tuple(proof)
+            proof.append(node)
+            if kind == KIND_LEAF:
+                return tuple(proof)
+            elif kind == KIND_EXTENSION:
+                path = unpack_path((<list>node)[0], &leaf)
+                if not starts_with(trie_key[proven:], path):
+                    return tuple(proof)
+                node = self.fetch((<list>node)[1])
+                proven += PyBytes_GET_SIZE(path)
+            else:
+                if proven >= PyBytes_GET_SIZE(trie_key):
+                    return tuple(proof)
+                node = self.fetch((<list>node)[nibble_at(trie_key, proven)])
+                proven += 1
+
+    # --- writes --------------------------------------------------------------------------------------------
+
+    cdef inline void mark_prune(self, object prune_key) except *:
+        """py-trie's _prune_node of a node whose prune key is known (None: nothing to prune)."""
+        if self.pruning and prune_key is not None:
+            pending = <dict>self._pending_prune_keys
+            count = PyDict_GetItem(pending, prune_key)
+            PyDict_SetItem(pending, prune_key, 1 if count is NULL else <object>count + 1)
+
+    cdef inline void prune_node(self, object node, object prune_key) except *:
+        """py-trie's _prune_node of a node read under prune_key (None: embedded, blank or short)."""
+        if self.pruning:
+            check_node(node)
+            self.mark_prune(prune_key)
+
+    cdef void mark_prune_node(self, list node) except *:
+        """py-trie's _prune_node of a node built here (it was not read under a hash)."""
+        if self.pruning:
+            check_node(node)
+            encoded = encode_node(node)
+            if PyBytes_GET_SIZE(<bytes>encoded) >= 32:
+                self.mark_prune(keccak_of(encoded))
+
+    cdef inline void store(self, object key, object value) except *:
+        """py-trie's _set_db_value."""
+        self.db[key] = value
+        if self.pruning:
+            ref_count = self._ref_count
+            ref_count[key] += 1
+
+    cdef object persist(self, object node):
+        """py-trie's _persist_node: the reference a parent keeps (blank, the node itself, or its stored hash)."""
+        check_node(node)
+        if is_blank(node):
+            return BLANK_NODE
+        cdef bytes encoded = encode_node(node)
+        if PyBytes_GET_SIZE(encoded) < 32:
+            return node
+        node_hash = keccak_of(encoded)
+        self.store(node_hash, encoded)
+        return node_hash
+
+    def _set_raw_node(self, raw_node):
+        """py-trie's _set_raw_node: store a node under its hash even when short (a root); the hash."""
+        return self.store_raw(raw_node)
+
+    cdef bytes store_raw(self, object raw_node):
+        check_node(raw_node)
+        self._stored_encoded = None
+        if is_blank(raw_node):
+            return BLANK_NODE_HASH
+        cdef bytes encoded = encode_node(raw_node)
+        cdef bytes node_hash = keccak_of(encoded)
+        self.store(node_hash, encoded)
+        self._stored_encoded = encoded
+        return node_hash
+
+    def _store_proof(self, proof):
+        """py-trie's ``for node in proof: self._set_raw_node(node)`` (get_from_proof), the Keccaks of up to
+        PROOF_BATCH nodes at a time on the SIMD lanes."""
+        cdef list nodes = list(proof)
+        cdef list encodings = []
+        cdef const uint8_t* data[PROOF_BATCH]
+        cdef size_t lengths[PROOF_BATCH]
+        cdef uint8_t digests[PROOF_BATCH * 32]
+        cdef Py_ssize_t i, n
+        cdef bytes encoded
+        for node in nodes:
+            check_node(node)
+            if not is_blank(node):
+                encodings.append(encode_node(node))
+        n = len(encodings)
+        if n > PROOF_BATCH:
+            for encoded in encodings:
+                self.store(keccak_of(encoded), encoded)
+            return
+        for i in range(n):
+            encoded = <bytes>encodings[i]
+            data[i] = <const uint8_t*>PyBytes_AS_STRING(encoded)
+            lengths[i] = <size_t>PyBytes_GET_SIZE(encoded)
+        mpt_keccak256_many(keccak_backend_number(), data, lengths, <size_t>n, digests)
+        for i in range(n):
+            self.store(PyBytes_FromStringAndSize(<char*>digests + 32 * i, 32), encodings[i])
+
+    cdef void set_root_node(self, object root_node) except *:
+        check_node(root_node)
+        if self.pruning:
+            old_root_hash = self.root_hash
+            if old_root_hash != BLANK_NODE_HASH:
+                try:
+                    old_root_node = self.fetch(old_root_hash)
+                except KeyError:
+                    pass
+                else:
+                    check_node(old_root_node)
+                    # py-trie marks the old root when _node_to_db_mapping() stores nothing for it: blank or short
+                    if is_blank(old_root_node) or PyBytes_GET_SIZE(<bytes>encode_node(old_root_node)) < 32:
+                        if old_root_hash in self.db:
+                            self.mark_prune(old_root_hash)
+        self.root_hash = self.store_raw(root_node)
+        if self._stored_encoded is not None and type(root_node) is list and plain(<list>root_node):
+            # root_node is this call's own list: nothing else holds it
+            self._root_encoded = self._stored_encoded
+            self._root_node = <list>root_node
+
+    cdef void begin_change(self) except *:
+        if self.pruning:
+            if self._pending_prune_keys is None:
+                self._pending_prune_keys = {}
+            else:
+                raise ValidationError("Cannot set/delete simultaneously, run them in serial")
+
+    cdef void complete_pruning(self) except *:
+        ref_count = self._ref_count
+        db = self.db
+        for key, number_prunes in (<dict>self._pending_prune_keys).items():
+            new_count = ref_count[key] - number_prunes
+            if new_count <= 0:
+                try:
+                    del db[key]
+                except KeyError as exc:
+                    raise ValidationError(f"Tried to prune key {key!r} that doesn't exist") from exc
+                else:
+                    new_count = 0
+            if new_count == 0:
+                del ref_count[key]
+            else:
+                ref_count[key] = new_count
+
+    cdef void change(self, object key, object value, bint is_delete) except *:
+        self.begin_change()
+        try:
+            _validate_is_bytes(key)
+            if not is_delete:
+                _validate_is_bytes(value)
+            trie_key = key_to_nibbles(key)
+            try:
+                root_node = self.fetch(self.root_hash)
+                root_prune_key = self._fetched_prune_key
+                if is_delete or PyBytes_GET_SIZE(<bytes>value) == 0:
+                    new_node = self.delete_at(root_node, root_prune_key, trie_key)
+                else:
+                    new_node = self.set_at(root_node, root_prune_key, trie_key, value)
+            except KeyError as exc:
+                raise MissingTrieNode(exc.args[0], self.root_hash, key, prefix=None) from exc
+            self.set_root_node(new_node)
+            if self.pruning:
+                self.complete_pruning()
+        finally:
+            self._pending_prune_keys = None
+
+    def set(self, key, value):
+        self.change(key, value, False)
+
+    def delete(self, key):
+        self.change(key, None, True)
+
+    def __setitem__(self, key, value):
+        self.change(key, value, False)
+
+    def __delitem__(self, key):
+        self.change(key, None, True)
+
+    cdef object set_at(self, object node, object prune_key, bytes trie_key, object value):
+        """py-trie's _set."""
+        cdef int kind = kind_of(node)
+        self.prune_node(node, prune_key)
+        if kind == KIND_BLANK:
+            return [hex_prefix_of(trie_key, True), value]
+        elif kind == KIND_BRANCH:
+            if PyBytes_GET_SIZE(trie_key):
+                index = nibble_at(trie_key, 0)
+                sub_node = self.fetch((<list>node)[index])
+                new_node = self.set_at(sub_node, self._fetched_prune_key, trie_key[1:], value)
+                (<list>node)[index] = self.persist(new_node)
+            else:
+                (<list>node)[16] = value
+            return node
+        return self.set_kv(<list>node, trie_key, value)
+
+    cdef object set_kv(self, list node, bytes trie_key, object value):
+        """py-trie's _set_kv_node."""
+        cdef bint leaf
+        cdef bytes current_key = unpack_path(node[0], &leaf)
+        cdef bint is_extension = not leaf
+        cdef Py_ssize_t common = common_prefix_length(current_key, trie_key)
+        cdef bytes current_rest = current_key[common:]
+        cdef bytes key_rest = trie_key[common:]
+        cdef list new_node
+        if not PyBytes_GET_SIZE(current_rest) and not PyBytes_GET_SIZE(key_rest):
+            if leaf:
+                return [node[0], value]
+            sub_node = self.fetch(node[1])
+            new_node_obj = self.set_at(sub_node, self._fetched_prune_key, key_rest, value)
+        elif not PyBytes_GET_SIZE(current_rest):
+            if is_extension:
+                sub_node = self.fetch(node[1])
+                new_node_obj = self.set_at(sub_node, self._fetched_prune_key, key_rest, value)
+            else:
+                new_node = blank_branch()
+                new_node[16] = node[1]
+                new_node[nibble_at(key_rest, 0)] = self.persist([hex_prefix_of(key_rest[1:], True), value])
+                new_node_obj = new_node
+        else:
+            new_node = blank_branch()
+            if PyBytes_GET_SIZE(current_rest) == 1 and is_extension:
+                new_node[nibble_at(current_rest, 0)] = node[1]
+            else:
+                new_node[nibble_at(current_rest, 0)] = self.persist(
+                    [hex_prefix_of(current_rest[1:], leaf), node[1]]
+                )
+            if PyBytes_GET_SIZE(key_rest):
+                new_node[nibble_at(key_rest, 0)] = self.persist([hex_prefix_of(key_rest[1:], True), value])
+            else:
+                new_node[16] = value
+            new_node_obj = new_node
+        if common:
+            return [hex_prefix(<const unsigned char*>PyBytes_AS_STRING(trie_key), common, False),
+                    self.persist(new_node_obj)]
+        return new_node_obj
+
+    cdef object delete_at(self, object node, object prune_key, bytes trie_key):
+        """py-trie's _delete."""
+        cdef int kind = kind_of(node)
+        self.prune_node(node, prune_key)
+        if kind == KIND_BLANK:
+            return BLANK_NODE
+        elif kind == KIND_BRANCH:
+            return self.delete_in_branch(<list>node, trie_key)
+        return self.delete_kv(<list>node, trie_key)
+
+    cdef object delete_in_branch(self, list node, bytes trie_key):
+        """py-trie's _delete_branch_node."""
+        if not PyBytes_GET_SIZE(trie_key):
+            node[16] = BLANK_NODE
+            return self.normalize_branch(node)
+        index = nibble_at(trie_key, 0)
+        node_to_delete = self.fetch(node[index])
+        sub_node = self.delete_at(node_to_delete, self._fetched_prune_key, trie_key[1:])
+        encoded_sub_node = self.persist(sub_node)
+        if encoded_sub_node == node[index]:
+            return node
+        node[index] = encoded_sub_node
+        if is_blank(encoded_sub_node):
+            return self.normalize_branch(node)
+        return node
+
+    cdef object delete_kv(self, list node, bytes trie_key):
+        """py-trie's _delete_kv_node."""
+        cdef bint leaf, sub_leaf
+        cdef bytes current_key = unpack_path(node[0], &leaf)
+        if not starts_with(trie_key, current_key):
+            return node
+        if leaf:
+            return BLANK_NODE if trie_key == current_key else node
+        sub_node = self.fetch(node[1])
+        new_sub_node = self.delete_at(sub_node, self._fetched_prune_key, trie_key[PyBytes_GET_SIZE(current_key):])
+        encoded_new_sub_node = self.persist(new_sub_node)
+        if encoded_new_sub_node == node[1]:
+            return node
+        if is_blank(new_sub_node):
+            return BLANK_NODE
+        cdef int kind = kind_of(new_sub_node)
+        if kind == KIND_LEAF or kind == KIND_EXTENSION:
+            self.mark_prune_node(<list>new_sub_node)
+            sub_path = unpack_path((<list>new_sub_node)[0], &sub_leaf)
+            return [hex_prefix_of(current_key + sub_path, sub_leaf), (<list>new_sub_node)[1]]
+        if kind == KIND_BRANCH:
+            return [hex_prefix_of(current_key, False), encoded_new_sub_node]
+        raise Exception("Invariant, this code path should not be reachable")
+
+    cdef object normalize_branch(self, list node):
+        """py-trie's _normalize_branch_node: a branch left with one item becomes a leaf or extension."""
+        cdef Py_ssize_t i, filled = 0
+        for i in range(17):
+            if node[i]:
+                filled += 1
+                if filled == 2:
+                    return node
+        if node[16]:
+            return [b"\x20", node[16]]
+        for i in range(16):
+            if node[i]:
+                break
+        else:
+            raise StopIteration
+        sub_node_hash = node[i]
+        sub_node = self.fetch(sub_node_hash)
+        sub_prune_key = self._fetched_prune_key
+        cdef bint sub_leaf
+        cdef int kind = kind_of(sub_node)
+        if kind == KIND_LEAF or kind == KIND_EXTENSION:
+            self.prune_node(sub_node, sub_prune_key)
+            sub_path = unpack_path((<list>sub_node)[0], &sub_leaf)
+            return [hex_prefix_of(_NIBBLE[i] + sub_path, sub_leaf), (<list>sub_node)[1]]
+        elif kind == KIND_BRANCH:
+            return [hex_prefix_of(_NIBBLE[i], False), sub_node_hash]
+        raise Exception("Invariant: this code block should be unreachable")
+
+
+@cython.final
+cdef class ScratchDB:
+    """py-trie's ``trie.utils.db.ScratchDB``, compiled: writes and deletes stay in ``cache`` (a delete is py-trie's
+    ``DELETED`` marker, and the wrapped database still answers reads of a deleted key) until ``batch_commit()``
+    exits without an exception; then writes go to the wrapped database, and deletes too when ``do_deletes``."""
+
+    cdef public object wrapped_db
+    cdef public dict cache
+
+    def __init__(self, wrapped_db):
+        self.wrapped_db = wrapped_db
+        self.cache = {}
+
+    def __getitem__(self, key):
+        cdef PyObject* val = PyDict_GetItem(self.cache, key)
+        if val is not NULL and <object>val is not _DELETED:
+            return <object>val
+        return self.wrapped_db[key]
+
+    def __setitem__(self, key, value):
+        self.cache[key] = value
+
+    def __delitem__(self, key):
+        self.cache[key] = _DELETED
+
+    def __contains__(self, key):
+        cdef PyObject* val = PyDict_GetItem(self.cache, key)
+        if val is not NULL and <object>val is not _DELETED:
+            return True
+        return key in self.wrapped_db
+
+    def copy(self):
+        combined = {}
+        combined.update(self.wrapped_db)
+        combined.update(self.cache)
+        return {k: v for k, v in combined.items() if v is not _DELETED}
+
+    def commit(self, bint do_deletes):
+        """Write the cache into the wrapped database (what py-trie's batch_commit does on a clean exit)."""
+        wrapped_db = self.wrapped_db
+        for key, value in self.cache.items():
+            if value is not _DELETED:
+                wrapped_db[key] = value
+            elif do_deletes:
+                wrapped_db.pop(key, None)
+
+    def batch_commit(self, *, do_deletes=False):
+        return _BatchCommit(self, do_deletes)
+
+
+@cython.final
+cdef class _BatchCommit:
+    """The context manager of ScratchDB.batch_commit()."""
+
+    cdef ScratchDB scratch
+    cdef bint do_deletes
+
+    def __cinit__(self, ScratchDB scratch, bint do_deletes):
+        self.scratch = scratch
+        self.do_deletes = do_deletes
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            if exc_type is None:
+                self.scratch.commit(self.do_deletes)
+        finally:
+            self.scratch.cache = {}
+        return False
+
