@@ -23,49 +23,52 @@ from setuptools.command.egg_info import egg_info, manifest_maker
 
 DEBUG = os.environ.get("MPT_DEBUG") == "1"
 
-KECCAK_SOURCES = ["mpt/_keccak/keccak.c", "mpt/_keccak/keccak_lanes.c"]
-KECCAK_INCLUDE = ["mpt/_keccak"]
+KECCAK_SOURCES = ["mpt/core/_keccak/keccak.c", "mpt/core/_keccak/keccak_lanes.c"]
+KECCAK_INCLUDE = ["mpt/core/_keccak"]
 
-SHA256_SOURCES = ["mpt/_sha256/sha256.c"]
-SHA256_INCLUDE = ["mpt/_sha256"]
+SHA256_SOURCES = ["mpt/core/_sha256/sha256.c"]
+SHA256_INCLUDE = ["mpt/core/_sha256"]
 
 # Modules that call our C Keccak link the static library built once from keccak.c; the rest are plain Cython.
 MODULES = {
-    "mpt._keccak.binding": True,
-    "mpt.rlp": False,
-    "mpt.encoding": False,
-    "mpt.node": False,
-    "mpt.runtime": True,
-    "mpt.hasher": True,
-    "mpt.committer": False,
-    "mpt.trie": True,
-    "mpt.iterator": False,
-    "mpt.secure": True,
-    "mpt.stacktrie": True,
-    "mpt.derive": True,
-    "mpt.proof": True,
-    "mpt.rangeproof": True,
+    "mpt.core._keccak.binding": True,
+    "mpt.core.rlp": False,
+    "mpt.ethereum.encoding": False,
+    "mpt.ethereum.node": False,
+    "mpt.core.runtime": True,
+    "mpt.ethereum.hasher": True,
+    "mpt.ethereum.committer": False,
+    "mpt.ethereum.trie": True,
+    "mpt.ethereum.iterator": False,
+    "mpt.ethereum.secure": True,
+    "mpt.ethereum.stacktrie": True,
+    "mpt.ethereum.derive": True,
+    "mpt.ethereum.proof": True,
+    "mpt.ethereum.rangeproof": True,
     "mpt.bench._alloc": True,
-    "mpt._sha256.binding": False,
-    "mpt.merkle": False,
+    "mpt.core._sha256.binding": False,
+    "mpt.merkle.tree": False,
     "mpt.iavl.node": False,
     "mpt.iavl.nodedb": False,
     "mpt.iavl.tree": False,
     "mpt.iavl.proof": False,
     "mpt.iavl.export": False,
-    "mpt.shards.sort": False,
-    "mpt.shards.partition": False,
-    "mpt.shards.read": False,
-    "mpt.shards.build": False,
+    "mpt.ethereum.shards.sort": False,
+    "mpt.ethereum.shards.partition": False,
+    "mpt.ethereum.shards.read": False,
+    "mpt.ethereum.shards.build": False,
     "mpt.ics23.wire": False,
 }
 
-# Modules that were compiled once and are plain Python now: an in-place or editable build deletes their old
-# compiled file beside the .py, which Python would otherwise import instead of it (and the .c Cython left).
-RETIRED_MODULES = ["mpt.parallel"]
+# Modules that were compiled once and are plain Python (or a package) now: an in-place or editable build deletes
+# their old compiled file beside the .py, which Python would otherwise import instead of it (and the .c Cython
+# left). Most are the old paths of modules that moved into mpt/core and mpt/ethereum (issue 31), kept as aliases.
+RETIRED_MODULES = ["mpt.parallel", "mpt.rlp", "mpt.encoding", "mpt.node", "mpt.runtime", "mpt.hasher", "mpt.committer",
+                   "mpt.trie", "mpt.iterator", "mpt.secure", "mpt.stacktrie", "mpt.derive", "mpt.proof",
+                   "mpt.rangeproof", "mpt.merkle"]
 
 # Modules that call our C SHA-256 link the static library built once from sha256.c ("mpt_sha256").
-SHA256_MODULES = {"mpt._sha256.binding", "mpt.merkle", "mpt.iavl.node", "mpt.iavl.tree", "mpt.ics23.wire"}
+SHA256_MODULES = {"mpt.core._sha256.binding", "mpt.merkle.tree", "mpt.iavl.node", "mpt.iavl.tree", "mpt.ics23.wire"}
 
 # -O2 for the Cython modules (it compiles faster, and HashFixedSize/10K, MerkleRoot/10K and the IAVLNode codecs
 # measured no slower than with -O3); the hand-written C libraries (Keccak, SHA-256) keep -O3 (HOT_C_ARGS).
@@ -81,11 +84,11 @@ if DEBUG:
     define_macros = [("CYTHON_TRACE", "1"), ("CYTHON_TRACE_NOGIL", "1")]
 
 # Hand-written C headers and templates the generated C of the modules includes: a change rebuilds every module.
-C_HEADERS = sorted(glob.glob("mpt/_keccak/*.h") + glob.glob("mpt/_keccak/*.inc") + glob.glob("mpt/_sha256/*.h")
-                   + glob.glob("mpt/_sha256/*.inc"))
+C_HEADERS = sorted(glob.glob("mpt/core/_keccak/*.h") + glob.glob("mpt/core/_keccak/*.inc")
+                   + glob.glob("mpt/core/_sha256/*.h") + glob.glob("mpt/core/_sha256/*.inc"))
 
 # The hasher spreads a level's keccaks over threads with OpenMP, mpt.merkle a root's chunks of leaves.
-OPENMP_MODULES = {"mpt.hasher", "mpt.merkle"}
+OPENMP_MODULES = {"mpt.ethereum.hasher", "mpt.merkle.tree"}
 
 extensions = [
     Extension(
@@ -185,7 +188,7 @@ class ParallelBuildExt(build_ext):
     def _remove_retired(self):
         for name in RETIRED_MODULES:
             stem = name.replace(".", "/")
-            if os.path.exists(stem + ".py") and not os.path.exists(stem + ".pyx"):
+            if (os.path.exists(stem + ".py") or os.path.isdir(stem)) and not os.path.exists(stem + ".pyx"):
                 for path in glob.glob(stem + ".*.so") + glob.glob(stem + ".*.pyd") + [stem + ".c"]:
                     if os.path.exists(path):
                         os.remove(path)

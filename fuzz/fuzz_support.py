@@ -320,7 +320,7 @@ def reference_decode_node(blob: bytes) -> tuple:
 
 def describe_node(node) -> NodeDescription:
     """The same description for one of mpt's node objects."""
-    from mpt.node import FullNode, HashNode, ShortNode, ValueNode
+    from mpt.ethereum.node import FullNode, HashNode, ShortNode, ValueNode
 
     if node is None:
         return None
@@ -342,7 +342,7 @@ def key_to_hex(key: bytes) -> bytes:
 
 def reference_verify_proof(root: bytes, key: bytes, proof: Sequence[bytes], keccak) -> Optional[bytes]:
     """geth's VerifyProof over the reference node decoder: the proven value, None for proven absence."""
-    from mpt._reference import EMPTY_ROOT
+    from mpt.ethereum._reference import EMPTY_ROOT
 
     if root == EMPTY_ROOT:
         return None

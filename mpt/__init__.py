@@ -17,18 +17,18 @@ import typing as _typing
 # kept.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from mpt._keccak import keccak256  # noqa: E402 - after the OpenMP setting above
+from mpt.core._keccak import keccak256  # noqa: E402 - after the OpenMP setting above
 from mpt.errors import MissingNodeError, MptError, NodeDecodeError, ProofError, RLPDecodeError  # noqa: E402
-from mpt.node import FullNode, HashNode, ShortNode, ValueNode, decode_node  # noqa: E402
-from mpt.secure import EMPTY_CODE_HASH, SecureTrie  # noqa: E402
-from mpt.stacktrie import StackTrie  # noqa: E402
-from mpt.derive import derive_sha, derive_sha_trie  # noqa: E402
-from mpt.proof import verify_proof  # noqa: E402
-from mpt.rangeproof import verify_range_proof  # noqa: E402
-from mpt.trie import EMPTY_ROOT, Trie  # noqa: E402
-from mpt import rlp  # noqa: E402
+from mpt.ethereum.node import FullNode, HashNode, ShortNode, ValueNode, decode_node  # noqa: E402
+from mpt.ethereum.secure import EMPTY_CODE_HASH, SecureTrie  # noqa: E402
+from mpt.ethereum.stacktrie import StackTrie  # noqa: E402
+from mpt.ethereum.derive import derive_sha, derive_sha_trie  # noqa: E402
+from mpt.ethereum.proof import verify_proof  # noqa: E402
+from mpt.ethereum.rangeproof import verify_range_proof  # noqa: E402
+from mpt.ethereum.trie import EMPTY_ROOT, Trie  # noqa: E402
+from mpt.core import rlp  # noqa: E402
 from mpt import merkle  # noqa: E402 - CometBFT / RFC 6962 binary Merkle trees (SHA-256)
-from mpt.parallel import build_root  # noqa: E402
+from mpt.ethereum.parallel import build_root  # noqa: E402
 
 from mpt._version import __version__  # noqa: E402, F401 - the single source (mpt/_version.py)
 
@@ -40,8 +40,15 @@ if _typing.TYPE_CHECKING:
     from mpt import iavl, ics23  # noqa: F401 - what __getattr__ returns, for type checkers
 
 
+# The old paths of modules that moved into mpt.core and mpt.ethereum (issue 31): `mpt.trie` still works after
+# `import mpt`, as before, through its alias module (which warns with a DeprecationWarning).
+_MOVED_SUBMODULES = ("committer", "dask", "derive", "eip1186", "encoding", "eth", "ethstate",
+                     "hasher", "iterator", "jsonrpc", "node", "parallel", "proof", "rangeproof", "runtime", "secure",
+                     "shards", "stacktrie", "trie")
+
+
 def __getattr__(name):
-    if name in _LAZY_SUBMODULES:
+    if name in _LAZY_SUBMODULES or name in _MOVED_SUBMODULES:
         import importlib
 
         return importlib.import_module("mpt." + name)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mpt import merkle
-from mpt._varint import uvarint
+from mpt.core.uvarint import uvarint
 from mpt.errors import ProofError
 from mpt.ics23 import _reference as ics23_reference
 from mpt.ics23 import verify_abci_query, verify_ibc_merkle_proof

@@ -12,7 +12,7 @@ import pathlib
 import pytest
 
 from mpt import EMPTY_ROOT, keccak256, rlp
-from mpt.eth import (
+from mpt.ethereum.blocks import (
     encode_receipt,
     encode_transaction,
     encode_withdrawal,

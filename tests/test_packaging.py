@@ -68,8 +68,8 @@ def test_sdist_file_list_has_every_source_and_nothing_generated(tmp_path):
                    check=True, capture_output=True)
     sources = (tmp_path / "mpt_engine.egg-info" / "SOURCES.txt").read_text().split()
     assert check_dist.check_file_list(sources) == []
-    assert "mpt/_keccak/keccak_lanes_template.inc" in sources and "mpt/_keccak/keccak.c" in sources
-    assert "mpt/trie.pyx" in sources and "mpt/trie.c" not in sources
+    assert "mpt/core/_keccak/keccak_lanes_template.inc" in sources and "mpt/core/_keccak/keccak.c" in sources
+    assert "mpt/ethereum/trie.pyx" in sources and "mpt/ethereum/trie.c" not in sources
     assert not any(path.startswith("tests/") for path in sources)
 
 

@@ -24,7 +24,7 @@ class BuildRootMemory:
         if name == "none":
             raise NotImplementedError("no BuildRoot case in this registry")
         try:
-            import mpt.parallel  # noqa: F401
+            import mpt.ethereum.parallel  # noqa: F401
         except ImportError as e:
             raise NotImplementedError(str(e)) from None
         self._measured = measure_in_subprocess(name)

@@ -31,7 +31,7 @@ from mpt.bench.report import (
     mpt_version,
 )
 from mpt.bench.runner import BarProgress, LineProgress, Result, Runner, progress
-from mpt.runtime import get_hash_threads, keccak_backend, set_hash_threads, set_keccak_backend
+from mpt.core.runtime import get_hash_threads, keccak_backend, set_hash_threads, set_keccak_backend
 
 # Older names of what moved to mpt.bench.runner and mpt.bench.report (tests and scripts import them from here).
 _BarProgress, _LineProgress, _progress, _mpt_version = BarProgress, LineProgress, progress, mpt_version

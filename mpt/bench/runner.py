@@ -173,7 +173,7 @@ class KeccakFloor:
     in one batch on its lanes), and on one lane, one encoding after another."""
 
     def __init__(self, blobs: List[bytes]):
-        from mpt.runtime import keccak_backend
+        from mpt.core.runtime import keccak_backend
 
         self.blobs = blobs
         self.backend = keccak_backend()
@@ -204,7 +204,7 @@ class Sha256Floor:
     and one call per message."""
 
     def __init__(self, messages: List[bytes]):
-        from mpt._sha256.binding import _floor
+        from mpt.core._sha256.binding import _floor
 
         self.floor = _floor
         self.messages = messages
@@ -216,7 +216,7 @@ class Sha256Floor:
         self.one_at_a_time.append(_timed_ns(self.floor, self.messages, calls, False) / ops)
 
     def extra(self, case_median: float) -> Dict[str, Any]:
-        from mpt._sha256 import sha256_backend
+        from mpt.core._sha256 import sha256_backend
 
         batched, single = median(self.batched), median(self.one_at_a_time)
         return dict(

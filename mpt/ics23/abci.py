@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any, Optional, Union
 
 from mpt.errors import ProofError
-from mpt.jsonrpc import parse_base64, parse_data, parse_decimal
+from mpt.core.jsonrpc import parse_base64, parse_data, parse_decimal
 
 __all__ = ["verify_abci_query"]
 

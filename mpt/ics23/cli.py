@@ -8,7 +8,7 @@ import json
 import sys
 
 from mpt.cli import UsageError
-from mpt.jsonrpc import parse_data
+from mpt.core.jsonrpc import parse_data
 
 
 def add_parser(subparsers):

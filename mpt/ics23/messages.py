@@ -19,7 +19,7 @@ import json
 from enum import IntEnum
 from typing import Any, Dict, Optional, Tuple
 
-from mpt._varint import uvarint
+from mpt.core.uvarint import uvarint
 from mpt.errors import ProofError
 
 __all__ = [

@@ -9,9 +9,9 @@ a branch missing from child_order) we raise ProofError instead.
 import hashlib
 from typing import List, Optional
 
-from mpt._keccak import keccak256
-from mpt._sha256 import sha256
-from mpt._varint import uvarint
+from mpt.core._keccak import keccak256
+from mpt.core._sha256 import sha256
+from mpt.core.uvarint import uvarint
 from mpt.errors import ProofError
 from mpt.ics23.messages import (
     BatchEntry, BatchProof, CommitmentProof, CompressedExistenceProof, ExistenceProof, HashOp, InnerOp, InnerSpec,

@@ -14,8 +14,8 @@ from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 
-from mpt.bytes_like cimport as_bytes
-from mpt._sha256.sha256 cimport (
+from mpt.core.bytes_like cimport as_bytes
+from mpt.core._sha256.sha256 cimport (
     mpt_sha256, mpt_sha256_ctx, mpt_sha256_final, mpt_sha256_init, mpt_sha256_many, mpt_sha256_update,
     share_sha256_backend,
 )

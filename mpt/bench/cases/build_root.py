@@ -65,7 +65,7 @@ def _build_root_dask(label: str, n: int) -> Case:
         return bag, client
 
     def op(state):
-        from mpt.dask import build_root_dask
+        from mpt.ethereum.dask import build_root_dask
 
         bag, client = state
         return build_root_dask(bag, client=client)

@@ -61,7 +61,7 @@ def _merkle_alternatives(variant: str) -> Case:
 
     if variant == "recursive":
         def op(leaves):
-            from mpt.merkle import _root_recursive
+            from mpt.merkle.tree import _root_recursive
 
             return _root_recursive(leaves)
     else:
