@@ -3,8 +3,8 @@
 
 Children are committed before their parent and each stored node is encoded once (its children already carry
 their hashes). The pass keeps what it collects in C arrays: the (hash, blob) bytes the database needs, the paths
-as one buffer, and the nodes to mark clean. A MemoryDB gets the pairs straight into its dict; the NodeSet's
-``nodes`` dict is built only if somebody reads it. Collected nodes become clean only once the write has
+as one buffer, and the nodes to mark clean. The store gets the pairs as one dict through its bulk write; the
+NodeSet's ``nodes`` dict (path -> node) is built only if somebody reads it. Collected nodes become clean only once the write has
 succeeded, so a failed write can simply be retried; a clean subtree is never visited again, which is why a
 second commit writes only what changed since the first.
 """
@@ -12,7 +12,7 @@ cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_SetItem
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
-from cpython.ref cimport PyObject, Py_INCREF, Py_REFCNT, Py_XDECREF
+from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
 from libc.stdint cimport uint8_t
 from libc.string cimport memcmp, memcpy
 
@@ -36,7 +36,7 @@ from mpt.ethereum.hasher cimport Hasher, HasherPool, default_pool
 from mpt.ethereum.node cimport FullNode, Node, ShortNode, ValueNode
 from mpt.core.rlp cimport WriteBuffer
 
-from mpt.db.memory import MemoryDB, write_nodes
+from mpt.db.memory import write_nodes
 
 cdef enum:
     HASH_LENGTH = 32
@@ -202,31 +202,17 @@ cdef int _commit(Node n, WriteBuffer path, Py_ssize_t plen, WriteBuffer out, Nod
 
 
 cdef int _write(NodeSet ns, object db, bint set_head) except -1:
+    # One dict of every (hash, blob), sized up front, handed to the store's bulk write (mpt.db.write_nodes): a
+    # MemoryDB takes it with one dict.update (a copy of the table when the store is empty), other stores in one
+    # batch. The store keeps its own bookkeeping (head, key order); nothing here reaches into it.
     cdef Py_ssize_t i
-    cdef object data
-    if type(db) is MemoryDB:
-        data = db._data
-        if type(data) is dict:
-            # The default database: the pairs go straight into its dict, no tuple or batch per commit.
-            if PyDict_GET_SIZE(data) == 0 and ns._count > PRESIZE_MIN and Py_REFCNT(data) == 2:
-                # A fresh database (first commit) whose dict only it holds (2: its attribute and `data`): a dict
-                # sized for every node takes its place, instead of the empty one resizing log2(n) times on the
-                # way (each resize re-inserting what it holds). Nobody else can see the swap.
-                data = MPT_DICT_PRESIZED(ns._count)
-                for i in range(ns._count):
-                    PyDict_SetItem(<dict>data, <object>ns._objs[2 * i], <object>ns._objs[2 * i + 1])
-                db._data = data
-            else:
-                for i in range(ns._count):
-                    PyDict_SetItem(<dict>data, <object>ns._objs[2 * i], <object>ns._objs[2 * i + 1])
-            if set_head:
-                db._head = ns.root
-            return 0
-    if set_head:
-        write_nodes(db, [(<object>ns._objs[2 * i], <object>ns._objs[2 * i + 1]) for i in range(ns._count)],
-                    head=ns.root)
-    elif ns._count:
-        write_nodes(db, [(<object>ns._objs[2 * i], <object>ns._objs[2 * i + 1]) for i in range(ns._count)])
+    cdef dict nodes
+    if not set_head and ns._count == 0:
+        return 0
+    nodes = MPT_DICT_PRESIZED(ns._count) if ns._count > PRESIZE_MIN else {}
+    for i in range(ns._count):
+        PyDict_SetItem(nodes, <object>ns._objs[2 * i], <object>ns._objs[2 * i + 1])
+    write_nodes(db, nodes, head=ns.root if set_head else None)
     return 0
 
 

@@ -32,7 +32,9 @@ from libc.string cimport memcpy, memset
 from cpython.ref cimport PyObject
 
 from mpt.core._keccak.keccak cimport mpt_keccak256, mpt_keccak256_many
-from mpt.ethereum.node cimport FullNode, Node, ShortNode, ValueNode, check_filled
+from mpt.ethereum.node cimport (FullNode, Node, ShortNode, ValueNode, check_filled, full_node_slots, node_has_hash,
+                                node_hash_value, node_publish_hash, short_node_key, short_node_leaf_value,
+                                short_node_val, value_node_bytes)
 from mpt.ethereum.encoding cimport compact_size, write_compact
 from mpt.core.rlp cimport MAX_HEADER_SIZE, WriteBuffer, header_size, put_header, string_size
 from mpt.core.runtime cimport hash_threads, keccak_backend_by_name, keccak_backend_number, mark_openmp_used
@@ -172,30 +174,14 @@ cdef extern from *:
 # which children are pending from the pass itself, so no other thread can ever see a flag without its hash.
 # ---------------------------------------------------------------------------------------------------------------
 
+# The nodes are read through node.pxd's borrowed-pointer views (node_has_hash, full_node_slots, ...); the type and
+# bytes macros below are CPython's own API, usable without the GIL on objects the pass holds.
 cdef extern from *:
     """
-    #define MPT_NODE(p) ((struct __pyx_obj_3mpt_8ethereum_4node_Node *)(p))
-    #define MPT_HAS_HASH(p) __atomic_load_n(&MPT_NODE(p)->has_hash, __ATOMIC_ACQUIRE)
-    #define MPT_HASH_VALUE(p) ((const uint8_t *)MPT_NODE(p)->hash_value)
-    #define MPT_PUBLISH_HASH(p, d) do { memcpy(MPT_NODE(p)->hash_value, (d), 32); \\
-        __atomic_store_n(&MPT_NODE(p)->has_hash, 1, __ATOMIC_RELEASE); } while (0)
-    #define MPT_SLOTS(p) (((struct __pyx_obj_3mpt_8ethereum_4node_FullNode *)(p))->slots)
-    #define MPT_SHORT_KEY(p) (((struct __pyx_obj_3mpt_8ethereum_4node_ShortNode *)(p))->key)
-    #define MPT_SHORT_VAL(p) ((PyObject *)((struct __pyx_obj_3mpt_8ethereum_4node_ShortNode *)(p))->val)
-    #define MPT_SHORT_LEAF_VALUE(p) (((struct __pyx_obj_3mpt_8ethereum_4node_ShortNode *)(p))->leaf_value)
-    #define MPT_VALUE_BYTES(p) (((struct __pyx_obj_3mpt_8ethereum_4node_ValueNode *)(p))->value)
     #define MPT_TYPE(p) ((void *)Py_TYPE(p))
     #define MPT_BYTES_DATA(b) ((const uint8_t *)PyBytes_AS_STRING(b))
     #define MPT_BYTES_SIZE(b) PyBytes_GET_SIZE(b)
     """
-    bint _has_hash "MPT_HAS_HASH"(PyObject *n) noexcept nogil
-    const uint8_t *_hash_value "MPT_HASH_VALUE"(PyObject *n) noexcept nogil
-    void _publish_hash "MPT_PUBLISH_HASH"(PyObject *n, const uint8_t *digest) noexcept nogil
-    PyObject **_slots "MPT_SLOTS"(PyObject *n) noexcept nogil
-    PyObject *_short_key "MPT_SHORT_KEY"(PyObject *n) noexcept nogil
-    PyObject *_short_val "MPT_SHORT_VAL"(PyObject *n) noexcept nogil
-    PyObject *_short_leaf_value "MPT_SHORT_LEAF_VALUE"(PyObject *n) noexcept nogil
-    PyObject *_value_bytes "MPT_VALUE_BYTES"(PyObject *n) noexcept nogil
     void *_type_of "MPT_TYPE"(PyObject *n) noexcept nogil
     const uint8_t *_bytes_data "MPT_BYTES_DATA"(PyObject *b) noexcept nogil
     Py_ssize_t _bytes_size "MPT_BYTES_SIZE"(PyObject *b) noexcept nogil
@@ -243,7 +229,7 @@ cdef int _pass_ensure(HashPass *p, Py_ssize_t extra) noexcept nogil:
 
 
 cdef inline Py_ssize_t _value_size(PyObject *v) noexcept nogil:
-    cdef PyObject *b = _value_bytes(v)
+    cdef PyObject *b = value_node_bytes(v)
     return string_size(_bytes_data(b), _bytes_size(b))
 
 
@@ -260,22 +246,22 @@ cdef Py_ssize_t _payload_size(PyObject *n, const bint *pending) noexcept nogil:
     cdef PyObject *c
     cdef PyObject **slots
     if _type_of(n) is _FULL:
-        slots = _slots(n)
+        slots = full_node_slots(n)
         for i in range(16):
             c = slots[i]
             if c == NULL:
                 payload += 1
-            elif (pending != NULL and pending[i]) or _has_hash(c):
+            elif (pending != NULL and pending[i]) or node_has_hash(c):
                 payload += 1 + HASH_LENGTH
             else:
                 payload += _embedded_size(c)
         return payload + (1 if slots[16] == NULL else _value_size(slots[16]))
-    payload = _key_size(_short_key(n))
-    c = _short_leaf_value(n)
+    payload = _key_size(short_node_key(n))
+    c = short_node_leaf_value(n)
     if c != NULL:
         return payload + string_size(_bytes_data(c), _bytes_size(c))
-    c = _short_val(n)
-    if (pending != NULL and pending[0]) or _has_hash(c):
+    c = short_node_val(n)
+    if (pending != NULL and pending[0]) or node_has_hash(c):
         return payload + 1 + HASH_LENGTH
     return payload + _embedded_size(c)
 
@@ -298,7 +284,7 @@ cdef inline Py_ssize_t _put_string(uint8_t *out, PyObject *b) noexcept nogil:
 
 cdef inline Py_ssize_t _put_ref(uint8_t *out, PyObject *c) noexcept nogil:
     out[0] = 0x80 + HASH_LENGTH
-    memcpy(out + 1, _hash_value(c), HASH_LENGTH)
+    memcpy(out + 1, node_hash_value(c), HASH_LENGTH)
     return 1 + HASH_LENGTH
 
 
@@ -312,7 +298,7 @@ cdef Py_ssize_t _write_node(uint8_t *out, PyObject *n, Py_ssize_t payload, const
     cdef PyObject **slots
     cdef PyObject *key
     if _type_of(n) is _FULL:
-        slots = _slots(n)
+        slots = full_node_slots(n)
         for i in range(16):
             c = slots[i]
             if c == NULL:
@@ -322,7 +308,7 @@ cdef Py_ssize_t _write_node(uint8_t *out, PyObject *n, Py_ssize_t payload, const
                 out[o] = 0x80 + HASH_LENGTH
                 holes[i] = o + 1
                 o += 1 + HASH_LENGTH
-            elif _has_hash(c):
+            elif node_has_hash(c):
                 o += _put_ref(out + o, c)
             else:
                 o += _write_node(out + o, c, _payload_size(c, NULL), NULL, NULL)
@@ -330,23 +316,23 @@ cdef Py_ssize_t _write_node(uint8_t *out, PyObject *n, Py_ssize_t payload, const
             out[o] = 0x80
             o += 1
         else:
-            o += _put_string(out + o, _value_bytes(slots[16]))
+            o += _put_string(out + o, value_node_bytes(slots[16]))
     else:
-        key = _short_key(n)
+        key = short_node_key(n)
         i = compact_size(_bytes_data(key), _bytes_size(key))
         if i > 1:
             o += put_header(out + o, 0x80, i)
         o += write_compact(_bytes_data(key), _bytes_size(key), out + o)
-        c = _short_leaf_value(n)
+        c = short_node_leaf_value(n)
         if c != NULL:
             o += _put_string(out + o, c)
             return o
-        c = _short_val(n)
+        c = short_node_val(n)
         if pending != NULL and pending[0]:
             out[o] = 0x80 + HASH_LENGTH
             holes[0] = o + 1
             o += 1 + HASH_LENGTH
-        elif _has_hash(c):
+        elif node_has_hash(c):
             o += _put_ref(out + o, c)
         else:
             o += _write_node(out + o, c, _payload_size(c, NULL), NULL, NULL)
@@ -355,7 +341,7 @@ cdef Py_ssize_t _write_node(uint8_t *out, PyObject *n, Py_ssize_t payload, const
 
 cdef inline void _pass_store(HashPass *p, PendingNode *entry, const uint8_t *digest) noexcept nogil:
     # A flushed node's hash goes into the node (published: bytes, then the flag) and into its parent's hole.
-    _publish_hash(entry.node, digest)
+    node_publish_hash(entry.node, digest)
     if entry.hole >= 0:
         memcpy(p.buf + entry.hole, digest, HASH_LENGTH)
 
@@ -440,7 +426,7 @@ cdef inline Py_ssize_t _pass_record(HashPass *p, PyObject *n, Py_ssize_t start, 
 cdef Py_ssize_t _visit_full(HashPass *p, PyObject *n, int *height) noexcept nogil:
     """_pass_visit for a branch. Every loop runs over the present children only (a branch near the leaves has
     two or three of sixteen), gathered once: the empty slots cost one 0x80 byte each and nothing else."""
-    cdef PyObject **slots = _slots(n)
+    cdef PyObject **slots = full_node_slots(n)
     cdef PyObject *kids[16]
     cdef int idx[16]
     cdef Py_ssize_t entry_of[16]          # the child's pending entry, or -1
@@ -471,33 +457,33 @@ cdef Py_ssize_t _visit_full(HashPass *p, PyObject *n, int *height) noexcept nogi
     # away (both measured: docs/contributing/performance_notes.md).
     for j in range(cnt):
         c = kids[j]
-        if _has_hash(c):
+        if node_has_hash(c):
             continue
         if _type_of(c) is _SHORT:
-            _prefetch_object(_short_key(c))
-            v = _short_leaf_value(c)
-            _prefetch_object(v if v != NULL else _short_val(c))
+            _prefetch_object(short_node_key(c))
+            v = short_node_leaf_value(c)
+            _prefetch_object(v if v != NULL else short_node_val(c))
         elif _type_of(c) is _FULL:
             MPT_PREFETCH(<const char *>c + 128)
             MPT_PREFETCH(<const char *>c + 192)
-            gs = _slots(c)
+            gs = full_node_slots(c)
             for k in range(16):
                 if gs[k] != NULL:
                     _prefetch_object(gs[k])
     for j in range(cnt):
         c = kids[j]
-        if _type_of(c) is _FULL and not _has_hash(c):
-            gs = _slots(c)
+        if _type_of(c) is _FULL and not node_has_hash(c):
+            gs = full_node_slots(c)
             for k in range(16):
                 g = gs[k]
-                if g != NULL and _type_of(g) is _SHORT and not _has_hash(g):
-                    _prefetch_object(_short_key(g))
-                    v = _short_leaf_value(g)
-                    _prefetch_object(v if v != NULL else _short_val(g))
+                if g != NULL and _type_of(g) is _SHORT and not node_has_hash(g):
+                    _prefetch_object(short_node_key(g))
+                    v = short_node_leaf_value(g)
+                    _prefetch_object(v if v != NULL else short_node_val(g))
     for j in range(cnt):
         entry_of[j] = -1
         c = kids[j]
-        if not _has_hash(c):
+        if not node_has_hash(c):
             e = _pass_visit(p, c, &heights[j])
             if e < -1:
                 return e
@@ -511,7 +497,7 @@ cdef Py_ssize_t _visit_full(HashPass *p, PyObject *n, int *height) noexcept nogi
         if entry_of[j] >= 0 and flushes_at[j] == p.flushes:
             ref[j] = -2
             payload += 1 + HASH_LENGTH
-        elif _has_hash(c):
+        elif node_has_hash(c):
             ref[j] = -1
             payload += 1 + HASH_LENGTH
         else:
@@ -549,7 +535,7 @@ cdef Py_ssize_t _visit_full(HashPass *p, PyObject *n, int *height) noexcept nogi
         out[o] = 0x80
         o += 1
     else:
-        o += _put_string(out + o, _value_bytes(v))
+        o += _put_string(out + o, value_node_bytes(v))
     if o < HASH_LENGTH:
         # Embedded in its parent; such a small node cannot refer to a hashed child, so nothing below it was
         # recorded either.
@@ -581,8 +567,8 @@ cdef Py_ssize_t _pass_visit(HashPass *p, PyObject *n, int *height) noexcept nogi
         return _visit_full(p, n, height)
     if t is not _SHORT:
         return VISIT_BAD_TYPE
-    c = _short_val(n)
-    if _short_leaf_value(n) == NULL and not _has_hash(c):
+    c = short_node_val(n)
+    if short_node_leaf_value(n) == NULL and not node_has_hash(c):
         e = _pass_visit(p, c, &eh)
         if e < -1:
             return e
@@ -629,14 +615,14 @@ cdef int _hash_tree(HashPass **passes, int n_passes, PyObject *root) noexcept no
     cdef int m = 0, i, failed = 0, team
     if n_passes > 1:
         while _type_of(split) is _SHORT:
-            c = _short_val(split)
-            if _type_of(c) is _VALUE or _has_hash(c):
+            c = short_node_val(split)
+            if _type_of(c) is _VALUE or node_has_hash(c):
                 break
             split = c
         if _type_of(split) is _FULL:
             for i in range(16):
-                c = _slots(split)[i]
-                if c != NULL and not _has_hash(c):
+                c = full_node_slots(split)[i]
+                if c != NULL and not node_has_hash(c):
                     todo[m] = c
                     m += 1
         if m >= 2:

@@ -118,3 +118,35 @@ cdef class HashNode(Node):
 
 cdef int check_filled(Node n) except -1
 cdef Node decode_node_c(bytes node_hash, const unsigned char *data, Py_ssize_t length)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Borrowed-pointer views of the nodes for the hashing pass without the GIL (mpt/ethereum/hasher.pyx): the caller
+# holds the root, so every node under it lives while the pass runs; no reference counting, no Python. The hash
+# flag is read with an acquire load and published with a release store after the bytes (as set_hash does).
+# ---------------------------------------------------------------------------------------------------------------
+
+cdef inline bint node_has_hash(PyObject *n) noexcept nogil:
+    return _load_acquire(&(<Node>n).has_hash)
+
+cdef inline const uint8_t *node_hash_value(PyObject *n) noexcept nogil:
+    return (<Node>n).hash_value
+
+cdef inline void node_publish_hash(PyObject *n, const uint8_t *digest) noexcept nogil:
+    memcpy((<Node>n).hash_value, digest, 32)
+    _store_release(&(<Node>n).has_hash, 1)
+
+cdef inline PyObject **full_node_slots(PyObject *n) noexcept nogil:
+    return (<FullNode>n).slots
+
+cdef inline PyObject *short_node_key(PyObject *n) noexcept nogil:
+    return <PyObject *>(<ShortNode>n).key
+
+cdef inline PyObject *short_node_val(PyObject *n) noexcept nogil:
+    return <PyObject *>(<ShortNode>n).val
+
+cdef inline PyObject *short_node_leaf_value(PyObject *n) noexcept nogil:
+    return (<ShortNode>n).leaf_value
+
+cdef inline PyObject *value_node_bytes(PyObject *n) noexcept nogil:
+    return <PyObject *>(<ValueNode>n).value
