@@ -48,6 +48,9 @@ MODULES = {
     "mpt.bench._alloc": True,
     "mpt.core._sha256.binding": False,
     "mpt.merkle.tree": False,
+    "mpt.merkle.proof": False,
+    "mpt.merkle.rpc": False,
+    "mpt.merkle.multistore": False,
     "mpt.iavl.node": False,
     "mpt.iavl.nodedb": False,
     "mpt.iavl.tree": False,
@@ -68,7 +71,8 @@ RETIRED_MODULES = ["mpt.parallel", "mpt.rlp", "mpt.encoding", "mpt.node", "mpt.r
                    "mpt.rangeproof", "mpt.merkle"]
 
 # Modules that call our C SHA-256 link the static library built once from sha256.c ("mpt_sha256").
-SHA256_MODULES = {"mpt.core._sha256.binding", "mpt.merkle.tree", "mpt.iavl.node", "mpt.iavl.tree", "mpt.ics23.wire"}
+SHA256_MODULES = {"mpt.core._sha256.binding", "mpt.merkle.tree", "mpt.merkle.proof", "mpt.iavl.node", "mpt.iavl.tree",
+                  "mpt.ics23.wire"}
 
 # -O2 for the Cython modules (it compiles faster, and HashFixedSize/10K, MerkleRoot/10K and the IAVLNode codecs
 # measured no slower than with -O3); the hand-written C libraries (Keccak, SHA-256) keep -O3 (HOT_C_ARGS).
