@@ -33,6 +33,7 @@ SHA256_INCLUDE = ["mpt/core/_sha256"]
 MODULES = {
     "mpt.core._keccak.binding": True,
     "mpt.core.rlp": False,
+    "mpt.core.bytes_like": False,
     "mpt.ethereum.encoding": False,
     "mpt.ethereum.node": False,
     "mpt.core.runtime": True,

@@ -453,10 +453,10 @@ def ics23_verdicts(spec, ref_spec, root: bytes, proof: bytes, key: bytes, value:
 
     if value is not None:
         claim = (spec, root, proof, key, value)
-        return (wire.wire_verdict_membership(*claim), verdict(verify_membership, *claim),
+        return (wire.proves_membership(*claim), verdict(verify_membership, *claim),
                 verdict(ops.verify_membership_objects, *claim), ref.verify_membership(ref_spec, *claim[1:]))
     claim = (spec, root, proof, key)
-    return (wire.wire_verdict_non_membership(*claim), verdict(verify_non_membership, *claim),
+    return (wire.proves_non_membership(*claim), verdict(verify_non_membership, *claim),
             verdict(ops.verify_non_membership_objects, *claim), ref.verify_non_membership(ref_spec, *claim[1:]))
 
 

@@ -1,4 +1,4 @@
-# The one bytes-like policy of every tree family (cimported; inline, no module of its own).
+# The one bytes-like policy of every tree family (cimported, inline; bytes_like.pyx gives it to Python code).
 #
 # As hashlib decides: bytes, bytearray, memoryview and any other C-contiguous buffer (array.array, numpy byte
 # arrays, bytes subclasses) are taken; str, int, None and non-contiguous buffers are refused with

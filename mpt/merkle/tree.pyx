@@ -16,7 +16,7 @@ place into the front of the same buffer. No Python object is made per node, the 
 and the GIL is released while hashing large inputs.
 
 Large trees are hashed in chunks of 1024 leaves, each hashed and folded to its subtree root while in cache; from
-2048 leaves on the chunks are spread over :func:`mpt.runtime.set_hash_threads` / ``MPT_HASH_THREADS`` OpenMP
+2048 leaves on the chunks are spread over :func:`mpt.core.runtime.set_hash_threads` / ``MPT_HASH_THREADS`` OpenMP
 threads (default 1; :func:`hashing_threads` sets it for a block).
 """
 
@@ -45,6 +45,7 @@ import contextlib
 import warnings
 
 from mpt._deprecation import renamed_attributes as _renamed_attributes
+from mpt.core.runtime import set_hash_threads
 from mpt.errors import ProofError
 
 # This module's copy of the C SHA-256 follows mpt.core._sha256.set_sha256_backend().
@@ -430,10 +431,8 @@ def root(items):
 def hashing_threads(int n):
     """Context manager: hash roots of 2048+ leaves on n OpenMP threads inside the block (1 to 256, else
     ValueError), then restore the previous setting. The setting is process-wide
-    (:func:`mpt.runtime.set_hash_threads`): it also applies to the Keccak hashing of tries, and to every Python
+    (:func:`mpt.core.runtime.set_hash_threads`): it also applies to the Keccak hashing of tries, and to every Python
     thread while the block runs, not only to the one that entered it."""
-    from mpt.core.runtime import set_hash_threads
-
     if n < 1:
         raise ValueError(f"hashing_threads({n}): need at least 1 thread")
     old = set_hash_threads(n)
