@@ -22,6 +22,7 @@ from mpt.core._keccak.keccak cimport (
     mpt_keccak_best_backend,
 )
 from mpt.core._sha256 import set_sha256_backend, sha256_backend, sha256_backends
+from mpt.core._sha256.binding import BACKENDS
 
 __all__ = ["get_hash_threads", "set_hash_threads", "keccak_backends", "keccak_backend", "set_keccak_backend",
            "sha256_backends", "sha256_backend", "set_sha256_backend"]
@@ -179,8 +180,6 @@ def _check_sha256_env():
         return
     if value in sha256_backends():
         return
-    from mpt.core._sha256.binding import BACKENDS
-
     problem = ("is not supported by this CPU or build" if value in BACKENDS
                else f"is not a SHA-256 backend (known: auto, {', '.join(BACKENDS)})")
     warnings.warn(f"MPT_SHA256_BACKEND ignored: {value!r} {problem}; using {sha256_backend()}", RuntimeWarning,

@@ -13,14 +13,17 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
+from mpt.errors import InputFormatError, MissingExtraError
+from mpt.ethereum.shards.build import build_shard_records, combine
+from mpt.ethereum.shards.partition import MAX_SHARD_NIBBLES, Partition
+from mpt.ethereum.shards.read import read_pairs
+
 __all__ = ["build_root_dask", "DEFAULT_SHARD_NIBBLES"]
 
 DEFAULT_SHARD_NIBBLES = 2
 
 
 def _hexbytes(cell, column: str, row: int) -> bytes:
-    from mpt.errors import InputFormatError
-
     if isinstance(cell, bytes):
         return cell
     if isinstance(cell, (bytearray, memoryview)):
@@ -36,8 +39,6 @@ def _hexbytes(cell, column: str, row: int) -> bytes:
 
 
 def _records_of_frame(frame, key: str, value: str):
-    from mpt.errors import InputFormatError
-
     for column in (key, value):
         if column not in frame.columns:
             raise InputFormatError("no column %r (columns: %s)" % (column, ", ".join(map(str, frame.columns))))
@@ -49,9 +50,6 @@ def _records_of_frame(frame, key: str, value: str):
 def _split(partition, k: int, groups: int, key: Optional[str], value: Optional[str]) -> List[Tuple[List[bytes], dict]]:
     """One input partition -> for each shard group: the records of each of its shards (bytes), and the keys
     shorter than the shard prefix."""
-    from mpt.ethereum.shards.partition import Partition
-    from mpt.ethereum.shards.read import read_pairs
-
     pairs = partition if key is None else _records_of_frame(partition, key, value)
     part = Partition(k, None, 0)
     try:
@@ -73,8 +71,6 @@ def _pick(split_result, group: int):
 
 def _build_group(*pieces) -> Tuple[list, dict]:
     """Every partition's piece of one shard group, in partition order -> the group's shard results."""
-    from mpt.ethereum.parallel import build_shard_records
-
     shards = len(pieces[0][0]) if pieces else 0
     results = []
     for s in range(shards):
@@ -100,12 +96,8 @@ def build_root_dask(collection, key: str = "key", value: str = "value", *, shard
         import dask
         from dask.delayed import delayed
     except ImportError as e:
-        from mpt.errors import MissingExtraError
-
         raise MissingExtraError("build_root_dask needs dask (pip install 'mpt-engine[dask]'): %s" % e,
                                 name=e.name) from e
-
-    from mpt.ethereum.parallel import MAX_SHARD_NIBBLES, combine
 
     k = DEFAULT_SHARD_NIBBLES if shard_nibbles is None else int(shard_nibbles)
     if not 0 <= k <= MAX_SHARD_NIBBLES:
@@ -114,8 +106,6 @@ def build_root_dask(collection, key: str = "key", value: str = "value", *, shard
     if kind.startswith("dask.bag") or kind.startswith("dask_expr._bag"):
         columns: Tuple[Optional[str], Optional[str]] = (None, None)
     elif hasattr(collection, "columns") and hasattr(collection, "to_delayed"):
-        from mpt.errors import InputFormatError
-
         for column in (key, value):
             if column not in collection.columns:
                 raise InputFormatError("no column %r (columns: %s)"

@@ -40,6 +40,7 @@ from mpt.core.rlp cimport MAX_HEADER_SIZE, WriteBuffer, header_size, put_header,
 from mpt.core.runtime cimport hash_threads, keccak_backend_by_name, keccak_backend_number, mark_openmp_used
 
 from mpt._deprecation import renamed_attributes as _renamed_attributes
+from mpt.core import runtime as _runtime
 
 cdef enum:
     HASH_LENGTH = 32
@@ -873,9 +874,7 @@ def encode_node(Node node not None):
 
 
 def _runtime_setting(name):
-    import mpt.core.runtime
-
-    return getattr(mpt.core.runtime, name)
+    return getattr(_runtime, name)
 
 
 # Settings that moved to mpt.runtime (every tree family uses them): the old names keep working for a release.

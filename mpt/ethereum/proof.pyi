@@ -4,8 +4,7 @@ from collections.abc import Iterable
 
 from typing_extensions import TypeAlias
 
-# Range proofs are verified in mpt.rangeproof; verify_range_proof is importable from here too.
-from mpt.ethereum.rangeproof import verify_range_proof as verify_range_proof
+# Range proofs are verified in mpt.ethereum.rangeproof (verify_range_proof here is a deprecated name).
 from mpt.ethereum.trie import Trie
 
 # A proof: node encodings in any order (root first is fastest), or a dict whose values are the encodings

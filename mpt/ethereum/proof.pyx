@@ -25,6 +25,7 @@ from mpt.ethereum.stacktrie cimport ST_LEAF, ST_REF, STBuilder, st_add_nibbles, 
 from mpt.core.bytes_like cimport as_bytes
 from mpt.ethereum.trie cimport Trie
 
+from mpt._deprecation import renamed_attributes as _renamed_attributes
 from mpt.errors import MissingNodeError, NodeDecodeError, ProofError, RLPDecodeError
 
 cdef bytes _EMPTY_ROOT = bytes.fromhex("56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421")
@@ -554,6 +555,14 @@ def verify_proof(root, key, proof):
             PyMem_Free(hexkey)
 
 
-# verify_range_proof's home is mpt.rangeproof; it stays importable from here (imported last: mpt.rangeproof
-# cimports this module's functions, which exist once the lines above have run).
-from mpt.ethereum.rangeproof import verify_range_proof  # noqa: E402
+def _verify_range_proof():
+    # mpt.ethereum.rangeproof cimports this module: read on first use (the old name only).
+    from mpt.ethereum.rangeproof import verify_range_proof
+    return verify_range_proof
+
+
+# verify_range_proof's home is mpt.ethereum.rangeproof; the name here stays for one release.
+__getattr__ = _renamed_attributes(__name__, {
+    "verify_range_proof": ("mpt.ethereum.proof.verify_range_proof moved to mpt.ethereum.rangeproof "
+                           "(or mpt.verify_range_proof)", _verify_range_proof),
+})

@@ -24,6 +24,7 @@ from libc.stdint cimport uint8_t, uint32_t
 from libc.string cimport memcpy, memset
 
 from mpt.core.bytes_like cimport as_bytes
+from mpt.core.runtime import keccak_backend
 from mpt.core.rlp cimport header_size, put_header, string_size
 from mpt.core._keccak.keccak cimport (
     MPT_KECCAK_BACKENDS,
@@ -516,8 +517,7 @@ cdef int st_finish_subtree(STBuilder *b, int *kind, size_t *depth, uint8_t *ref,
 
 
 cdef int st_current_backend() except -1:
-    """The Keccak backend the batched hasher uses (mpt.runtime.set_keccak_backend / MPT_KECCAK_BACKEND)."""
-    from mpt.core.runtime import keccak_backend
+    """The Keccak backend the batched hasher uses (mpt.core.runtime.set_keccak_backend / MPT_KECCAK_BACKEND)."""
     cdef bytes name = keccak_backend().encode()
     cdef int i
     for i in range(MPT_KECCAK_BACKENDS):
