@@ -12,13 +12,17 @@ as geth prints them) and produces the bytes the block header commits to:
 
 Parsing is strict where a lenient reading could silently produce a different encoding: fixed-size fields
 (addresses, hashes, bloom) must have their exact length, quantities must fit their consensus width, and a
-missing field raises ``ValueError`` naming it. Values may also be given already decoded (``int`` for quantities,
-``bytes`` for data), as web3.py returns them.
+missing or malformed field raises :class:`mpt.errors.FieldFormatError` (a ``ValueError``) naming it, as the
+strict readers of :mod:`mpt.core.jsonrpc` do for a bad hex field. Values may also be given already decoded
+(``int`` for quantities, ``bytes`` for data), as web3.py returns them.
 """
 from __future__ import annotations
 
 from mpt.core import jsonrpc, rlp
+from mpt.errors import FieldFormatError, ProofError
 from mpt.ethereum.derive import derive_sha
+# State roots live in mpt.ethereum.state; the old path mpt.eth (this module) names them too.
+from mpt.ethereum.state import account_pairs, read_genesis_alloc, read_geth_dump, state_root, storage_root
 
 __all__ = [
     "encode_receipt",
@@ -63,12 +67,12 @@ def parse_data(value, field: str = "data", size: int | None = None) -> bytes:
 
 
 def _get(obj: dict, field: str, *aliases: str, where: str):
-    """obj[field] (or the first alias present); a missing or null field raises ValueError naming it."""
+    """obj[field] (or the first alias present); a missing or null field raises FieldFormatError naming it."""
     for name in (field,) + aliases:
         value = obj.get(name, _MISSING)
         if value is not _MISSING and value is not None:
             return value
-    raise ValueError("%s: missing field %r" % (where, field))
+    raise FieldFormatError("%s: missing field %r" % (where, field))
 
 
 def _quantity(obj: dict, field: str, *aliases: str, where: str, bits: int = _UINT256) -> int:
@@ -94,7 +98,7 @@ def _to_field(tx: dict, where: str, allow_create: bool) -> bytes:
     if to is None or to in ("0x", b""):
         if not allow_create:
             # BlobTx and SetCodeTx have a non-pointer `To common.Address` in geth: creation is impossible.
-            raise ValueError("%s: missing field 'to' (this transaction type cannot create a contract)" % where)
+            raise FieldFormatError("%s: missing field 'to' (this transaction type cannot create a contract)" % where)
         return b""
     return parse_data(to, where + ".to", 20)
 
@@ -103,7 +107,7 @@ def _list(obj: dict, field: str, where: str) -> list:
     """obj[field], which must be a JSON list."""
     items = _get(obj, field, where=where)
     if not isinstance(items, (list, tuple)):
-        raise ValueError("%s.%s: expected a list" % (where, field))
+        raise FieldFormatError("%s.%s: expected a list" % (where, field))
     return items
 
 
@@ -113,7 +117,7 @@ def _objects(obj: dict, field: str, where: str, expected: str = "an object"):
     for i, entry in enumerate(_list(obj, field, where)):
         at = "%s.%s[%d]" % (where, field, i)
         if not isinstance(entry, dict):
-            raise ValueError("%s: expected %s" % (at, expected))
+            raise FieldFormatError("%s: expected %s" % (at, expected))
         yield at, entry
 
 
@@ -151,7 +155,7 @@ def _y_parity(tx: dict, where: str) -> int:
     """Signature parity of a typed transaction: ``yParity``, else ``v`` (geth prints both, equal)."""
     parity = _quantity(tx, "yParity", "v", where=where)
     if parity > 1:
-        raise ValueError("%s.yParity: %d is not 0 or 1" % (where, parity))
+        raise FieldFormatError("%s.yParity: %d is not 0 or 1" % (where, parity))
     return parity
 
 
@@ -217,7 +221,7 @@ def _blob_payload(tx: dict, where: str) -> list:
     #  yParity, r, s]: the canonical form without the sidecar (blobs travel only on the network).
     hashes = _get(tx, "blobVersionedHashes", where=where)
     if not isinstance(hashes, (list, tuple)):
-        raise ValueError("%s.blobVersionedHashes: expected a list" % where)
+        raise FieldFormatError("%s.blobVersionedHashes: expected a list" % where)
     return (
         _fee_market_head(tx, where)
         + _common_tail(tx, where, allow_create=False)
@@ -254,17 +258,17 @@ def encode_transaction(tx: dict) -> bytes:
     Legacy (type 0x0 or no type): ``rlp([nonce, gasPrice, gas, to, value, input, v, r, s])``.
     Typed (0x1 access list, 0x2 dynamic fee, 0x3 blob, 0x4 set code): ``type || rlp(payload)``.
     ``to`` may be null or absent for contract creation (types 0-2 only). ``input`` may be spelled ``data`` and
-    ``gas`` ``gasLimit``. Raises ValueError naming an unknown type or a missing/malformed field.
+    ``gas`` ``gasLimit``. Raises FieldFormatError naming an unknown type or a missing/malformed field.
     """
     if not isinstance(tx, dict):
-        raise ValueError("transaction: expected a JSON object, got %s (a hash-only block?)" % type(tx).__name__)
+        raise FieldFormatError("transaction: expected a JSON object, got %s (a hash-only block?)" % type(tx).__name__)
     where = "transaction %s" % tx["hash"] if isinstance(tx.get("hash"), str) else "transaction"
     tx_type = _tx_type(tx, where)
     if tx_type == LEGACY_TX_TYPE:
         return rlp.encode(_legacy_payload(tx, where))
     payload = _TYPED_PAYLOADS.get(tx_type)
     if payload is None:
-        raise ValueError("%s: unsupported transaction type 0x%x" % (where, tx_type))
+        raise FieldFormatError("%s: unsupported transaction type 0x%x" % (where, tx_type))
     return bytes((tx_type,)) + rlp.encode(payload(tx, where))
 
 
@@ -278,7 +282,7 @@ def _status_or_post_state(receipt: dict, where: str) -> bytes:
         return parse_data(root, where + ".root", 32)
     status = _quantity(receipt, "status", where=where, bits=8)
     if status > 1:
-        raise ValueError("%s.status: %d is not 0 or 1" % (where, status))
+        raise FieldFormatError("%s.status: %d is not 0 or 1" % (where, status))
     return b"\x01" if status else b""
 
 
@@ -300,12 +304,12 @@ def encode_receipt(receipt: dict) -> bytes:
     gasUsed, effectiveGasPrice, blob gas, addresses and hashes play no part.
     """
     if not isinstance(receipt, dict):
-        raise ValueError("receipt: expected a JSON object, got %s" % type(receipt).__name__)
+        raise FieldFormatError("receipt: expected a JSON object, got %s" % type(receipt).__name__)
     tx_hash = receipt.get("transactionHash")
     where = "receipt %s" % tx_hash if isinstance(tx_hash, str) else "receipt"
     tx_type = _tx_type(receipt, where)
     if tx_type != LEGACY_TX_TYPE and tx_type not in _TYPED_PAYLOADS:
-        raise ValueError("%s: unsupported receipt type 0x%x" % (where, tx_type))
+        raise FieldFormatError("%s: unsupported receipt type 0x%x" % (where, tx_type))
     body = rlp.encode([
         _status_or_post_state(receipt, where),
         _quantity(receipt, "cumulativeGasUsed", where=where, bits=_UINT64),
@@ -323,7 +327,7 @@ def encode_withdrawal(withdrawal: dict) -> bytes:
     ``amount`` is in Gwei, as the node prints it.
     """
     if not isinstance(withdrawal, dict):
-        raise ValueError("withdrawal: expected a JSON object, got %s" % type(withdrawal).__name__)
+        raise FieldFormatError("withdrawal: expected a JSON object, got %s" % type(withdrawal).__name__)
     index = withdrawal.get("index")
     where = "withdrawal %s" % index if isinstance(index, (str, int)) and not isinstance(index, bool) else "withdrawal"
     return rlp.encode([
@@ -338,7 +342,7 @@ def encode_withdrawal(withdrawal: dict) -> bytes:
 
 def _list_of(value, name: str) -> list:
     if not isinstance(value, (list, tuple)):
-        raise ValueError("%s: expected a list, got %s" % (name, type(value).__name__))
+        raise FieldFormatError("%s: expected a list, got %s" % (name, type(value).__name__))
     return list(value)
 
 
@@ -347,7 +351,7 @@ def transactions_root(block: dict) -> bytes:
     txs = _list_of(_get(block, "transactions", where="block"), "block.transactions")
     for i, tx in enumerate(txs):
         if not isinstance(tx, dict):
-            raise ValueError(
+            raise FieldFormatError(
                 "block.transactions[%d] is %s, not a transaction object: fetch the block with full "
                 "transactions (eth_getBlockByNumber(n, true))" % (i, type(tx).__name__)
             )
@@ -365,7 +369,8 @@ def withdrawals_root(withdrawals: list) -> bytes:
 
 
 def verify_block_roots(block: dict, receipts: list | None = None) -> None:
-    """Recompute the roots a block header commits to and raise ValueError naming the first that differs.
+    """Recompute the roots a block header commits to and raise :class:`~mpt.errors.ProofError` naming the first
+    that differs (FieldFormatError for a malformed block or receipt, as the encoders).
 
     Checks transactionsRoot always, withdrawalsRoot when the block has withdrawals (Shanghai onwards), and
     receiptsRoot when ``receipts`` is given.
@@ -379,10 +384,7 @@ def verify_block_roots(block: dict, receipts: list | None = None) -> None:
         expected = _data(block, field, where="block", size=32)
         got = compute()
         if got != expected:
-            raise ValueError("%s mismatch: header has 0x%s, computed 0x%s" % (field, expected.hex(), got.hex()))
+            raise ProofError("%s mismatch: header has 0x%s, computed 0x%s" % (field, expected.hex(), got.hex()))
 
-
-# State roots (issue 14) live in mpt.ethstate; they are part of this module's API.
-from mpt.ethereum.state import account_pairs, read_genesis_alloc, read_geth_dump, state_root, storage_root  # noqa: E402
 
 __all__ += ["account_pairs", "read_genesis_alloc", "read_geth_dump", "state_root", "storage_root"]
