@@ -652,10 +652,12 @@ def verify_membership(spec, root, proof, key, value) -> bool:
     CommitmentProof, its protobuf bytes (any bytes-like object), or a protobuf message with SerializeToString().
     Same acceptance as cosmos/ics23's Go VerifyMembership; batch and compressed proofs are searched for key.
     """
-    proof = _proof_arg(proof)
-    data = _wire_form(proof)
-    if data is not None and proves_membership(spec, bytes_arg(root, "root"), data, bytes_arg(key, "key"),
-                                              bytes_arg(value, "value")):
+    if type(proof) is bytes:
+        data = proof
+    else:
+        proof = _proof_arg(proof)
+        data = _wire_form(proof)
+    if data is not None and proves_membership(spec, root, data, key, value):
         return True
     return verify_membership_objects(spec, root, proof, key, value)
 
@@ -663,9 +665,12 @@ def verify_membership(spec, root, proof, key, value) -> bool:
 def verify_non_membership(spec, root, proof, key) -> bool:
     """True if proof proves that key is absent under root in a tree of spec's form; ProofError saying why
     otherwise (same acceptance as cosmos/ics23's Go VerifyNonMembership). Arguments as verify_membership's."""
-    proof = _proof_arg(proof)
-    data = _wire_form(proof)
-    if data is not None and proves_non_membership(spec, bytes_arg(root, "root"), data, bytes_arg(key, "key")):
+    if type(proof) is bytes:
+        data = proof
+    else:
+        proof = _proof_arg(proof)
+        data = _wire_form(proof)
+    if data is not None and proves_non_membership(spec, root, data, key):
         return True
     return verify_non_membership_objects(spec, root, proof, key)
 

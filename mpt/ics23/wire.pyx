@@ -16,6 +16,8 @@ from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 
+from mpt.core.bytes_like cimport as_bytes
+
 from mpt.core._sha256.sha256 cimport (
     mpt_sha256, mpt_sha256_ctx, mpt_sha256_final, mpt_sha256_init, mpt_sha256_many, mpt_sha256_update,
     share_sha256_backend,
@@ -699,19 +701,21 @@ cdef bint _non_membership(CompiledSpec s, bytes root, bytes proof, bytes key):
     return _is_left_neighbor(s, &left, &right)
 
 
-def proves_membership(spec, bytes root not None, bytes proof not None, bytes key not None, bytes value not None):
+def proves_membership(spec, root, bytes proof not None, key, value):
     """The fast path of mpt.ics23.ops.verify_membership on wire bytes: True when proof (CommitmentProof bytes)
     proves key -> value under root in a tree of spec's form; False means "not decided here" (the object verifier
-    then decides, and explains a refusal)."""
+    then decides, and explains a refusal). root, key and value: bytes-like (TypeError naming the argument)."""
+    cdef bytes r = as_bytes(root, "root"), k = as_bytes(key, "key"), v = as_bytes(value, "value")
     cdef CompiledSpec s = _compiled(spec)
-    return s is not None and s.supported and _membership(s, root, proof, key, value)
+    return s is not None and s.supported and _membership(s, r, proof, k, v)
 
 
-def proves_non_membership(spec, bytes root not None, bytes proof not None, bytes key not None):
+def proves_non_membership(spec, root, bytes proof not None, key):
     """The fast path of mpt.ics23.ops.verify_non_membership: True when proof proves key absent under root;
-    False means "not decided here"."""
+    False means "not decided here". root and key: bytes-like."""
+    cdef bytes r = as_bytes(root, "root"), k = as_bytes(key, "key")
     cdef CompiledSpec s = _compiled(spec)
-    return s is not None and s.supported and _non_membership(s, root, proof, key)
+    return s is not None and s.supported and _non_membership(s, r, proof, k)
 
 
 def calculate_root_fast(bytes proof not None):
