@@ -9,6 +9,13 @@ each family module has its own ``EMPTY_ROOT`` (and ``mpt.iavl.decode_node`` deco
 import os as _os
 import typing as _typing
 
+# `python -m mpt ...`: Ctrl-C while the modules below still load ends in one line and exit status 130, not a
+# traceback (mpt/_startup.py; nothing happens when mpt is imported any other way).
+from mpt._startup import install as _quiet_interrupts_while_starting
+
+_quiet_interrupts_while_starting()
+del _quiet_interrupts_while_starting
+
 # The batched hasher's optional worker threads (MPT_HASH_THREADS) are OpenMP's, and libgomp's default is to
 # spin while waiting for work: on a machine whose cores are busy with other processes, the spinning workers and
 # the hashing thread take turns by whole scheduler time slices (an order of magnitude slower on a loaded

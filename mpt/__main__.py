@@ -5,9 +5,12 @@
 import importlib
 import sys
 
-from mpt.cli import EXIT_INTERRUPTED, ArgumentParser, run_command
+from mpt.cli import ArgumentParser, entry_point, exit_if_shadowed, run_command
 
 PROG = "python -m mpt"
+
+if __name__ == "__main__":
+    exit_if_shadowed(PROG)      # before the command modules need the package itself
 
 # The command modules, in the order --help lists them. Each has add_parser(subparsers) -> the sub-parser and
 # run(args) -> exit status; mpt.cli.run_command gives them all the same error handling. A new command is a new
@@ -36,13 +39,11 @@ def build_parser():
 
 
 def main(argv=None):
-    try:
-        args = build_parser().parse_args(argv)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    """Parse argv and run the command; Ctrl-C, a closed stdout and a shadowed package are handled around it by
+    mpt.cli.entry_point (``python -m mpt``), the command's own errors by mpt.cli.run_command."""
+    args = build_parser().parse_args(argv)
     return run_command("%s %s" % (PROG, args.command), args.run, args)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry_point(PROG, main))

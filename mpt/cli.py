@@ -14,12 +14,16 @@ and an exit status, so no user mistake ends in a traceback:
 - any :class:`mpt.errors.MptError` (corrupt data, missing nodes, a full disk): 1 (``EXIT_FAILURE``);
 - ``OSError`` (an unreadable file, a directory where a file belongs, permission denied): 1, the message names
   the file;
-- ``KeyboardInterrupt`` (Ctrl-C): 130, ``interrupted`` on stderr;
-- ``BrokenPipeError`` on stdout (the reader went away, as ``| head`` does): 1, nothing printed.
+- ``KeyboardInterrupt`` (Ctrl-C): 130, ``interrupted`` on stderr (also while the modules are still being
+  imported: mpt/_startup.py);
+- ``BrokenPipeError`` on stdout (the reader went away, as ``| head`` does): 1, nothing printed. ``python -m
+  mpt.bench`` follows the same rule (:func:`entry_point` serves both). Output that fits in the pipe's buffer
+  before the reader leaves is never noticed by the writer: exit status 0.
 
 Anything else is a bug and keeps its traceback.
 """
 import argparse
+import io
 import os
 import sys
 
@@ -92,6 +96,100 @@ def flush_stdout():
     except BrokenPipeError:
         _silence_stdout()
         return False
+
+
+def shadowed_package():
+    """The folder that hides the mpt package when ``import mpt`` found a namespace folder (a clone named ``mpt``
+    in the current directory, seen through an old editable install), else None."""
+    package = sys.modules.get("mpt")
+    if package is None or getattr(package, "__file__", None) is not None:
+        return None
+    paths = list(getattr(package, "__path__", []))
+    return paths[0] if paths else "mpt"
+
+
+def exit_if_shadowed(prog):
+    """Exit with one line when ``mpt`` was imported as a namespace folder (see :func:`shadowed_package`): the
+    ``__main__`` modules call it before they import anything that needs the package itself."""
+    folder = shadowed_package()
+    if folder is not None:
+        error(prog, "the folder %s (no __init__.py) hides the installed mpt package: run from another folder, or "
+                    "reinstall from the clone with pip install -e . (the current install puts the clone first on "
+                    "sys.path)" % folder)
+        sys.exit(EXIT_FAILURE)
+
+
+def entry_point(prog, main, argv=None):
+    """Run ``main(argv)`` as a ``python -m`` command and return its exit status: the one place where both
+    ``python -m mpt`` and ``python -m mpt.bench`` handle Ctrl-C and a closed stdout."""
+    from mpt._startup import started
+
+    try:
+        started()           # from here on Ctrl-C raises KeyboardInterrupt, reported below
+        code = main(argv)
+        if not flush_stdout():
+            return EXIT_FAILURE
+        return EXIT_OK if code is None else code
+    except SystemExit as e:         # argparse after --help, or a usage error
+        if e.code in (0, None) and not flush_stdout():
+            return EXIT_FAILURE
+        raise
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        try:
+            print("interrupted", file=sys.stderr)
+        except (OSError, ValueError):
+            pass
+        return EXIT_INTERRUPTED
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def open_text_input(path):
+    """A UTF-8 text file for reading path ('-': stdin), decompressed on the fly when it is gzip (recognised by its
+    first two bytes, whatever its name). Close it when done (closing the one for stdin leaves stdin open).
+    Raises OSError as open() does."""
+    if path == "-":
+        raw = sys.stdin.buffer
+        if hasattr(raw, "peek") and raw.peek(2)[:2] == GZIP_MAGIC:
+            import gzip
+
+            return io.TextIOWrapper(gzip.GzipFile(fileobj=raw, mode="rb"), encoding="utf-8")
+        return _Unclosed(sys.stdin)
+    with open(path, "rb") as f:
+        head = f.read(2)
+    if head == GZIP_MAGIC:
+        import gzip
+
+        return gzip.open(path, "rt", encoding="utf-8")
+    return open(path, "r", encoding="utf-8")
+
+
+class _Unclosed:
+    """stdin, with a close() that leaves it open."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def __iter__(self):
+        return iter(self._stream)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+    def close(self):
+        pass
+
+
+def is_gzip_error(e):
+    """Whether e is what a damaged or truncated gzip stream raises while it is read."""
+    import gzip
+    import zlib
+
+    return isinstance(e, (gzip.BadGzipFile, EOFError, zlib.error))
 
 
 def run_command(prog, run, args):

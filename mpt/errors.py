@@ -84,6 +84,27 @@ class StoreWriteError(StoreError):
         self.disk_full = disk_full
 
 
+class StoreReadOnlyError(StoreError):
+    """A write to a store opened with ``readonly=True``, or on a read-only file system. Nothing was written."""
+
+
+class StoreCorruptError(StoreError):
+    """A store whose files are damaged (a truncated or corrupted LevelDB table or write-ahead log, an LMDB page
+    that fails its checks): the backend refused to read or open it. The message names the path; restore the
+    store from a copy, or sync it again."""
+
+
+class ForeignStoreError(StoreError):
+    """A store, or a record in it, that is not the tree's own: an IAVL tree refuses to write into a store that
+    holds anything but IAVL records (an Ethereum trie, a Cosmos multistore opened without its module prefix,
+    another application's keys), and never deletes or overwrites a record that does not decode as the record its
+    key says. Nothing was written; the message names the key and suggests a prefix."""
+
+    def __init__(self, message: str, key: Optional[bytes] = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+
 class MissingExtraError(MptError, ModuleNotFoundError):
     """An optional part of mpt used without the package it needs; the message says what to ``pip install``
     (a ModuleNotFoundError, so ``except ImportError`` catches it as well)."""

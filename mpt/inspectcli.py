@@ -1,4 +1,5 @@
-"""``python -m mpt inspect --db PATH [--root HEX] [--json]``: node counts of a trie in an LMDB store.
+"""``python -m mpt inspect --db PATH [--root HEX] [--json]``: node counts of an Ethereum trie in an LMDB store, or
+(``--iavl``, implied for a LevelDB directory) the versions of an IAVL tree (:mod:`mpt.iavl.inspect`).
 
 Exit status: 0 on success, 1 if the trie is missing nodes or holds corrupt ones, 2 for bad arguments, no store at
 the path or no root to inspect.
@@ -14,15 +15,19 @@ def add_parser(subparsers):
     p = subparsers.add_parser(
         "inspect",
         help="count the nodes of a stored trie by type and depth",
-        description="Walk the trie under a root in an LMDB node store (opened read-only) and print how many "
-                    "branch, extension and leaf nodes it has, stored and embedded, the depth histogram, the "
-                    "number of values and the bytes of its stored nodes.",
+        description="Walk the Ethereum trie under a root in an LMDB node store (opened read-only) and print how "
+                    "many branch, extension and leaf nodes it has, stored and embedded, the depth histogram, the "
+                    "number of values and the bytes of its stored nodes. With --iavl (implied for a LevelDB "
+                    "directory), list the versions of an IAVL tree instead: root hash, size and height of each.",
         epilog="Exit status: 0 on success, 1 if the trie is missing nodes or holds corrupt ones, "
                "2 for bad arguments or an unreadable store.",
     )
-    p.add_argument("--db", required=True, metavar="PATH", help="the LMDB store directory (an LMDBStore path)")
+    p.add_argument("--db", required=True, metavar="PATH",
+                   help="the store directory: an LMDB store (an Ethereum trie, or an IAVL tree with --iavl) or a "
+                        "LevelDB directory (an IAVL tree, e.g. a Cosmos node's application.db)")
     p.add_argument("--root", metavar="HEX",
-                   help="root hash to inspect, 64 hex digits with or without 0x (default: the store's head)")
+                   help="Ethereum trie: the root hash to inspect, 64 hex digits with or without 0x (default: the "
+                        "store's head); an IAVL store lists every version's root instead")
     p.add_argument("--json", action="store_true", help="print the counts as JSON instead of a table")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     from mpt.iavl.inspect import add_arguments as add_iavl_arguments
@@ -75,13 +80,17 @@ def run(args):
     from mpt.db.lmdb_store import LMDBStore
     from mpt.db.tools import inspect_trie
     from mpt.errors import MissingNodeError, NodeDecodeError, StoreError
-    from mpt.iavl.inspect import run_inspect, wants_iavl
+    from mpt.iavl.inspect import looks_like_iavl, run_inspect, wants_iavl
 
-    if wants_iavl(args):
-        return run_inspect(args)
     root = _parse_root(args.root) if args.root is not None else None
     if not os.path.isdir(args.db):
-        raise UsageError("no LMDB store at %s (expected a directory holding data.mdb)" % args.db)
+        raise UsageError("no store at %s (expected an LMDB store, a directory holding data.mdb, or a LevelDB "
+                         "directory)" % args.db)
+    if wants_iavl(args):
+        if root is not None:
+            raise UsageError("--root selects an Ethereum trie; an IAVL store has a root per version, and inspect "
+                             "lists them all (leave out --root)")
+        return run_inspect(args)
     if not os.path.isfile(os.path.join(args.db, "data.mdb")):
         raise UsageError("%s is not an LMDB store (no data.mdb in it)" % args.db)
     try:
@@ -91,6 +100,8 @@ def run(args):
     except Exception as e:      # lmdb.Error: locked, no permission
         raise UsageError("cannot open %s: %s" % (args.db, e)) from None
     try:
+        if store.head() is None and looks_like_iavl(store):
+            raise UsageError("%s holds an IAVL tree, not an Ethereum trie: pass --iavl" % args.db)
         if root is None:
             root = store.head()
             if root is None:

@@ -6,6 +6,7 @@ Formats:
 - ``geth-dump``: ``geth snapshot dump`` / ``geth dump --iterative`` JSON lines (or geth's single-object dump);
   when the dump names its root, the computed root is compared with it;
 - ``pairs-jsonl``: one ``{"key": "0x..", "value": "0x.."}`` object (or ``["0x..", "0x.."]`` pair) per line;
+  the three JSON formats may be gzip-compressed (recognised by their first bytes, on stdin too);
 - ``parquet``: a Parquet file or directory with binary (or hex string) columns ``key`` and ``value``
   (``--key-column`` / ``--value-column``).
 
@@ -32,7 +33,8 @@ def add_parser(subparsers):
         epilog="Exit status: 0 on success, 1 if a geth dump records a different root or the build fails, 2 for "
                "bad arguments or a malformed input, 130 when interrupted.",
     )
-    p.add_argument("input", metavar="INPUT", help="the input file ('-' reads JSON from stdin)")
+    p.add_argument("input", metavar="INPUT",
+                   help="the input file ('-' reads JSON from stdin); JSON inputs may be gzip-compressed")
     p.add_argument("--format", required=True, choices=FORMATS, help="what INPUT holds")
     p.add_argument("--workers", type=_workers, default=None, metavar="N", help="threads (default: the CPU count)")
     p.add_argument("--scheduler", metavar="ADDRESS",
@@ -155,7 +157,7 @@ def _parquet_cell(cell, column, row):
 
 def run(args):
     from mpt import EMPTY_ROOT, build_root
-    from mpt.cli import EXIT_FAILURE, UsageError
+    from mpt.cli import EXIT_FAILURE, UsageError, is_gzip_error, open_text_input
     from mpt.errors import InputFormatError, MptError
     from mpt.ethstate import read_genesis_alloc, read_geth_dump, state_root
 
@@ -180,32 +182,35 @@ def run(args):
             raise UsageError("cannot reach the Dask scheduler at %s: %s" % (args.scheduler, e)) from None
     options = dict(workers=args.workers, executor=client, spill_dir=args.spill_dir, memory_limit=args.memory_limit,
                    progress=progress)
-    stream = sys.stdin if args.input == "-" else None
     expected = None
+    # JSON inputs may be gzip-compressed (a .json.gz, or gzip on stdin): recognised by their first bytes.
+    stream = open_text_input(args.input) if args.format != "parquet" else None
     try:
         if args.format == "alloc":
-            root = state_root(read_genesis_alloc(stream or args.input), **options)
+            root = state_root(read_genesis_alloc(stream), **options)
         elif args.format == "geth-dump":
-            reader = read_geth_dump(stream or args.input)
+            reader = read_geth_dump(stream)
             root = state_root(reader, **options)
             expected = reader.root
         elif args.format == "pairs-jsonl":
-            if stream is not None:
-                root = build_root(read_pairs_jsonl(stream), **options)
-            else:
-                with open(args.input, "r", encoding="utf-8") as f:
-                    root = build_root(read_pairs_jsonl(f), **options)
+            root = build_root(read_pairs_jsonl(stream), **options)
         else:
             root = build_root(read_parquet_pairs(args.input, args.key_column, args.value_column), **options)
     except InputFormatError as e:
         raise UsageError("%s: %s" % (args.input, e)) from None
     except UnicodeDecodeError as e:
         raise UsageError("%s: not UTF-8 text (%s)" % (args.input, e.reason)) from None
-    except (TypeError, ValueError) as e:
-        if isinstance(e, MptError) and not isinstance(e, InputFormatError):
+    except RecursionError:          # json's decoder on arrays or objects nested thousands deep
+        raise UsageError("%s: JSON nested too deeply" % args.input) from None
+    except (TypeError, ValueError, EOFError, OSError) as e:
+        if is_gzip_error(e):
+            raise UsageError("%s: damaged gzip data (%s)" % (args.input, e)) from None
+        if isinstance(e, OSError) or isinstance(e, MptError) and not isinstance(e, InputFormatError):
             raise                   # a failure of the build itself, not of the input: exit 1
         raise UsageError("%s: %s" % (args.input, e)) from None
     finally:
+        if stream is not None:
+            stream.close()
         if client is not None:
             client.close()
     print("0x" + root.hex())

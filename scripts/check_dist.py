@@ -95,8 +95,9 @@ def required_sources(files: Iterable[str]) -> Set[str]:
 
 
 def check_file_list(files: Iterable[str], root: pathlib.Path = ROOT) -> List[str]:
-    """Problems with an sdist's file list (paths relative to the project root)."""
-    files = {f for f in files if not f.endswith("/")}
+    """Problems with an sdist's file list (paths relative to the project root; egg_info's SOURCES.txt writes the
+    package's files as ./mpt/... since pyproject.toml names the project folder as the package root)."""
+    files = {f[2:] if f.startswith("./") else f for f in files if not f.endswith("/")}
     problems = []
     for path in sorted(required_sources(tree_files(root)) - files):
         problems.append("missing from the sdist: %s" % path)

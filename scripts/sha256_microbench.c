@@ -62,7 +62,7 @@ static void run_leaves(void *arg)
 
 int main(void)
 {
-    static const char *names[] = {"scalar", "avx2", "shani"};
+    static const char *names[] = {"scalar", "avx2", "avx512", "shani"};
     static unsigned char leaves[100 * PAIRS];
     size_t i;
     int b;

@@ -112,7 +112,7 @@ def vectors():
     return load_vector
 
 
-@pytest.fixture(params=["scalar", "avx2", "shani"])
+@pytest.fixture(params=["scalar", "avx2", "avx512", "shani"])
 def sha256_backend(request):
     """Each SHA-256 backend this CPU and build can run, made the process-wide choice for the test (the previous
     choice is put back after it); a backend that cannot run here is a skip."""

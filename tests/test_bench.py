@@ -526,3 +526,133 @@ def test_hash_layout_script_builds_one_root_in_every_layout():
     assert lines[0].startswith("300 accounts, scalar Keccak alone")
     assert [line.split("  ")[0] for line in lines[1:]] == [
         "insertion order (the benchmark)", "key order", "key order, values copied in that order"]
+
+
+# ------------------------------------------------------------------------------------------------ issue 30
+
+def test_report_ends_with_faster_than_what(capsys, tmp_path):
+    """The default report says what mpt is faster than (peers that take seconds) and how to get the Go numbers."""
+    path = tmp_path / "run.json"
+    code, out = run(capsys, "-b", "(MerkleRoot/1K|ICS23Verify/iavl)", *FAST, "--format", "json", "-o", str(path))
+    assert code == 0
+    tail = out[out.index("faster than what?"):]
+    rows = {line.split()[0]: line for line in tail.splitlines()[1:3]}
+    assert set(rows) == {"MerkleRoot/1K", "ICS23Verify/iavl"}
+    assert "hashlib.sha256 loop" in rows["MerkleRoot/1K"] and "pure-Python ICS23 verifier" in rows["ICS23Verify/iavl"]
+    assert all(re.search(r"\d(\.\d)?× (faster|slower)$", line) for line in rows.values())
+    assert "docs/performance.md" in tail and "--peers" in tail
+    assert " ".join(out.split()).endswith("(it prints how long that takes first).")
+    summary = json.loads(path.read_text())["summary"]
+    assert [s["case"] for s in summary] == ["MerkleRoot/1K", "ICS23Verify/iavl"]
+    assert all(s["ratio"] == pytest.approx(s["peer_ns"] / s["mpt_ns"]) for s in summary)
+
+
+def test_summary_names_a_missing_peer_and_reuses_peers_results(capsys, monkeypatch, tmp_path):
+    from mpt.bench import summary
+
+    real = cases.peers()
+    monkeypatch.setattr(peers, "peers", lambda: [real[0], cases.Peer("py-trie", None, "not installed")])
+    code, out = run(capsys, "-b", "Insert/1K", *FAST)
+    assert code == 0
+    line = next(line for line in out.splitlines() if line.startswith("  Insert/1K"))
+    assert "py-trie HexaryTrie" in line and "not run: py-trie not installed (pip install 'mpt-engine[peers]')" in line
+    # With --peers, the peer measured beside the case (alternating samples) is the one the summary quotes.
+    fake = _fake_peer("py-trie", [], real[0].build)
+    monkeypatch.setattr(peers, "peers", lambda: [real[0], fake])
+    code, out = run(capsys, "-b", "Insert/1K", *FAST, "--peers", "--format", "json", "-o", str(tmp_path / "r.json"))
+    assert code == 0 and "the peers ran" not in out
+    doc = json.loads((tmp_path / "r.json").read_text())
+    (quoted,) = doc["summary"]
+    measured = next(p for p in doc["peers"] if p["extra"]["impl"] == "py-trie")
+    assert quoted["alternating"] and quoted["peer_ns"] == measured["median"]
+    assert [c.case for c in summary.QUICK_PEERS] == ["MerkleRoot/1K", "Insert/1K", "ICS23Verify/iavl"]
+    assert all(cases.get(c.case).small for c in summary.QUICK_PEERS)     # all in the default run
+
+
+def test_peers_print_an_estimate_first(capsys, monkeypatch):
+    import mpt.bench.__main__ as bench_main
+
+    real = cases.peers()
+    monkeypatch.setattr(peers, "peers", lambda: [real[0], cases.Peer("py-trie", real[0].build),
+                                                 cases.Peer("execution-specs", real[0].build)])
+    monkeypatch.setattr(bench_main, "_run_cases", lambda *args: 0)        # the estimate, not the run
+    monkeypatch.setattr(bench_main.bench_summary, "compare", lambda *args: [])
+    assert main(["-b", "Insert", "--peers", "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert err == "python -m mpt.bench: the peers add about 9 minutes to this run (their times on a 2-vCPU AMD EPYC; " \
+                  "progress on stderr)\n"
+    assert main(["-b", "Insert/1K", "--peers", "--no-progress"]) == 0     # seconds: nothing to announce
+    assert capsys.readouterr().err == ""
+
+
+def test_peer_reference_times_are_the_reference_runs():
+    doc = json.loads((REPO / "docs" / "bench_reference.json").read_text())
+    for p in doc["peers"]:
+        impl = p["extra"]["impl"]
+        if impl == "mpt":
+            continue
+        assert peers.SECONDS_PER_OP[(impl, p["name"])] == pytest.approx(p["median"] / 1e9, rel=0.1), (impl, p["name"])
+    assert {k for k in peers.SECONDS_PER_OP if k[1].endswith("/100K")} == {
+        ("py-trie", "Insert/100K"), ("execution-specs", "Insert/100K")}
+
+
+def test_slow_peer_samples_get_progress_lines(capsys):
+    from mpt.bench.runner import LineProgress
+
+    bar = LineProgress(3)
+    bar.peer_sample("Insert/100K", "py-trie", 2, 10, 33.04)
+    bar.peer_sample("Insert/1K", "py-trie", 2, 10, 0.13)          # quick ones stay quiet
+    assert capsys.readouterr().err == "[1/3] Insert/100K: py-trie sample 2/10 took 33.0 s\n"
+
+
+def test_ctrl_c_writes_the_finished_cases(capsys, monkeypatch, tmp_path):
+    from mpt.bench.runner import Runner
+
+    real_run_case = Runner.run_case
+
+    def run_case(self, case, *args, **kwargs):
+        if case.name == "VerifyRangeNoProof10":
+            raise KeyboardInterrupt
+        return real_run_case(self, case, *args, **kwargs)
+
+    monkeypatch.setattr(Runner, "run_case", run_case)
+    path = tmp_path / "run.json"
+    assert main(["-b", TINY, *FAST, "--format", "json", "-o", str(path)]) == 130
+    captured = capsys.readouterr()
+    assert captured.err.splitlines()[-1] == "interrupted (1 finished cases written to %s)" % path
+    doc = json.loads(path.read_text())
+    assert [b["name"] for b in doc["benchmarks"]] == ["HashFixedSize/10"]
+    assert doc["notes"] == ["interrupted after 1 of 2 cases: this report holds the finished ones"]
+    # Without -o the finished cases go to stdout, the text table as always.
+    assert main(["-b", TINY, *FAST]) == 130
+    captured = capsys.readouterr()
+    assert "HashFixedSize/10" in captured.out and "note: interrupted after 1 of 2 cases" in captured.out
+    assert captured.err == "interrupted\n"
+
+
+def test_ctrl_c_in_a_subprocess_is_one_line_and_130(tmp_path):
+    import os
+    import signal
+    import time
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    path = tmp_path / "run.json"
+    pattern = r"(HashFixedSize/10|IAVLTree/Set100K\+Save/MemoryDB)"      # a quick case, then a slow one
+    p = subprocess.Popen([sys.executable, "-m", "mpt.bench", "-b", pattern,
+                          "--count", "20", "--min-time", "0.01", "--format", "json", "-o", str(path)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    lines = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        line = p.stderr.readline().decode()
+        lines.append(line)
+        if line.startswith("[1/2]") or not line:
+            break
+    assert lines[-1].startswith("[1/2] HashFixedSize/10"), lines
+    time.sleep(1)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and "Traceback" not in err.decode()
+    assert err.decode().splitlines()[-1] == "interrupted (1 finished cases written to %s)" % path
+    assert [b["name"] for b in json.loads(path.read_text())["benchmarks"]] == ["HashFixedSize/10"]

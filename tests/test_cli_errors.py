@@ -150,6 +150,33 @@ def test_root_of_a_nonempty_input_adds_no_note(tmp_path):
     assert r.returncode == 0 and r.stderr == ""
 
 
+@pytest.mark.parametrize("fmt", ["alloc", "geth-dump", "pairs-jsonl"])
+@pytest.mark.parametrize("text", ["[" * 2000 + "]" * 2000, '{"a":' * 2000 + "1" + "}" * 2000])
+def test_root_of_json_nested_thousands_deep_is_one_line(tmp_path, fmt, text):
+    path = tmp_path / "deep.json"
+    path.write_text(text + "\n")
+    assert_one_error_line(run_cli("root", str(path), "--format", fmt), 2, "deep.json: JSON nested too deeply")
+
+
+def test_root_reads_gzip_and_names_damaged_gzip(tmp_path):
+    import gzip
+
+    pairs = '{"key": "0x01", "value": "0x02"}\n'
+    plain = run_cli("root", "-", "--format", "pairs-jsonl", input=pairs)
+    assert plain.returncode == 0
+    path = tmp_path / "pairs.jsonl.gz"
+    path.write_bytes(gzip.compress(pairs.encode()))
+    r = run_cli("root", str(path), "--format", "pairs-jsonl")
+    assert (r.returncode, r.stdout, r.stderr) == (0, plain.stdout, "")
+    alloc = tmp_path / "genesis.json.gz"
+    alloc.write_bytes(gzip.compress(b'{"alloc": {}}'))
+    r = run_cli("root", str(alloc), "--format", "alloc")
+    assert r.returncode == 0 and r.stdout == "0x%s\n" % EMPTY_ROOT.hex()
+    cut = tmp_path / "cut.gz"
+    cut.write_bytes(gzip.compress(pairs.encode() * 1000)[:40])
+    assert_one_error_line(run_cli("root", str(cut), "--format", "pairs-jsonl"), 2, "cut.gz: damaged gzip data")
+
+
 def test_ctrl_c_in_root_prints_interrupted_and_exits_130():
     # A stream that keeps coming: once the command has read a megabyte it is busy building, and SIGINT lands
     # in the middle of the work, as Ctrl-C does.
@@ -223,6 +250,6 @@ def test_inspect_head_through_a_shell_pipe(tmp_path):
 
 def test_inspect_usage_errors_are_one_line(tmp_path):
     r = run_cli("inspect", "--db", str(tmp_path / "nothing"))
-    assert_one_error_line(r, 2, "no LMDB store at")
+    assert_one_error_line(r, 2, "no store at", "an LMDB store", "a LevelDB directory")
     r = run_cli("inspect", "--db", str(tmp_path), "--root", "zz")
     assert_one_error_line(r, 2, "--root 'zz' is not hex")

@@ -16,7 +16,7 @@ from mpt import EMPTY_ROOT, FullNode, ShortNode, Trie, ValueNode, decode_node, k
 from mpt.db import LMDBStore, MemoryDB, NodeDatabase, write_nodes
 from mpt.db.lmdb_store import HEAD_KEY
 from mpt.db.tools import copy_reachable, inspect_trie
-from mpt.errors import MissingNodeError, NodeDecodeError, StoreClosedError
+from mpt.errors import MissingNodeError, NodeDecodeError, StoreClosedError, StoreReadOnlyError
 
 lmdb = pytest.importorskip("lmdb")
 
@@ -130,7 +130,7 @@ def test_lmdb_store_protocol(tmp_path):
         s.get(b"\x07" * 32)
     with LMDBStore(path, readonly=True) as ro:
         assert ro.get(b"\x07" * 32) == b"blob" and ro.head() == b"\x07" * 32
-        with pytest.raises(lmdb.ReadonlyError):
+        with pytest.raises(StoreReadOnlyError, match="open read-only"):
             ro.put(b"\x09" * 32, b"x")
     with pytest.raises(FileNotFoundError):
         LMDBStore(tmp_path / "absent", readonly=True)

@@ -171,9 +171,166 @@ def _execute(block: Block, run: _DocumentRun) -> None:
         else:
             # Padding keeps the document's line numbers in tracebacks.
             source = "\n" * (block.line - 1) + block.code
-            exec(compile(source, str(block.path), "exec"), run.namespace)
+            exec(compile(shown_values_checked(source, block, run.namespace), str(block.path), "exec"),
+                 run.namespace)
     finally:
         os.chdir(old)
+
+
+# ------------------------------------------------------------------------------------------------ shown values
+#
+# A plain python block shows values in comments: ``merkle.root(leaves).hex()   # 'acda...'`` or, on the lines
+# after an expression, ``# ('85af...', 1)``. Each such value is checked against what the expression gives, as
+# doctest would: the comment's first Python literal (a string, bytes, number, tuple, list, dict, True, False,
+# None; "returns " before it is allowed) must match repr() of the value, ``...`` or ``…`` standing for any text.
+# A comment after ``print(...)`` must match what it prints. Comments that start with words ("# root hash; ...")
+# are prose and are not checked. Every checked expression must run: a shown value nothing computes fails too.
+
+_LITERAL_START = re.compile(r"""^(?:returns\s+)?(?=[\'"(\[{]|b['"]|-?\d|True\b|False\b|None\b)""")
+
+
+def _literal_prefix(text: str) -> Optional[str]:
+    """The Python literal text at the start of a comment (brackets and quotes balanced), or None."""
+    m = _LITERAL_START.match(text)
+    if not m:
+        return None
+    text = text[m.end():]
+    word = re.match(r"^(True|False|None|-?\d[\d_]*(?:\.\d+)?(?:e-?\d+)?)\b", text)
+    if word:
+        return word.group(1)
+    depth, quote, i = 0, None, 0
+    if text.startswith(("b'", 'b"')):
+        i = 1
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 2
+                continue
+            if ch == quote:
+                quote = None
+                if depth == 0:
+                    return text[:i + 1]
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                return text[:i + 1]
+        i += 1
+    return None
+
+
+def _comments(source: str) -> Dict[int, str]:
+    import io
+    import tokenize
+
+    out = {}
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            out[tok.start[0]] = (tok.string[1:].strip(), tok.line.strip().startswith("#"))
+    return out
+
+
+def shown_values(source: str) -> Dict[int, tuple]:
+    """{line of an expression statement: ("repr" | "print", the shown text)} for a block's padded source."""
+    import ast
+
+    comments = _comments(source)
+    tree = ast.parse(source)
+    found = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if not isinstance(node, ast.Expr):
+            continue
+        end = node.end_lineno
+        texts = []
+        if end in comments and not comments[end][1]:
+            texts.append(comments[end][0])
+        else:
+            line = end + 1
+            while line in comments and comments[line][1]:
+                texts.append(comments[line][0])
+                line += 1
+        if not texts:
+            continue
+        is_print = isinstance(node.value, ast.Call) and getattr(node.value.func, "id", None) == "print"
+        if is_print:
+            found[node.lineno] = ("print", " ".join(texts))
+        else:
+            literal = _literal_prefix(texts[0])
+            if literal is not None:
+                found[node.lineno] = ("repr", literal)
+    return found
+
+
+def _matches(want: str, got: str) -> bool:
+    want = want.replace("\u2026", "...")
+    return doctest.OutputChecker().check_output(want + "\n", got + "\n",
+                                                doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+
+
+def shown_values_checked(source: str, block: "Block", namespace: dict):
+    """The block's code with every shown value checked (see above): an AST to compile."""
+    import ast
+    import contextlib
+    import io
+
+    shown = shown_values(source)
+    unchecked = set(shown)
+
+    def value(line, got):
+        kind, want = shown[line]
+        unchecked.discard(line)
+        if not _matches(want, repr(got)):
+            raise AssertionError("%s:%d shows %s, but the expression gives %r" % (block.path.name, line, want, got))
+        return got
+
+    def printed(line, *args, **kwargs):
+        kind, want = shown[line]
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            print(*args, **kwargs)
+        text = buf.getvalue()
+        print(text, end="")
+        unchecked.discard(line)
+        if not _matches(want, text.strip()):
+            raise AssertionError("%s:%d shows the output %r, but it prints %r" % (block.path.name, line, want, text))
+
+    class Wrap(ast.NodeTransformer):
+        def visit_FunctionDef(self, node):
+            return node
+
+        visit_AsyncFunctionDef = visit_ClassDef = visit_FunctionDef
+
+        def visit_Expr(self, node):
+            if node.lineno not in shown:
+                return node
+            line = ast.Constant(node.lineno)
+            if shown[node.lineno][0] == "print":
+                call = node.value
+                node.value = ast.Call(ast.Name("__doc_printed__", ast.Load()), [line, *call.args], call.keywords)
+            else:
+                node.value = ast.Call(ast.Name("__doc_value__", ast.Load()), [line, node.value], [])
+            return ast.copy_location(node, node)
+
+    tree = Wrap().visit(ast.parse(source))
+    # After the block: every shown value was computed.
+    tree.body.append(ast.Expr(ast.Call(ast.Name("__doc_all_checked__", ast.Load()), [], [])))
+    ast.fix_missing_locations(tree)
+
+    def all_checked():
+        if unchecked:
+            raise AssertionError("%s: the values shown at line(s) %s were never computed" % (
+                block.path.name, ", ".join(str(n) for n in sorted(unchecked))))
+
+    namespace["__doc_value__"] = value
+    namespace["__doc_printed__"] = printed
+    namespace["__doc_all_checked__"] = all_checked
+    return tree
 
 
 PYTHON_BLOCKS = [b for b in ALL_BLOCKS if b.lang in PYTHON_LANGS]
@@ -342,3 +499,33 @@ def test_shell_checks_catch_mistakes():
         check_command(["python", "-m", "mpt.bench", "--no-such-flag"], "x")
     check_command(["K=10", "make", "asv"], "x")
     assert _commands("a && b | c # comment\nd \\\n  e\n") == [["a"], ["b"], ["c"], ["d", "e"]]
+
+
+def test_shown_values_are_checked(tmp_path):
+    """A value a block shows in a comment is compared with what the code gives (issue 30: merkle.rst showed
+    'acda...' for a root that is 36642e73...)."""
+    def run_block(code):
+        block = Block(tmp_path / "x.rst", 1, "python", code, None)
+        _execute(block, _DocumentRun(tmp_path))
+
+    run_block("(1 + 1)   # 2\n'ab' * 2    # 'ab...'\nb'x'\n# b'x'\nNone  # None; prose after it\n"
+              "len('abc')  # the length: prose, not checked\nprint('a', 1)  # a 1\n"
+              "('%064x' % 5, 1)\n# ('0000…05', 1)\n")
+    for wrong, message in (("(1 + 1)   # 3\n", "shows 3, but the expression gives 2"),
+                           ("'36642e73'  # 'acda...' (CometBFT)\n", "shows 'acda...'"),
+                           ("print('x')   # y\n", "shows the output 'y'"),
+                           ("if False:\n    1  # 1\n", "never computed"),
+                           ("True  # returns False: ...\n", "shows False")):
+        with pytest.raises(AssertionError, match=re.escape(message)):
+            run_block(wrong)
+    assert _literal_prefix("('85af', 1): the root") == "('85af', 1)"
+    assert _literal_prefix("b'value'") == "b'value'" and _literal_prefix("12, computed") == "12"
+    assert _literal_prefix("root hash; mpt.EMPTY_ROOT") is None
+
+
+@pytest.mark.parametrize("block", [b for b in PYTHON_BLOCKS if not b.skip], ids=lambda b: b.where)
+def test_python_blocks_need_nothing_outside_the_package(block):
+    """A block runs for someone who installed the package (an sdist or a wheel): it may not reach into the
+    repository (issue 30: iavl.rst read tests/vectors/... next to mpt.__file__)."""
+    for needle in ("__file__", "tests/vectors", "tests/", "/work/"):
+        assert needle not in block.code, "%s reads %s" % (block.where, needle)

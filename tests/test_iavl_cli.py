@@ -146,9 +146,8 @@ def test_failures_exit_1(store_a, tmp_path):
     assert_one_error(r, 1, "leftover")
     r = run_cli("iavl", "import", str(dst), "--store", "lmdb", "--version", "5", stdin=GO_EXPORT)
     assert_one_error(r, 1, "above the import version")
-    # Nothing was written by the refused imports: the store is empty and still takes the stream.
-    with LMDBStore(dst, readonly=True, hash_keys=False) as store:
-        assert list(store.keys()) == []
+    # The refused imports created the store folder, and removed it again: nothing is left behind.
+    assert not dst.exists()
     r = run_cli("iavl", "import", str(dst), "--store", "lmdb", "--version", "6", stdin=GO_EXPORT)
     assert (r.returncode, r.stdout.strip()) == (0, ROOT_V6), r.stderr
 
@@ -176,3 +175,123 @@ def test_non_ascii_prefix_and_deeply_nested_lines_are_one_error_line(tmp_path):
     assert_one_error(run_cli("inspect", "--db", str(dst), "--prefix", "€"), 2, "no IAVL tree")
     assert_one_error(run_cli("iavl", "import", str(tmp_path / "other.db"), "--store", "leveldb", "--version", "1",
                              stdin="[" * 100000 + "\n"), 2, "nested too deeply")
+
+
+def test_import_help_says_batches_of_the_real_size():
+    from mpt.iavl.export import IMPORT_BATCH_SIZE
+
+    r = run_cli("iavl", "import", "--help")
+    assert r.returncode == 0
+    text = " ".join(r.stdout.split())
+    assert "in batches of {:,} nodes".format(IMPORT_BATCH_SIZE) in text and "one batch" not in text
+    assert "batches of {:,} nodes".format(IMPORT_BATCH_SIZE) in " ".join(
+        (pathlib.Path(PKG_PARENT) / "docs" / "iavl.rst").read_text().split())
+
+
+def test_import_reads_a_gzipped_export(tmp_path):
+    import gzip
+
+    gz = tmp_path / "export_v6.jsonl.gz"
+    gz.write_bytes(gzip.compress(GO_EXPORT.encode()))
+    r = run_cli("iavl", "import", str(tmp_path / "a.lmdb"), "--store", "lmdb", "--version", "6", str(gz))
+    assert (r.returncode, r.stdout.strip(), r.stderr) == (0, ROOT_V6, "")
+    # gzip on stdin too (the bytes decide, not the name)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = PKG_PARENT + os.pathsep + env.get("PYTHONPATH", "")
+    r = subprocess.run([sys.executable, "-m", "mpt", "iavl", "import", str(tmp_path / "b.lmdb"), "--store", "lmdb",
+                        "--version", "6"], input=gz.read_bytes(), capture_output=True, env=env, timeout=120)
+    assert (r.returncode, r.stdout.decode().strip()) == (0, ROOT_V6), r.stderr
+    # A damaged or truncated one, or bytes that are not text, is one line (and leaves no store behind).
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(gz.read_bytes()[:300])
+    r = run_cli("iavl", "import", str(tmp_path / "c.lmdb"), "--store", "lmdb", "--version", "6", str(cut))
+    assert_one_error(r, 2, "damaged gzip data")
+    binary = tmp_path / "x.bin"
+    binary.write_bytes(b"\xff\xfe\x00" * 10)
+    r = run_cli("iavl", "import", str(tmp_path / "d.lmdb"), "--store", "lmdb", "--version", "6", str(binary))
+    assert_one_error(r, 2, "not UTF-8 text")
+    assert not (tmp_path / "c.lmdb").exists() and not (tmp_path / "d.lmdb").exists()
+
+
+@pytest.mark.parametrize("kind", ["lmdb", "leveldb"])
+def test_failed_import_removes_only_what_it_created(tmp_path, kind):
+    if kind == "leveldb":
+        pytest.importorskip("plyvel")
+    bad = "".join(GO_EXPORT.splitlines(keepends=True)[:-1])      # no root: refused at the end
+    new = tmp_path / "new.db"
+    assert_one_error(run_cli("iavl", "import", str(new), "--store", kind, "--version", "6", stdin=bad), 1, "leftover")
+    assert not new.exists()
+    # A folder that was there, empty: it stays, and empty.
+    empty = tmp_path / "empty.db"
+    empty.mkdir()
+    assert_one_error(run_cli("iavl", "import", str(empty), "--store", kind, "--version", "6", stdin=bad), 1,
+                     "leftover")
+    assert empty.is_dir() and os.listdir(empty) == []
+    # A store that held something before is never removed (the import is refused before it writes).
+    full = tmp_path / "full.db"
+    assert run_cli("iavl", "import", str(full), "--store", kind, "--version", "6", stdin=GO_EXPORT).returncode == 0
+    r = run_cli("iavl", "import", str(full), "--version", "7", stdin=GO_EXPORT)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert run_cli("iavl", "export", str(full)).stdout == GO_EXPORT
+
+
+def test_remove_new_store_leaves_foreign_files(tmp_path):
+    from mpt.iavl.cli import _remove_new_store
+
+    folder = tmp_path / "s"
+    folder.mkdir()
+    for name in ("data.mdb", "lock.mdb", "CURRENT", "LOCK", "LOG", "MANIFEST-000001", "000003.log", "notes.txt"):
+        (folder / name).write_text("x")
+    _remove_new_store(str(folder), None)
+    assert os.listdir(folder) == ["notes.txt"]      # not ours: kept, and so is the folder
+    _remove_new_store(str(folder), {"notes.txt"})   # held something before: nothing is touched
+    assert os.listdir(folder) == ["notes.txt"]
+
+
+# ---------------------------------------------------------------------------------------------------- inspect
+
+def test_inspect_root_on_an_iavl_store_is_refused(store_a):
+    assert_one_error(run_cli("inspect", "--db", str(store_a), "--iavl", "--root", "zz"), 2, "--root 'zz' is not hex")
+    assert_one_error(run_cli("inspect", "--db", str(store_a), "--iavl", "--root", "0x" + ROOT_V6), 2,
+                     "an IAVL store has a root per version")
+    r = run_cli("inspect", "--db", str(store_a), "--iavl")
+    assert r.returncode == 0 and ROOT_V6 in r.stdout
+
+
+def test_inspect_names_iavl_in_lmdb_without_iavl(store_a):
+    assert_one_error(run_cli("inspect", "--db", str(store_a)), 2,
+                     "holds an IAVL tree, not an Ethereum trie: pass --iavl")
+    assert_one_error(run_cli("inspect", "--db", str(store_a), "--root", ROOT_V6), 2, "pass --iavl")
+
+
+def test_inspect_and_export_of_a_multistore_list_its_module_stores(tmp_path):
+    pytest.importorskip("plyvel")
+    app = tmp_path / "application.db"
+    for name in ("bank", "acc", "staking"):
+        r = run_cli("iavl", "import", str(app), "--store", "leveldb", "--prefix", "s/k:%s/" % name, "--version", "6",
+                    stdin=GO_EXPORT)
+        assert r.returncode == 0, r.stderr
+    from mpt.db import LevelDBStore
+
+    with LevelDBStore(app) as store:        # the multistore's own records beside the module stores
+        store.put(b"s/latest", b"\x06")
+        store.put(b"s/6", b"commit info")
+    want = "is a Cosmos multistore: pass --prefix with one of its 3 module stores: s/k:acc/, s/k:bank/, s/k:staking/"
+    assert_one_error(run_cli("inspect", "--db", str(app)), 2, want)
+    assert_one_error(run_cli("iavl", "export", str(app)), 2, "s/k:acc/, s/k:bank/, s/k:staking/")
+    r = run_cli("inspect", "--db", str(app), "--prefix", "s/k:bank/")
+    assert r.returncode == 0 and "latest version   6" in r.stdout and ROOT_V6 in r.stdout
+
+
+def test_inspect_help_names_both_stores():
+    r = run_cli("inspect", "--help")
+    text = " ".join(r.stdout.split())
+    assert "an LMDB store" in text and "a LevelDB directory" in text and "LMDB store directory (an" not in text
+
+
+def test_import_accepts_0x_hex(tmp_path):
+    lines = [json.loads(line) for line in GO_EXPORT.splitlines()]
+    text = "".join(json.dumps({**d, "key": "0x" + d["key"], "value": None if d["value"] is None else "0X" + d["value"]})
+                   + "\n" for d in lines)
+    r = run_cli("iavl", "import", str(tmp_path / "x.lmdb"), "--store", "lmdb", "--version", "6", stdin=text)
+    assert (r.returncode, r.stdout.strip()) == (0, ROOT_V6), r.stderr

@@ -1,13 +1,14 @@
 """MutableTree.import_nodes writes as it reads, in batches (Go's importer flushes every maxBatchSize = 10,000 nodes):
 the same store content whatever the batch size, the version invisible until the last batch, and a stream that
-fails part-way leaves the store as it was (Go's Close without Commit would leave the flushed nodes behind)."""
+fails part-way leaves the store as it was (Go's Close without Commit would leave the flushed nodes behind). An
+import needs an empty store; a store holding another program's records is refused before anything is written."""
 import json
 
 import pytest
 
 import mpt.iavl.export as export_module
 from mpt.db import MemoryDB
-from mpt.errors import ExportImportError
+from mpt.errors import ExportImportError, ForeignStoreError
 from mpt.iavl import ExportNode, MutableTree
 from mpt.iavl.nodedb import STORAGE_VERSION_KEY, root_key
 
@@ -17,7 +18,7 @@ FIXTURE = VECTORS / "cosmos" / "iavl_store_A"
 with open(FIXTURE / "export_v6.jsonl") as _f:
     GO_EXPORT_V6 = [json.loads(line) for line in _f]
 ROOT_V6 = bytes.fromhex(json.loads((FIXTURE / "iavl_store.json").read_text())["latest_root_hex"])
-OTHER = (b"zz-not-iavl", b"kept")            # a key outside the IAVL prefixes, there before the import
+OTHER = (b"zz-not-iavl", b"kept")            # a record that is not IAVL's
 
 
 def go_stream():
@@ -29,7 +30,6 @@ def go_stream():
 @pytest.fixture(params=IAVL_STORE_KINDS)
 def store(request, tmp_path):
     s = new_iavl_store(request.param, tmp_path)
-    s.put(*OTHER)
     yield s
     s.close()
 
@@ -38,7 +38,6 @@ def _reference(fmt="v1", fast_storage=True):
     """Go's stream imported in one batch (it has fewer nodes than IMPORT_BATCH_SIZE)."""
     assert len(GO_EXPORT_V6) < export_module.IMPORT_BATCH_SIZE == 10000
     db = MemoryDB()
-    db.put(*OTHER)
     assert MutableTree(db, format=fmt, fast_storage=fast_storage).import_nodes(go_stream(), 6) == ROOT_V6
     return dict(db.iterate())
 
@@ -148,3 +147,32 @@ def test_the_root_record_comes_in_the_last_batch(monkeypatch):
 
     MutableTree(db).import_nodes(watched(), 6)
     assert not any(seen) and root_key(6) in db._data
+
+
+@pytest.mark.parametrize("record", [OTHER, (b"foo:1", b"bar"), (b"\x66" + bytes(31), b"\xf8\x51" + bytes(81))])
+def test_an_import_refuses_a_store_with_foreign_records(store, record):
+    store.put(*record)
+    with pytest.raises(ForeignStoreError, match="refusing to import: .* not an IAVL tree's .*nothing was written") as e:
+        MutableTree(store).import_nodes(go_stream(), 6)
+    assert e.value.key == record[0]
+    assert dict(store.iterate()) == dict([record])
+
+
+def test_an_import_refuses_a_store_with_a_tree(store):
+    tree = MutableTree(store)
+    tree.set(b"k", b"v")
+    tree.save_version()
+    before = dict(store.iterate())
+    with pytest.raises(ExportImportError, match="needs an empty tree"):
+        MutableTree(store).import_nodes(go_stream(), 6)
+    fresh = MutableTree(store)          # a tree that did not load the version sees the store's records
+    with pytest.raises(ExportImportError, match="needs an empty"):
+        fresh.import_nodes(go_stream(), 6)
+    assert dict(store.iterate()) == before
+
+
+def test_an_import_takes_a_store_that_an_empty_load_stamped(store):
+    """Loading an empty store writes its storage version (as Go's LoadVersion does): an import still takes it."""
+    tree = MutableTree(store)
+    assert tree.load() == 0 and store.get(STORAGE_VERSION_KEY) is not None
+    assert tree.import_nodes(go_stream(), 6) == ROOT_V6

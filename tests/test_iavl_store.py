@@ -8,7 +8,15 @@ import sys
 import pytest
 
 from mpt.db import LevelDBStore, LMDBStore, MemoryDB, OrderedNodeDatabase, prefix_range
-from mpt.errors import CorruptTreeError, MissingNodeError, MptError, StoreClosedError, StoreError, VersionError
+from mpt.errors import (
+    CorruptTreeError,
+    MissingNodeError,
+    MptError,
+    StoreClosedError,
+    StoreCorruptError,
+    StoreError,
+    VersionError,
+)
 from mpt.iavl import MutableTree, decode_node, node_key
 from mpt.iavl.nodedb import NodeDB, decode_fast_node, encode_fast_node, root_key
 
@@ -100,7 +108,7 @@ def test_leveldb_errors(tmp_path):
         LevelDBStore(tmp_path / "file")
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "CURRENT").write_text("MANIFEST-000009\n")
-    with pytest.raises(StoreError, match="not a readable LevelDB"):
+    with pytest.raises(StoreCorruptError, match="is damaged .*CURRENT points to a non-existent file"):
         LevelDBStore(tmp_path / "bad")
     with LevelDBStore(tmp_path / "db", create=True) as s:
         s.put(b"k", b"v")
@@ -567,7 +575,7 @@ def test_inspect_cli_on_go_store(tmp_path, capsys):
     assert "no IAVL tree" in capsys.readouterr().err
     assert main(["inspect", "--db", str(tmp_path / "missing"), "--iavl"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "error: no LevelDB at" in err
+    assert err.count("\n") == 1 and "error: no store at" in err
 
 
 def test_inspect_cli_on_corrupt_lmdb_store(tmp_path, capsys):

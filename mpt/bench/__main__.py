@@ -14,12 +14,19 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
+from typing import Any, Dict, List, Optional, Sequence, TextIO
 
-from mpt.bench import cases as bench_cases
-from mpt.bench import peers as bench_peers
-from mpt.bench.peers import PEERS_INSTALL_HINT
-from mpt.bench.report import (
+from mpt.cli import EXIT_INTERRUPTED, entry_point, exit_if_shadowed
+
+PROG = "python -m mpt.bench"
+if __name__ == "__main__":
+    exit_if_shadowed(PROG)      # before the imports below, which need the package itself
+
+from mpt.bench import cases as bench_cases  # noqa: E402
+from mpt.bench import peers as bench_peers  # noqa: E402
+from mpt.bench import summary as bench_summary  # noqa: E402
+from mpt.bench.peers import PEERS_INSTALL_HINT  # noqa: E402
+from mpt.bench.report import (  # noqa: E402
     NotABenchReport,
     fmt_spread,
     fmt_time,
@@ -30,8 +37,8 @@ from mpt.bench.report import (
     machine_info,
     mpt_version,
 )
-from mpt.bench.runner import BarProgress, LineProgress, Result, Runner, progress
-from mpt.core.runtime import get_hash_threads, keccak_backend, set_hash_threads, set_keccak_backend
+from mpt.bench.runner import BarProgress, LineProgress, Result, Runner, progress  # noqa: E402
+from mpt.core.runtime import get_hash_threads, keccak_backend, set_hash_threads, set_keccak_backend  # noqa: E402
 
 # Older names of what moved to mpt.bench.runner and mpt.bench.report (tests and scripts import them from here).
 _BarProgress, _LineProgress, _progress, _mpt_version = BarProgress, LineProgress, progress, mpt_version
@@ -46,6 +53,9 @@ cases:
   The default run takes the small sizes (about a minute on 2 cores); -b REGEX or --all adds the 100K ones.
   -b splits REGEX at '/' and matches each part against a whole level of the name (see -b above).
   --list shows every case. Names follow go-ethereum's benchmarks, so tables line up with geth's.
+  The report ends with "faster than what?": Python peers that take seconds, timed on the spot (a hashlib loop,
+  py-trie, a pure-Python ICS23 verifier), and where the Go comparison is. --peers says how long it will take.
+  Ctrl-C writes the report of the finished cases (to -o FILE when given) and exits 130.
 
 metrics:
   time/op    median of --count samples ± spread (benchstat v1 rule: distance from the median to min/max,
@@ -252,9 +262,23 @@ def _plan_peers(selected: list, wanted: bool, notes: List[str]) -> _PeerPlan:
     return plan
 
 
-def _run_cases(runner: Runner, bar, selected: list, plan: _PeerPlan, notes: List[str]) -> Tuple[List[Result], int]:
-    """Every selected case (a failing one is a note, and the others still run): the results and the failures."""
-    results: List[Result] = []
+def _estimate_peers(plan: _PeerPlan, count: int, min_time: float) -> float:
+    """Seconds the selected peers add to the run (from their times on the reference machine)."""
+    return sum(bench_peers.estimate_seconds(peer.name, case.name, count, min_time)
+               for cases_, peers_ in ((plan.insert_cases, plan.insert_peers), (plan.merkle_cases, plan.merkle_peers))
+               for case in cases_ for peer in peers_)
+
+
+def _fmt_duration(seconds: float) -> str:
+    if seconds < 90:
+        return "%d s" % max(1, round(seconds))
+    return "%d minutes" % round(seconds / 60)
+
+
+def _run_cases(runner: Runner, bar, selected: list, plan: _PeerPlan, notes: List[str],
+               results: List[Result]) -> int:
+    """Every selected case, appended to results as it finishes (a failing one is a note, and the others still
+    run; a Ctrl-C leaves the finished ones in results): the number of failures."""
     failed = 0
     for case in selected:
         companions = plan.companions(case)
@@ -269,10 +293,11 @@ def _run_cases(runner: Runner, bar, selected: list, plan: _PeerPlan, notes: List
             notes.append("FAIL %s: %s" % (case.name, what))
             bar.update(runner.count * (1 + len(companions)))
             bar.case_done("%s FAIL" % case.name)
-    return results, failed
+    return failed
 
 
-def _write_report(args: argparse.Namespace, results: List[Result], base, notes: List[str]) -> None:
+def _write_report(args: argparse.Namespace, results: List[Result], base, notes: List[str],
+                  summary: Sequence[Any] = ()) -> None:
     info = machine_info()
     settings = {"count": args.count, "min_time": args.min_time, "mpt_version": mpt_version(),
                 "keccak_backend": keccak_backend(), "hash_threads": get_hash_threads(),
@@ -282,13 +307,13 @@ def _write_report(args: argparse.Namespace, results: List[Result], base, notes: 
     account_peers = {k: v for k, v in (all_peers or {}).items() if not k.startswith("MerkleRoot/")} or None
     merkle_peers = {k: v for k, v in (all_peers or {}).items() if k.startswith("MerkleRoot/")} or None
     text = format_text(results, info, settings, base, os.path.basename(args.compare or "base"), account_peers,
-                       notes, merkle_peers)
+                       notes, merkle_peers, summary)
     if args.format == "text":
         report = text
     elif args.format == "go":
         report = format_go(results, info, settings, all_peers)
     else:
-        report = format_json(results, info, settings, all_peers, notes)
+        report = format_json(results, info, settings, all_peers, notes, summary)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
             f.write(report)
@@ -315,18 +340,36 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.error("-o/--output: %s" % problem)
     notes: List[str] = []
     plan = _plan_peers(selected, args.peers, notes)
+    peer_seconds = _estimate_peers(plan, args.count, args.min_time)
+    if peer_seconds >= 10:
+        print("%s: the peers add about %s to this run (their times on a 2-vCPU AMD EPYC; progress on stderr)"
+              % (PROG, _fmt_duration(peer_seconds)), file=sys.stderr, flush=True)
     bar = progress(args.count * plan.samples_per_round(selected), len(selected), not args.no_progress)
+    results: List[Result] = []
     try:
-        results, failed = _run_cases(Runner(args.count, args.min_time, bar), bar, selected, plan, notes)
+        failed = _run_cases(Runner(args.count, args.min_time, bar), bar, selected, plan, notes, results)
     except KeyboardInterrupt:
         bar.close()
-        print("interrupted", file=sys.stderr)
-        return 130
+        return _interrupted(args, results, len(selected), base, notes)
     finally:
         bar.close()
-    _write_report(args, results, base, notes)
+    try:
+        summary = bench_summary.compare(results, args.min_time)
+    except KeyboardInterrupt:
+        return _interrupted(args, results, len(selected), base, notes)
+    _write_report(args, results, base, notes, summary)
     return 1 if failed else 0
 
 
+def _interrupted(args: argparse.Namespace, results: List[Result], total: int, base, notes: List[str]) -> int:
+    """Ctrl-C: the report of the cases that finished (to -o FILE or stdout, as asked), then one line."""
+    if results:
+        notes.append("interrupted after %d of %d cases: this report holds the finished ones" % (len(results), total))
+        _write_report(args, results, base, notes)
+    where = " (%d finished cases written to %s)" % (len(results), args.output) if results and args.output else ""
+    print("interrupted%s" % where, file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry_point(PROG, main))

@@ -34,6 +34,8 @@ __all__ = [
     "merkle_peers",
     "merkle_peer_case",
     "hashlib_merkle_root",
+    "SECONDS_PER_OP",
+    "estimate_seconds",
 ]
 
 
@@ -207,3 +209,34 @@ def merkle_peer_case(peer: Peer, label: str) -> Case:
     return _peer_case(peer, "MerkleRoot", label, n, setup=lambda: list(merkle_leaves(n, MERKLE_LEAF_SIZE)), op=op,
                       want_root=lambda leaves: merkle_reference_root(tuple(leaves)),
                       doc="root of %d leaves of %d bytes" % (n, MERKLE_LEAF_SIZE))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# How long --peers takes: the peers' time per op on the reference machine (a 2-vCPU AMD EPYC, Zen 4): the
+# reference run of the Benchmarks page (docs/bench_reference.json: Insert/1K, Insert/10K, MerkleRoot/*) and, for
+# Insert/100K, the Python-peer table of docs/performance.md. tests/test_bench.py checks them against both.
+# ---------------------------------------------------------------------------------------------------------------
+
+SECONDS_PER_OP = {
+    ("py-trie", "Insert/1K"): 0.133,
+    ("py-trie", "Insert/10K"): 1.74,
+    ("py-trie", "Insert/100K"): 33.0,
+    ("execution-specs", "Insert/1K"): 0.053,
+    ("execution-specs", "Insert/10K"): 0.59,
+    ("execution-specs", "Insert/100K"): 10.6,
+    ("hashlib", "MerkleRoot/100"): 0.00008,
+    ("hashlib", "MerkleRoot/1K"): 0.0008,
+    ("hashlib", "MerkleRoot/10K"): 0.0087,
+    ("pymerkle", "MerkleRoot/100"): 0.0005,
+    ("pymerkle", "MerkleRoot/1K"): 0.006,
+    ("pymerkle", "MerkleRoot/10K"): 0.071,
+}
+
+
+def estimate_seconds(peer_name: str, case_name: str, count: int, min_time: float) -> float:
+    """Seconds the peer adds beside one case: a check, a calibration op and ``count`` samples of at least
+    ``min_time`` each (unknown pairs count as min_time per sample)."""
+    op = SECONDS_PER_OP.get((peer_name, case_name), 0.0)
+    if case_name.endswith("/100K") and op == 0.0 and case_name.startswith("MerkleRoot"):
+        op = 10 * SECONDS_PER_OP.get((peer_name, "MerkleRoot/10K"), 0.0)
+    return 2 * op + count * max(op, min_time)

@@ -341,9 +341,10 @@ def _rss_lines(results: List[Result]) -> List[str]:
 def format_text(results: List[Result], info: Dict[str, Any], settings: Dict[str, Any],
                 base: Optional[Dict[str, Dict[str, Any]]] = None, base_label: str = "base",
                 peers: Optional[Peers] = None, notes: Sequence[str] = (),
-                merkle_peers: Optional[Peers] = None) -> str:
+                merkle_peers: Optional[Peers] = None, summary: Sequence[Any] = ()) -> str:
     """The text report: the header, a table per unit (with "vs base" against base), the floor ratios, the peer
-    tables (Ethereum ``peers``, CometBFT ``merkle_peers``), peak RSS, then the notes."""
+    tables (Ethereum ``peers``, CometBFT ``merkle_peers``), peak RSS, the notes, then the summary ("faster than
+    what?": :mod:`mpt.bench.summary` Comparisons)."""
     out = _header(info, settings) + _unit_tables(results, base, base_label)
     out += _keccak_table(results) + _sha_table(results)
     if merkle_peers:
@@ -352,6 +353,10 @@ def format_text(results: List[Result], info: Dict[str, Any], settings: Dict[str,
         out += _peer_section(peers, "peers: insert all accounts, then the root")
     out += _rss_lines(results)
     out += ["note: " + note for note in notes]
+    if summary:
+        from mpt.bench.summary import format_summary
+
+        out += format_summary(list(summary), fmt_time)
     return "\n".join(out) + "\n"
 
 
@@ -394,7 +399,7 @@ def format_go(results: List[Result], info: Dict[str, Any], settings: Dict[str, A
 
 
 def format_json(results: List[Result], info: Dict[str, Any], settings: Dict[str, Any],
-                peers: Optional[Peers] = None, notes: Sequence[str] = ()) -> str:
+                peers: Optional[Peers] = None, notes: Sequence[str] = (), summary: Sequence[Any] = ()) -> str:
     doc = {
         "machine": info,
         "mpt_version": settings["mpt_version"],
@@ -405,6 +410,7 @@ def format_json(results: List[Result], info: Dict[str, Any], settings: Dict[str,
         "benchmarks": [r.to_json() for r in results],
         "peers": [_peer_json(name, r) for per_size in (peers or {}).values() for name, r in per_size.items()],
         "notes": list(notes),
+        "summary": [c.to_json() for c in summary],
     }
     return json.dumps(doc, indent=1) + "\n"
 

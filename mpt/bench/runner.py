@@ -100,8 +100,16 @@ class NoProgress:
     def case_done(self, line):
         pass
 
+    def peer_sample(self, case_name, peer_name, done, count, seconds):
+        pass
+
     def close(self):
         pass
+
+
+# A peer sample that lasts this long gets a progress line of its own (without a terminal): a slow peer's case can
+# take minutes (py-trie on Insert/100K: about 7), and a log that stays silent that long looks hung.
+SLOW_SAMPLE_SECONDS = 2.0
 
 
 class LineProgress(NoProgress):
@@ -115,6 +123,11 @@ class LineProgress(NoProgress):
     def case_done(self, line):
         self.done += 1
         print("[%d/%d] %s" % (self.done, self.total_cases, line), file=sys.stderr, flush=True)
+
+    def peer_sample(self, case_name, peer_name, done, count, seconds):
+        if seconds >= SLOW_SAMPLE_SECONDS:
+            print("[%d/%d] %s: %s sample %d/%d took %.1f s" % (self.done + 1, self.total_cases, case_name, peer_name,
+                                                               done, count, seconds), file=sys.stderr, flush=True)
 
 
 class BarProgress:
@@ -134,6 +147,9 @@ class BarProgress:
 
     def case_done(self, line):
         pass
+
+    def peer_sample(self, case_name, peer_name, done, count, seconds):
+        self.bar.set_description_str("%s: %s %d/%d" % (case_name, peer_name, done, count))
 
     def close(self):
         self.bar.close()
@@ -340,12 +356,16 @@ class Runner:
         floors = floors_of(case)
         self.bar.set_description_str(case.name)
         result = Result(case.name, [], [])
-        for _ in range(self.count):
+        peer_sample = getattr(self.bar, "peer_sample", None)
+        for i in range(self.count):
             self._sample_into(result, case, state, calls)
             for floor in floors:
                 floor.sample(calls, calls * case.ops_per_sample)
             for other in others:
+                t0 = time.perf_counter()
                 self._sample_into(other.result, other.case, other.state, other.calls)
+                if peer_sample is not None:
+                    peer_sample(case.name, other.peer.name, i + 1, self.count, time.perf_counter() - t0)
         result.bytes_per_op, result.allocs_per_op = self._allocs(case, state)
         if case.peak_rss:
             from mpt.bench.rss import measure_in_subprocess

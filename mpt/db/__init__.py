@@ -9,11 +9,15 @@ the Ethereum trie (``Trie``, ``StackTrie``) keys a node by the hash of its encod
 * ``put(key, value)``: write one value. Every family.
 * ``write_batch()``: a context manager whose ``put`` (and ``delete``) calls land together when the block exits
   cleanly, and not at all if it raises. Every family (the Ethereum trie only puts; IAVL puts and deletes).
-  Optional, for speed: a batch's ``put_many(mapping or pairs)`` (MemoryDB, LevelDB), and ``bytes_put``, a put
-  for bytes that a compiled writer calls per record with no Python frame in between (LevelDB: plyvel's own).
+  Optional, for speed: a batch's ``put_many(mapping or pairs)`` (MemoryDB, LevelDB), and ``bytes_put`` and
+  ``bytes_delete``, a put and a delete for bytes that a compiled writer calls per record with no Python frame in
+  between (LevelDB: plyvel's own).
 * ``delete(key)``: remove one key (nothing happens if it is absent). IAVL only.
 * ``iterate(start=None, end=None, reverse=False)``: ``(key, value)`` pairs with start <= key < end (None:
   unbounded), in key order or in reverse; ``prefix_range(prefix)`` gives the bounds of a prefix scan. IAVL only.
+* Optional, for compiled readers: ``unchecked_get``, the backend's own get (no Python frame of ours), whose
+  exceptions the reader passes to the store's ``read_failure(exception)`` to get the mpt error to raise
+  (LevelDB).
 * ``close()``: release the files; afterwards every method of LMDBStore and LevelDBStore, and every tree method
   that may use the store, raises ``StoreClosedError`` (:mod:`mpt.db.store_base`). Every family.
 

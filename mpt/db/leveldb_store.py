@@ -19,8 +19,8 @@ writes through this object; it cannot stop LevelDB's own rewrite on open. LevelD
 import os
 from contextlib import contextmanager
 
-from mpt.db.store_base import PersistentStore, import_backend
-from mpt.errors import StoreError
+from mpt.db.store_base import PersistentStore, describe_folder, import_backend
+from mpt.errors import StoreClosedError, StoreCorruptError, StoreError, StoreReadOnlyError, StoreWriteError
 
 HEAD_KEY = b"mpt:head"      # the head root of an Ethereum trie (Trie.commit(set_head=True)), as in LMDBStore
 
@@ -29,6 +29,40 @@ def _text(error):
     # plyvel's messages are bytes: b'IO error: lock .../LOCK: already held by process'.
     arg = error.args[0] if error.args else error
     return arg.decode("utf-8", "replace") if isinstance(arg, bytes) else str(arg)
+
+
+def _disk_full(path, text):
+    if "No space left" in text:
+        return True
+    try:
+        free = os.statvfs(path)
+    except OSError:
+        return False
+    return free.f_bavail * free.f_frsize < (1 << 20)
+
+
+def store_failure(path, error, doing):
+    """The mpt error for a plyvel ``error`` raised while ``doing`` something with the LevelDB at ``path``.
+
+    LevelDB names what went wrong only in its message (``Corruption: ...``, ``IO error: ...: No space left on
+    device``, ``... Read-only file system``): damaged files are :class:`~mpt.errors.StoreCorruptError`, a full
+    disk or a file over the size limit :class:`~mpt.errors.StoreWriteError`, a read-only file system
+    :class:`~mpt.errors.StoreReadOnlyError`, anything else :class:`~mpt.errors.StoreError`."""
+    text = _text(error)
+    if type(error).__name__ == "CorruptionError" or text.startswith("Corruption"):
+        return StoreCorruptError("the LevelDB at %s is damaged (%s while %s): restore it from a copy"
+                                 % (path, text, doing))
+    if "Read-only file system" in text:
+        return StoreReadOnlyError("the LevelDB at %s is on a read-only file system (%s while %s)"
+                                  % (path, text, doing))
+    if "No space left" in text or "File too large" in text or "Disk quota" in text:
+        full = _disk_full(path, text)
+        reason = "the disk is full" if full else "a file would exceed the size limit" if "too large" in text \
+            else "the disk quota is used up"
+        return StoreWriteError("writing to the LevelDB at %s failed: %s (%s while %s); nothing of this write was "
+                               "stored and the last write is intact" % (path, reason, text, doing),
+                               path=path, disk_full=full)
+    return StoreError("the LevelDB at %s failed while %s: %s" % (path, doing, text))
 
 
 class LevelDBBatch:
@@ -67,6 +101,12 @@ class LevelDBBatch:
         must be bytes, and these puts are not counted by ``len()``."""
         return self._batch.put
 
+    @property
+    def bytes_delete(self):
+        """plyvel's own ``delete(key)``, for writers that loop in C (IAVL pruning): the key must be bytes, and
+        these deletes are not counted by ``len()``."""
+        return self._batch.delete
+
     def __len__(self):
         return self._count
 
@@ -81,8 +121,12 @@ class LevelDBStore(PersistentStore):
     from what ``iterate`` yields.
 
     Errors are :class:`~mpt.errors.StoreError` naming the path: no such directory, a directory that is not a
-    LevelDB, one locked by another process (a running node), a corrupt database. Use it as a context manager
-    or call ``close()``: LevelDB holds its lock until then.
+    LevelDB, one locked by another process (a running node); the subclasses say more:
+    :class:`~mpt.errors.StoreCorruptError` for damaged tables or a damaged write-ahead log (the store is opened
+    with LevelDB's ``paranoid_checks``, so a damaged log stops the open instead of silently rolling the store
+    back), :class:`~mpt.errors.StoreWriteError` for a full disk or a file over the size limit,
+    :class:`~mpt.errors.StoreReadOnlyError` for ``readonly=True`` stores and read-only file systems. Use it as a
+    context manager or call ``close()``: LevelDB holds its lock until then.
     """
 
     def __init__(self, path, *, create=False, readonly=False, prefix=b""):
@@ -104,29 +148,53 @@ class LevelDBStore(PersistentStore):
                 raise StoreError("cannot create a read-only LevelDB at %s" % self.path)
             os.makedirs(self.path, exist_ok=True)
         elif not create and not os.path.exists(os.path.join(self.path, "CURRENT")):
-            raise StoreError("%s is not a LevelDB directory (it has no CURRENT file)" % self.path)
+            raise StoreError("%s is not a LevelDB directory (it has no CURRENT file): it is %s"
+                             % (self.path, describe_folder(self.path)))
+        self._plyvel_error = plyvel.Error
         try:
-            self._root = plyvel.DB(self.path, create_if_missing=bool(create))
-        except plyvel.IOError as e:
+            # paranoid_checks: a damaged write-ahead log or table stops the open (StoreCorruptError) instead of
+            # LevelDB dropping the damaged records and opening an older state without a word.
+            self._root = plyvel.DB(self.path, create_if_missing=bool(create), paranoid_checks=True)
+        except plyvel.Error as e:
             text = _text(e)
-            if "lock" in text.lower():
+            if "already held" in text or "Resource temporarily unavailable" in text:
                 raise StoreError("the LevelDB at %s is locked (a running node, or another open store in this or "
                                  "another process, holds its LOCK file): close it or open a copy (%s)"
                                  % (self.path, text)) from None
-            raise StoreError("cannot open the LevelDB at %s: %s" % (self.path, text)) from None
-        except plyvel.Error as e:
-            raise StoreError("%s is not a readable LevelDB: %s" % (self.path, _text(e))) from None
+            if "Read-only file system" in text:
+                raise StoreReadOnlyError("cannot open the LevelDB at %s: it is on a read-only file system, and "
+                                         "LevelDB writes to its directory even to read (copy it to a writable "
+                                         "place) (%s)" % (self.path, text)) from None
+            raise store_failure(self.path, e, "opening it") from None
         self._db = self._root.prefixed_db(self.prefix) if self.prefix else self._root
-        # The hot path: a get is plyvel's own method, no Python frame of ours in between.
-        self.get = self._db.get
+        self.unchecked_get = self._db.get
         self._opened()
 
     # -------------------------------------------------------------------------------------- reading
 
-    def get(self, key, default=None):       # replaced per instance by plyvel's get (see __init__)
+    def get(self, key, default=None):
         """The value stored under key (bytes), or default."""
-        self._check_open()
-        return self._db.get(key, default)
+        try:
+            return self._db.get(key, default)
+        except AttributeError:
+            self._check_open()      # closed: _db is None
+            raise
+        except self._plyvel_error as e:
+            raise store_failure(self.path, e, "reading") from None
+
+    #: plyvel's own ``get(key, default=None)``, for compiled readers (mpt.iavl's NodeDB) that call it per node:
+    #: no Python frame of ours in between. Its errors are plyvel's: such a reader passes them to
+    #: ``read_failure``. Replaced by a closed-store check at ``close()``.
+    unchecked_get = None
+
+    def read_failure(self, error):
+        """The mpt error (StoreClosedError, StoreCorruptError, StoreError) for an exception raised by
+        ``unchecked_get``, or None if it is not the store's."""
+        if self.closed:
+            return StoreClosedError("the %s store at %s is closed" % (self.KIND, self.path))
+        if isinstance(error, self._plyvel_error):
+            return store_failure(self.path, error, "reading")
+        return None
 
     def iterate(self, start=None, end=None, reverse=False):
         """(key, value) pairs with start <= key < end (None: unbounded) in key order, or in reverse order with
@@ -138,6 +206,8 @@ class LevelDBStore(PersistentStore):
         except RuntimeError:
             self._check_open()      # closed while iterating: plyvel's "Database or iterator is closed"
             raise
+        except self._plyvel_error as e:
+            raise store_failure(self.path, e, "reading") from None
         finally:
             it.close()
 
@@ -146,11 +216,9 @@ class LevelDBStore(PersistentStore):
 
     def __len__(self):
         """Number of keys (a full scan)."""
-        self._check_open()
         n = 0
-        with self._db.iterator(include_value=False) as it:
-            for _ in it:
-                n += 1
+        for _ in self.iterate():
+            n += 1
         return n
 
     # -------------------------------------------------------------------------------------- writing
@@ -158,16 +226,22 @@ class LevelDBStore(PersistentStore):
     def _check_writable(self):
         self._check_open()
         if self.readonly:
-            raise StoreError("the LevelDB at %s is open read-only" % self.path)
+            raise StoreReadOnlyError("the LevelDB at %s is open read-only: nothing was written" % self.path)
 
     def put(self, key, value):
         self._check_writable()
-        self._db.put(bytes(key), bytes(value))
+        try:
+            self._db.put(bytes(key), bytes(value))
+        except self._plyvel_error as e:
+            raise store_failure(self.path, e, "writing") from None
 
     def delete(self, key):
         """Remove key (nothing happens if it is absent)."""
         self._check_writable()
-        self._db.delete(bytes(key))
+        try:
+            self._db.delete(bytes(key))
+        except self._plyvel_error as e:
+            raise store_failure(self.path, e, "writing") from None
 
     @contextmanager
     def write_batch(self, head=None):
@@ -187,6 +261,9 @@ class LevelDBStore(PersistentStore):
         except RuntimeError:
             self._check_open()      # closed inside the block: plyvel's "Database is closed" from the write
             raise
+        except self._plyvel_error as e:
+            # Raised by the batch's write at the end of the block (a full disk, ...): nothing of it was applied.
+            raise store_failure(self.path, e, "writing a batch") from None
 
     def head(self):
         """The root recorded by ``write_batch(head=...)`` / ``set_head``, or None."""
@@ -204,9 +281,12 @@ class LevelDBStore(PersistentStore):
         """Close the database and release its lock; using the store afterwards raises
         :class:`~mpt.errors.StoreClosedError`. Repeat calls do nothing."""
         if self._closing():
-            self.get = type(self).get.__get__(self)     # back to the checking method
+            self.unchecked_get = self._closed_get
             self._db = None
             self._root.close()
+
+    def _closed_get(self, key, default=None):
+        self._check_open()
 
     def __repr__(self):
         extra = (" prefix=%r" % self.prefix if self.prefix else "") + (" read-only" if self.readonly else "")

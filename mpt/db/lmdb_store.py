@@ -19,8 +19,8 @@ import os
 import threading
 from contextlib import contextmanager
 
-from mpt.db.store_base import PersistentStore, import_backend
-from mpt.errors import StoreError, StoreWriteError
+from mpt.db.store_base import PersistentStore, describe_folder, folder_kind, import_backend
+from mpt.errors import StoreCorruptError, StoreError, StoreReadOnlyError, StoreWriteError
 
 HEAD_KEY = b"mpt:head"          # 8 bytes: no node hash (32 bytes) can equal it
 HASH_LENGTH = 32
@@ -34,6 +34,12 @@ def _import_lmdb():
     if _lmdb is None:
         _lmdb = import_backend("lmdb", "LMDBStore", "pip install lmdb; MemoryDB works without it")
     return _lmdb
+
+
+def _is_read_only_failure(e):
+    # lmdb names the errno in the message: EROFS ("Read-only file system"), or EACCES on files made read-only.
+    text = str(e)
+    return "Read-only file system" in text or "Permission denied" in text
 
 
 def _check_root(root):
@@ -88,9 +94,12 @@ class LMDBStore(PersistentStore):
     existing store for reading only. Only the store's own directory is created: a missing parent directory is a
     FileNotFoundError (a mistyped path does not silently make a new, empty store).
 
-    A file that is not an LMDB store raises :class:`~mpt.errors.StoreError`; a write that fails (a full disk)
-    raises :class:`~mpt.errors.StoreWriteError` and stores nothing of that write, so the last commit stays
-    intact.
+    A store is created only in a missing or empty directory: a directory holding anything but an LMDB store (a
+    LevelDB, a project folder) raises :class:`~mpt.errors.StoreError` saying what it looks like, and so does a
+    file that is not an LMDB store (:class:`~mpt.errors.StoreCorruptError` when it is damaged). A write that
+    fails (a full disk) raises :class:`~mpt.errors.StoreWriteError` and stores nothing of that write, so the last
+    commit stays intact; a write to a store opened ``readonly=True``, or on a read-only file system,
+    :class:`~mpt.errors.StoreReadOnlyError`.
 
     Safe to share between threads: each read runs in its own short read transaction; writes are serialised.
     Several processes may open the same store (LMDB allows one writer at a time); a process that finds the map
@@ -110,9 +119,15 @@ class LMDBStore(PersistentStore):
             # LMDB's own error would be FileExistsError (mkdir) or a bare ENOTDIR from lmdb.open.
             raise NotADirectoryError(errno.ENOTDIR, "%s is a file, not an LMDB store directory (LMDBStore takes "
                                      "the directory holding data.mdb and lock.mdb)" % self.path, self.path)
+        kind = folder_kind(self.path)
+        if kind not in ("lmdb", "missing", "empty"):
+            # LMDB would create data.mdb and lock.mdb inside any directory: a LevelDB, a project folder.
+            raise StoreError("%s is not an LMDB store: it is %s (LMDBStore creates a store only in a missing or "
+                             "empty directory)" % (self.path, describe_folder(self.path)))
         if self.readonly:
-            if not os.path.isdir(self.path):
-                raise FileNotFoundError("no LMDB store at %s" % self.path)
+            if kind != "lmdb":
+                raise FileNotFoundError(errno.ENOENT, "no LMDB store at %s (%s)" % (
+                    self.path, describe_folder(self.path)), self.path)
         elif not os.path.isdir(self.path):
             parent = os.path.dirname(os.path.abspath(self.path))
             if not os.path.isdir(parent):
@@ -134,8 +149,18 @@ class LMDBStore(PersistentStore):
                 max_dbs=0,
                 max_spare_txns=4,   # read transactions are recycled rather than allocated for every get
             )
+        except lmdb.ReadonlyError as e:
+            raise StoreReadOnlyError("cannot open the LMDB store at %s for writing: %s (open it with "
+                                     "readonly=True)" % (self.path, e)) from e
+        except (lmdb.CorruptedError, lmdb.PageNotFoundError, lmdb.InvalidError) as e:
+            raise StoreCorruptError("cannot open the LMDB store at %s: it is damaged or not an LMDB file (%s)"
+                                    % (self.path, e)) from e
         except lmdb.Error as e:
-            # MDB_INVALID (not an LMDB file), MDB_VERSION_MISMATCH, a damaged or foreign data.mdb, ...
+            # MDB_VERSION_MISMATCH, a read-only file system (EROFS/EACCES on lock.mdb), ...
+            if _is_read_only_failure(e):
+                raise StoreReadOnlyError("cannot open the LMDB store at %s for writing: the file system or the "
+                                         "files are read-only (%s); open it with readonly=True"
+                                         % (self.path, e)) from e
             raise StoreError("cannot open the LMDB store at %s: %s" % (self.path, e)) from e
         self._write_lock = threading.RLock()    # one writer at a time in this process (LMDB's rule)
         self._map_lock = threading.Lock()       # held by readers and by a remap (set_mapsize invalidates txns)
@@ -264,7 +289,9 @@ class LMDBStore(PersistentStore):
         raise StoreError("reading the LMDB store at %s failed: the map kept growing under this reader" % self.path)
 
     def _read_failure(self, e):
-        # A damaged file (MDB_CORRUPTED, MDB_PAGE_NOTFOUND), a reader table that is full, ...
+        if isinstance(e, (_lmdb.CorruptedError, _lmdb.PageNotFoundError)):
+            return StoreCorruptError("reading the LMDB store at %s failed: the file is damaged (%s)" % (self.path, e))
+        # A reader table that is full, ...
         return StoreError("reading the LMDB store at %s failed: %s" % (self.path, e))
 
     # -------------------------------------------------------------------------------------- writing
@@ -303,7 +330,7 @@ class LMDBStore(PersistentStore):
         lmdb = _lmdb
         self._check_open()
         if self.readonly:
-            raise lmdb.ReadonlyError("the store at %s is open read-only" % self.path)
+            raise StoreReadOnlyError("the LMDB store at %s is open read-only: nothing was written" % self.path)
         if not pending and head is None:
             return                  # nothing to write: do not even take the writer lock
         with self._write_lock:
@@ -329,6 +356,9 @@ class LMDBStore(PersistentStore):
                 except lmdb.Error as e:
                     # The transaction was aborted: nothing of it is in the file. LMDB reports a full disk as
                     # "Input/output error", so look at the free space to say which it was.
+                    if _is_read_only_failure(e):
+                        raise StoreReadOnlyError("writing to the LMDB store at %s failed: the file system is "
+                                                 "read-only (%s); nothing was written" % (self.path, e)) from e
                     raise self._write_failure(e) from e
 
     def _write_failure(self, e):

@@ -4,6 +4,8 @@ from bisect import bisect_left
 from contextlib import contextmanager
 from typing import Iterator, Optional, Protocol, Tuple, runtime_checkable
 
+from mpt.db.store_base import describe_folder, folder_kind
+
 
 @runtime_checkable
 class NodeDatabase(Protocol):
@@ -25,8 +27,14 @@ def check_database(db, what="db"):
         return db
     if isinstance(db, (str, bytes, os.PathLike)):
         path = os.fsdecode(db)
-        raise TypeError("%s must be a node database, not the path %r: pass LMDBStore(%r) "
-                        "(from mpt.db import LMDBStore)" % (what, path, path))
+        kind = folder_kind(path)
+        if kind == "leveldb":
+            hint = "it is a LevelDB store: pass LevelDBStore(%r) (from mpt.db import LevelDBStore)" % path
+        elif kind in ("lmdb", "missing", "empty"):
+            hint = "pass LMDBStore(%r) (from mpt.db import LMDBStore)" % path
+        else:
+            hint = "it is %s" % describe_folder(path)
+        raise TypeError("%s must be a node database, not the path %r: %s" % (what, path, hint))
     raise TypeError("%s must be a node database (MemoryDB, LMDBStore(path) or a dict), not %s"
                     % (what, type(db).__name__))
 

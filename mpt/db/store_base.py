@@ -7,8 +7,48 @@ store also keeps ``_open_flag``, a one-byte bytearray that ``close()`` clears: N
 use, which costs nothing next to the Python attribute lookup ``store.closed`` would take on every cached read.
 """
 import importlib
+import os
 
 from mpt.errors import MissingExtraError, StoreClosedError
+
+LMDB_FILES = ("data.mdb", "lock.mdb")
+
+
+def folder_kind(path):
+    """What the directory ``path`` holds, as far as the stores are concerned: ``"missing"``, ``"file"`` (not a
+    directory), ``"empty"``, ``"lmdb"`` (a ``data.mdb``), ``"leveldb"`` (a ``CURRENT`` file, as LevelDB and
+    goleveldb write) or ``"other"``. Reads the directory listing only."""
+    try:
+        names = os.listdir(path)
+    except FileNotFoundError:
+        return "missing"
+    except NotADirectoryError:
+        return "file"
+    if not names:
+        return "empty"
+    if "data.mdb" in names:
+        return "lmdb"
+    if "CURRENT" in names:
+        return "leveldb"
+    return "other"
+
+
+def describe_folder(path):
+    """A phrase saying what the directory ``path`` looks like and which store opens it, for error messages."""
+    kind = folder_kind(path)
+    if kind == "lmdb":
+        return "an LMDB store: use LMDBStore(%r)" % path
+    if kind == "leveldb":
+        return "a LevelDB store: use LevelDBStore(%r)" % path
+    if kind == "missing":
+        return "no such directory"
+    if kind == "file":
+        return "a file, not a directory"
+    if kind == "empty":
+        return "an empty directory"
+    names = sorted(os.listdir(path))
+    return "a directory of %d entr%s that is no store (%s%s)" % (
+        len(names), "y" if len(names) == 1 else "ies", ", ".join(names[:3]), ", ..." if len(names) > 3 else "")
 
 
 def import_backend(module, store, install):

@@ -7,7 +7,8 @@ latest) in Go's exporter order, one JSON object per line, the shape Go's ``Expor
 
 (``key`` and ``value`` in hex, ``value`` null for inner nodes). ``python -m mpt iavl import DB --version V
 [FILE]`` reads such lines (from FILE, or stdin when FILE is missing or ``-``) into an empty tree and saves it as
-version V, printing the root hash.
+version V, printing the root hash; FILE may be gzip-compressed. It writes in batches of 10,000 nodes, as Go's
+importer does; when it fails it removes what it wrote, and the store folder too if the command created it.
 
 DB is a store directory: an LMDB store (``data.mdb``) or a LevelDB directory (``CURRENT`` and ``MANIFEST-*``, the
 format of a Cosmos node's ``application.db``), recognised by its files or named with ``--store``; ``--prefix``
@@ -20,6 +21,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import sys
 
 from mpt.cli import ArgumentParser, CommandError, UsageError
@@ -56,13 +58,16 @@ def add_parser(subparsers):
     i = sub.add_parser(
         "import",
         help="rebuild a tree from JSON lines into an empty store",
-        description="Read an export stream (JSON lines as 'export' writes them) into an empty IAVL store and "
-                    "save it as version V with Go iavl's node keys, in one batch. Prints the root hash.",
+        description="Read an export stream (JSON lines as 'export' writes them, gzip-compressed or not) into an "
+                    "empty IAVL store and save it as version V with Go iavl's node keys, writing in batches of "
+                    "10,000 nodes as Go's importer does (the version appears with the last one; a failed import "
+                    "removes what it wrote, and a store folder it created). Prints the root hash.",
     )
     _store_arguments(i)
     i.add_argument("--version", type=_version, required=True, metavar="V",
                    help="the version to save the tree as (at least every node's version)")
-    i.add_argument("input", nargs="?", default="-", metavar="FILE", help="the JSON lines (default: stdin)")
+    i.add_argument("input", nargs="?", default="-", metavar="FILE",
+                   help="the JSON lines, gzip-compressed or not (default: stdin)")
     i.set_defaults(iavl_run=_import)
     return p
 
@@ -159,6 +164,7 @@ def _open_store(args, write):
 def _export(args):
     from mpt.errors import VersionError
     from mpt.iavl import MutableTree
+    from mpt.iavl.inspect import module_stores
 
     store = _open_store(args, write=False)
     try:
@@ -166,6 +172,10 @@ def _export(args):
         latest = tree.load()
         version = latest if args.version is None else args.version
         if version == 0:
+            stores = [] if args.prefix else module_stores(store, limit=20)
+            if stores:
+                raise UsageError("%s is a Cosmos multistore: pass --prefix with one of its module stores: %s" % (
+                    args.db, ", ".join(stores)))
             raise CommandError("%s holds no saved version of an IAVL tree%s" % (
                 args.db, " under prefix %r" % args.prefix if args.prefix else ""))
         try:
@@ -214,10 +224,13 @@ def _ranges(versions):
 # --------------------------------------------------------------------------------------------------- import
 
 def _import(args):
+    from mpt.cli import is_gzip_error, open_text_input
     from mpt.iavl import MutableTree
 
     name = "<stdin>" if args.input == "-" else args.input
-    source = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")
+    before = _folder_contents(args.db)
+    source = open_text_input(args.input)        # before anything is created: an unreadable FILE changes nothing
+    done = False
     try:
         store = _open_store(args, write=True)
         try:
@@ -226,11 +239,49 @@ def _import(args):
             root = MutableTree(store).import_nodes(_read_lines(source, name), args.version)
         finally:
             store.close()
+        done = True
+    except UnicodeDecodeError as e:
+        raise UsageError("%s: not UTF-8 text (%s)" % (name, e.reason)) from None
+    except (OSError, EOFError) as e:
+        if is_gzip_error(e):
+            raise UsageError("%s: damaged gzip data (%s)" % (name, e)) from None
+        raise
     finally:
-        if source is not sys.stdin:
-            source.close()
+        source.close()
+        if not done:
+            _remove_new_store(args.db, before)
     print(root.hex())
     return 0
+
+
+# The files LMDB (data.mdb, lock.mdb) and LevelDB create in a store folder.
+_STORE_FILES = re.compile(r"^(data\.mdb|lock\.mdb|CURRENT|LOCK|LOG|LOG\.old|MANIFEST-\d+|\d+\.(log|ldb|sst|dbtmp))$")
+
+
+def _folder_contents(path):
+    """What path held before the command: None when it did not exist, else the names in it."""
+    try:
+        return set(os.listdir(path))
+    except FileNotFoundError:
+        return None
+    except OSError:         # a file, or unreadable: _open_store reports it
+        return {""}
+
+
+def _remove_new_store(path, before):
+    """After a failed import: remove the store files the command created in a folder that was missing or empty,
+    and the folder itself when the command created it. A folder that held anything before is left alone, and so
+    is any file the stores do not create."""
+    if before:
+        return
+    try:
+        for entry in os.scandir(path):
+            if _STORE_FILES.match(entry.name) and entry.is_file(follow_symlinks=False):
+                os.remove(entry.path)
+        if before is None:
+            os.rmdir(path)          # only if nothing else is left in it
+    except OSError:
+        pass
 
 
 def _read_lines(source, name):
@@ -245,13 +296,17 @@ def _read_lines(source, name):
                 raise ValueError('not an object with exactly "key", "value", "version" and "height"')
             value = d["value"]
             if type(d["key"]) is not str or not (value is None or type(value) is str):
-                raise ValueError("key must be a hex string and value a hex string or null")
+                raise ValueError("key must be a hex string and value a hex string or null (0x allowed)")
             if type(d["version"]) is not int or type(d["height"]) is not int:
                 raise ValueError("version and height must be integers")
-            node = ExportNode(bytes.fromhex(d["key"]), None if value is None else bytes.fromhex(value),
-                              d["version"], d["height"])
+            node = ExportNode(_hex(d["key"]), None if value is None else _hex(value), d["version"], d["height"])
         except ValueError as e:     # json.JSONDecodeError, bad hex, out-of-range fields (ExportImportError)
             raise UsageError("%s line %d: %s" % (name, number, e)) from None
         except RecursionError:      # json.loads of a deeply nested line
             raise UsageError("%s line %d: JSON nested too deeply" % (name, number)) from None
         yield node
+
+
+def _hex(text):
+    """Bytes of a hex string, with or without 0x (as every hex argument of python -m mpt)."""
+    return bytes.fromhex(text[2:] if text[:2] in ("0x", "0X") else text)

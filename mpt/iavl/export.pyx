@@ -12,9 +12,11 @@ version v in stream order gets NodeKey (v, n + 1), and the root is renumbered to
 stays the root's. When the root is older than the import version, the import version's root key refers to it,
 as ``Importer.Commit`` writes it. As in Go, a node is written once its parent joins it, in batches of 10,000
 nodes, so an import holds the stack of open subtrees in memory, not the tree; the root and the version's root
-record come last, so the version is not visible before the whole stream checked out. Unlike Go, whose Close
-leaves the flushed batches behind, a stream that fails deletes what was written of it: a refused import leaves
-the tree and its store as they were.
+record come last, so the version is not visible before the whole stream checked out. An import needs an empty
+store. Unlike Go, whose Close leaves the flushed batches behind (and a killed import a phantom version that no
+load can open), it is all or nothing as a user sees it: a stream that fails deletes what was written of it, and
+an import killed part-way left mpt's import marker, so the next open of the store removes what it wrote (see
+``NodeDB.remove_import``); a new import then works.
 
 Go's importer checks little (a node's version against the import version, children lower than their parent,
 one subtree left at the end); a stream it accepts may still build a tree whose lookups fail. This one refuses
@@ -41,14 +43,14 @@ from mpt.iavl.node cimport (
     compare_keys,
     int_in_range,
 )
-from mpt.iavl.nodedb cimport NodeDB, describe
+from mpt.iavl.nodedb cimport NodeDB, describe, is_iavl_record, show_key
 
 from operator import index as _index
 
-from mpt.db.memory import prefix_range
 from mpt.errors import CorruptTreeError, ExportImportError, VersionError
+from mpt.iavl.nodedb import IMPORT_MARKER_KEY as _IMPORT_MARKER_KEY
 from mpt.iavl.nodedb import STORAGE_VERSION_KEY as _STORAGE_VERSION_KEY
-from mpt.iavl.nodedb import encode_fast_node, legacy_root_key, root_key
+from mpt.iavl.nodedb import encode_fast_node, foreign_store_error, legacy_root_key, root_key
 
 cdef int64_t MAX_VERSION = 0x7FFFFFFFFFFFFFFF
 
@@ -237,8 +239,12 @@ IMPORT_BATCH_SIZE = 10000
 cdef class _ImportWriter:
     """The writing half of an import, as Go's Importer: each node is written once its parent joins it (the root
     at the end), in batches of IMPORT_BATCH_SIZE nodes, so memory holds the stack and one batch, not the tree.
-    The version becomes visible only with the last batch (the root record); ``discard`` deletes what earlier
-    batches wrote, so an import that fails leaves the store as it found it.
+    The version becomes visible only with the last batch (the root record).
+
+    An import starts only on an empty store (its storage version record aside), so everything it finds there
+    later is its own. The first of several batches also writes mpt's import marker, and the last deletes it
+    with the root record: a stream that fails is removed by ``discard``, and an import killed part-way is
+    removed by the next open of the store (NodeDB.remove_import), where Go leaves a phantom version behind.
 
     With fast storage the fast nodes (``f`` + key at the import version) and the storage version go in the same
     batches: what Go's LoadVersion after Commit writes (enableFastStorageAndCommitIfNotEnabled), without a
@@ -250,7 +256,8 @@ cdef class _ImportWriter:
     cdef int64_t version
     cdef dict pending               # key -> value of the current batch (a dict: no GC-tracked tuple per record)
     cdef Py_ssize_t nodes           # nodes in it
-    cdef dict before                # prefix -> keys the store held under it before the import (normally none)
+    cdef bint marked                # a batch with the import marker has been written
+    cdef bytes token                # the import's token in the marker (NodeDB.start_import)
 
     def __init__(self, tree, bint legacy, int64_t version):
         self.db = tree.db
@@ -259,14 +266,12 @@ cdef class _ImportWriter:
         self.version = version
         self.pending = {}
         self.nodes = 0
-        # Go's LoadVersion rebuilds the fast index after an import unless it is current. A store that holds fast
-        # nodes already (not one an import starts from) is left to that rebuild (MutableTree._opened), which
-        # deletes them first.
+        self.marked = False
+        self.token = None
+        self.ndb.check_ours("import")
+        _check_empty(self.db)
         self.fast = (tree.fast_storage and not getattr(self.db, "readonly", False)
-                     and self.ndb.fast_upgrade_pending(version) and _first_key(self.db, b"f") is None)
-        self.before = {}
-        for prefix in ((b"n" if legacy else b"s"), b"f"):
-            self.before[prefix] = {k for k, _ in self.db.iterate(*prefix_range(prefix))}
+                     and self.ndb.fast_upgrade_pending(version))
 
     cdef int add(self, Node node, bint may_flush=True) except -1:
         if self.legacy:
@@ -278,19 +283,25 @@ cdef class _ImportWriter:
         node.persisted = True
         self.nodes += 1
         if may_flush and self.nodes >= IMPORT_BATCH_SIZE:
-            self.flush()
+            self.flush(False)
         return 0
 
-    cdef int flush(self) except -1:
+    cdef int flush(self, bint last) except -1:
         with self.db.write_batch() as batch:
+            if not last and not self.marked:
+                self.token = self.ndb.start_import(batch, "legacy" if self.legacy else "v1", self.version)
             _put_all(batch, self.pending)
+            if last and self.marked:
+                batch.delete(_IMPORT_MARKER_KEY)
+        if not last:
+            self.marked = True
         self.pending = {}
         self.nodes = 0
         return 0
 
     cdef int commit(self, Node root) except -1:
-        """The last batch: the remaining nodes, the root and the version's root record (Go's Commit), and the
-        fast storage version."""
+        """The last batch: the remaining nodes, the root and the version's root record (Go's Commit), the fast
+        storage version, and the marker's removal."""
         cdef str storage_version = None
         if root is not None:
             self.add(root, False)       # in the last batch, with the root record
@@ -304,26 +315,35 @@ cdef class _ImportWriter:
         if self.fast:
             storage_version = self.ndb.next_storage_version(self.version)
             self.pending[_STORAGE_VERSION_KEY] = storage_version.encode()
-        self.flush()
+        self.flush(True)
         if storage_version is not None:
             self.ndb.storage_version = storage_version
         return 0
 
     def discard(self):
         """Delete what earlier batches wrote (nothing of a failed batch landed)."""
-        stale = []
-        for prefix, kept in self.before.items():
-            stale.extend(k for k, _ in self.db.iterate(*prefix_range(prefix)) if k not in kept)
-        if stale:
-            with self.db.write_batch() as batch:
-                for k in stale:
-                    batch.delete(k)
+        if self.marked:
+            self.ndb.remove_import()
+
+    def finish(self):
+        if self.token is not None:
+            NodeDB.finish_import(self.token)
 
 
-cdef object _first_key(db, bytes prefix):
-    for k, _ in db.iterate(*prefix_range(prefix)):
-        return k
-    return None
+cdef int _check_empty(db) except -1:
+    """An import needs an empty store: one seek (two when the storage version record, which a load of an empty
+    tree writes, comes first)."""
+    for k, v in db.iterate(None, None, False):
+        if k == _STORAGE_VERSION_KEY:
+            for k, v in db.iterate(k + b"\x00", None, False):
+                break
+            else:
+                return 0
+        if not is_iavl_record(k, v):
+            raise foreign_store_error(db, k, "import")
+        raise ExportImportError("import needs an empty store (as Go's Import needs an empty tree): the store %r "
+                                "holds IAVL records already (key %s)" % (db, show_key(k)))
+    return 0
 
 
 cdef int _put_all(batch, dict records) except -1:
@@ -358,9 +378,11 @@ def import_nodes(tree, nodes, version, legacy=False):
     except BaseException:
         try:
             writer.discard()
-        except Exception:       # a closed or failing store: the import's own error is the one to see
-            pass
+        except Exception:       # a closed or failing store: the import's own error is the one to see (the marker
+            pass                # stays, and the next open of the store removes the rest)
         raise
+    finally:
+        writer.finish()
     tree._import_opened(root, v_obj)
     return tree.hash()
 

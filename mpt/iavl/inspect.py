@@ -72,6 +72,27 @@ def inspect_iavl(store):
     }
 
 
+def looks_like_iavl(store):
+    """Whether store holds IAVL records (a storage-version record, a node or root key ``s`` + version + nonce,
+    or a legacy root ``r`` + version): three seeks, no scan. An Ethereum trie's keys are 32-byte hashes."""
+    from mpt.iavl.nodedb import STORAGE_VERSION_KEY
+
+    if store.get(STORAGE_VERSION_KEY) is not None:
+        return True
+    for low, high, length in ((b"s", b"t", _NODE_KEY_LENGTH), (b"r", b"s", 9)):
+        first = next(iter(store.iterate(low, high)), None)
+        if first is not None and len(first[0]) == length:
+            return True
+    return False
+
+
+def module_stores(store, limit=100):
+    """The module-store prefixes (``s/k:<name>/``, as text) of a Cosmos multistore, one seek each."""
+    from mpt.iavl.nodedb import cosmos_store_names
+
+    return ["s/k:%s/" % name for name in cosmos_store_names(store, limit)]
+
+
 def format_table(stats, store_desc):
     out = ["iavl   %s" % store_desc,
            "storage version  %s" % (stats["storage_version"] or "(none: fast storage off)"),
@@ -105,12 +126,32 @@ def wants_iavl(args):
         os.path.isfile(os.path.join(args.db, "CURRENT")) and not os.path.isfile(os.path.join(args.db, "data.mdb")))
 
 
+def _refuse_multistore(path):
+    """A Cosmos node's application.db holds one IAVL tree per module under s/k:<name>/: without --prefix there is
+    no tree to show, so name the module stores found."""
+    from mpt.cli import UsageError
+    from mpt.db.leveldb_store import LevelDBStore
+    from mpt.errors import StoreError
+
+    try:
+        with LevelDBStore(path, readonly=True) as store:
+            prefixes = module_stores(store)
+    except (ImportError, StoreError):
+        return                      # the open below reports it
+    if prefixes:
+        names = ", ".join(prefixes)
+        raise UsageError("%s is a Cosmos multistore: pass --prefix with one of its %d module stores: %s"
+                         % (path, len(prefixes), names))
+
+
 def run_inspect(args):
     """The IAVL half of ``python -m mpt inspect``; raises mpt.cli's UsageError / CommandError on errors."""
     from mpt.cli import EXIT_FAILURE, CommandError, UsageError
     from mpt.errors import MissingNodeError, NodeDecodeError, StoreError
 
     leveldb = not os.path.isfile(os.path.join(args.db, "data.mdb"))
+    if leveldb and not args.prefix:
+        _refuse_multistore(args.db)
     try:
         if leveldb:
             from mpt.db.leveldb_store import LevelDBStore

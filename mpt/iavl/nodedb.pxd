@@ -23,7 +23,8 @@ cdef class _RecordWriter:
 cdef class NodeDB:
     cdef:
         readonly object db
-        object _get                     # db.get, bound once
+        object _get                     # db.get (or the store's unchecked_get), bound once: read through _read_key
+        object _read_failure            # the store's read_failure(exception) -> mpt error or None, or None
         dict _dict                      # a MemoryDB's dict, read directly (None for other stores)
         int64_t _latest                 # cached latest version (-1: not looked up yet)
         int64_t _legacy_latest          # cached latest legacy version (0: not looked up, -1: none)
@@ -32,6 +33,8 @@ cdef class NodeDB:
         readonly Py_ssize_t fast_cache_size
         int64_t _cache_newest           # the newest versionLastUpdatedAt among the cached fast nodes
         bytearray _open_flag            # the store's open flag (None for a store without one): see check_open
+        bint _ours                      # check_ours passed: the store is empty or an IAVL tree's
+        str _hidden_import              # why an unfinished import is hidden and writes refused (None: no such)
 
     cdef inline int check_open(self) except -1:
         """StoreClosedError once the store is closed: every tree and NodeDB entry that may touch the store
@@ -41,10 +44,13 @@ cdef class NodeDB:
         return 0
 
     cdef int _raise_closed(self) except -1
+    cdef bint _holds_a_version(self) except -1
+    cdef int _interrupted_import(self, bytes marker) except -1
 
     cdef Node get_node(self, bytes ref)
     cdef Node load_root(self, int64_t version, bint *found)
     cdef int64_t c_latest_version(self) except -2
+    cdef object _last_key(self, bytes lo, bytes hi, Py_ssize_t length)
     cdef tuple get_fast_node(self, bytes key)
     cdef bytes fast_value(self, bytes key, int64_t *version)
     cdef bytes cached_value(self, bytes key, int64_t at_version)
@@ -56,8 +62,15 @@ cdef class NodeDB:
     cdef int _write_records(self, _RecordWriter out, int64_t version, Node root, list new_nodes, bint legacy,
                             dict fast_additions, str storage_version) except -1
     cdef int _put_root_reference(self, _RecordWriter out, int64_t version, Node root) except -1
+    cdef int _apply_prune(self, list dels, list moved) except -1
+    cdef bytes record(self, bytes key)
+    cdef list _orphan_keys(self, int64_t prev_version, bytes prev_ref, bytes cur_ref)
+    cdef bint _maybe_same(self, bytes a, bytes b) except -1
+    cdef bint _same_by_hash(self, bytes a, bytes b) except -1
 
 
 cdef int check_child(Node parent, Node child, bint right) except -1
 cdef int check_children(Node parent, Node left, Node right) except -1
 cdef str describe(Node node)
+cdef str show_key(bytes key)
+cpdef bint is_iavl_record(bytes key, bytes value)

@@ -19,21 +19,31 @@ Fast nodes read or saved are kept decoded in a bounded cache, as Go's ``fastNode
 default): a get at the latest version that hits it touches no store and allocates nothing.
 
 The latest version is found as Go finds it: the version of the last ``s`` key (a reverse scan), else of the last
-``r`` key. Nothing else is stored: no private records.
+``r`` key. One record of mpt's own exists while an import runs: ``b"m" + b"mpt:import"``, written with its
+first batch and deleted with its last, so that the next open removes what a killed import wrote.
+
+What the tree writes into, it owns: before the first write ``check_ours`` makes sure that the store is empty or an
+IAVL tree's, and what is deleted or overwritten must decode as the record its key says (``is_iavl_record``);
+anything else raises ForeignStoreError before a write.
 """
 cimport cython
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from cpython.dict cimport PyDict_Next
 from cpython.object cimport PyObject
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
-from libc.string cimport memcpy
+from libc.string cimport memcmp, memcpy
 
 from mpt.iavl.node cimport (
     FORMAT_LEGACY,
     FORMAT_V1,
     HASH_SIZE,
+    MODE_LEGACY_LEFT,
+    MODE_LEGACY_RIGHT,
     NODE_KEY_SIZE,
     InnerNode,
     Node,
+    NodeFormat,
     c_decode_node,
     make_node_key,
 )
@@ -49,8 +59,19 @@ from mpt.varint cimport (
     unzigzag,
 )
 
+import os
+
 from mpt.db.memory import MemoryDB, prefix_range
-from mpt.errors import CorruptTreeError, MissingNodeError, NodeDecodeError, StoreClosedError, VersionError
+from mpt.errors import (
+    CorruptTreeError,
+    ExportImportError,
+    ForeignStoreError,
+    MissingNodeError,
+    NodeDecodeError,
+    StoreClosedError,
+    StoreError,
+    VersionError,
+)
 
 NODE_PREFIX = b"s"
 FAST_PREFIX = b"f"
@@ -62,6 +83,11 @@ STORAGE_VERSION_KEY = b"m" + b"storage_version"
 DEFAULT_STORAGE_VERSION = "1.0.0"
 FAST_STORAGE_VERSION = "1.1.0"
 FAST_CACHE_SIZE = 100000        # Go iavl's fastNodeCacheSize
+# The one record of mpt's own: written with an import's first batch and deleted with its last, so that the next
+# open of a store whose import was killed removes what the import wrote (see NodeDB.remove_import). Go iavl
+# reads metadata records by name and never sees it.
+IMPORT_MARKER_KEY = b"m" + b"mpt:import"
+REMOVE_BATCH_SIZE = 10000       # records deleted per batch when an interrupted import is removed
 
 cdef extern from "Python.h":
     PyObject *PyDict_GetItemWithError(object d, object key) except? NULL
@@ -151,6 +177,117 @@ def decode_fast_node(bytes data, bytes key=b""):
     return _decode_fast_node(key, data)
 
 
+# ------------------------------------------------------------------------------------------ whose records
+
+cdef bint _is_fast_record(bytes data) noexcept:
+    """Whether data is a fast node's bytes exactly as Go writes them: zigzag varint version (>= 1), uvarint
+    length, the value and nothing after it."""
+    cdef const uint8_t *p = <const uint8_t *>PyBytes_AS_STRING(data)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(data), pos
+    cdef uint64_t u, length
+    pos = read_uvarint(p, 0, n, &u)
+    if pos < 0 or unzigzag(u) < 1:
+        return False
+    pos = read_uvarint(p, pos, n, &length)
+    return pos >= 0 and length == <uint64_t>(n - pos)
+
+
+cdef bint _decodes(bytes data, NodeFormat fmt) noexcept:
+    try:
+        c_decode_node(<const uint8_t *>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), fmt,
+                      1 if fmt == FORMAT_V1 else 0, 1 if fmt == FORMAT_V1 else 0, fmt == FORMAT_V1)
+    except Exception:
+        return False
+    return True
+
+
+cdef bint _is_storage_version(bytes data) noexcept:
+    # "1.0.0", "1.1.0", "1.1.0-<latest version>"
+    cdef Py_ssize_t i, n = PyBytes_GET_SIZE(data)
+    cdef const uint8_t *p = <const uint8_t *>PyBytes_AS_STRING(data)
+    if n == 0 or n > 48:
+        return False
+    for i in range(n):
+        if not (48 <= p[i] <= 57 or p[i] == 46 or p[i] == 45):
+            return False
+    return 48 <= p[0] <= 57
+
+
+cpdef bint is_iavl_record(bytes key, bytes value):
+    """Whether (key, value) decodes as the IAVL record its key says it is: a v1 node (or root record) under
+    ``s``, a fast node under ``f``, a legacy node under ``n``, a legacy root under ``r``, a legacy orphan under
+    ``o``, the storage version or mpt's import marker under ``m``. What a tree deletes or overwrites must pass
+    this first: a record that does not is someone else's (ForeignStoreError)."""
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(key), m = PyBytes_GET_SIZE(value)
+    cdef const uint8_t *v = <const uint8_t *>PyBytes_AS_STRING(value)
+    cdef uint8_t c
+    if n == 0:
+        return False
+    c = (<const uint8_t *>PyBytes_AS_STRING(key))[0]
+    if c == b"s"[0]:
+        if n != 1 + NODE_KEY_SIZE:
+            return False
+        # A root record holds the root node, nothing (an empty tree) or the key of a reused root.
+        if m == 0 or (v[0] == b"s"[0] and (m == 1 + NODE_KEY_SIZE or m == 9)):
+            return True
+        return _decodes(value, FORMAT_V1)
+    if c == b"f"[0]:
+        return n > 1 and _is_fast_record(value)
+    if c == b"n"[0]:
+        return n == 1 + HASH_SIZE and _decodes(value, FORMAT_LEGACY)
+    if c == b"r"[0]:
+        return n == 9 and (m == 0 or m == HASH_SIZE)
+    if c == b"o"[0]:
+        return n == 1 + 8 + 8 + HASH_SIZE and m == HASH_SIZE
+    if c == b"m"[0]:
+        if key == STORAGE_VERSION_KEY:
+            return _is_storage_version(value)
+        return key == IMPORT_MARKER_KEY
+    return False
+
+
+cdef str show_key(bytes key):
+    """A store key as errors show it: text when it is printable ASCII, else hex."""
+    cdef bytes head = key[:48]
+    cdef str more = "..." if PyBytes_GET_SIZE(key) > 48 else ""
+    if head and all(32 <= b < 127 for b in head):
+        return repr(head)[1:] + more
+    return "0x" + head.hex() + more
+
+
+def cosmos_store_names(db, int limit=64):
+    """The module store names of a Cosmos SDK multistore opened without a prefix (its ``s/k:<name>/`` keys), in
+    key order: one seek per name, not a scan. Empty when db is no multistore."""
+    cdef list names = []
+    cdef bytes start = b"s/k:", k
+    cdef Py_ssize_t slash
+    while len(names) < limit:
+        k = None
+        for k, _ in db.iterate(start, b"s/k;"):
+            break
+        if k is None:
+            break
+        slash = k.find(b"/", 4)
+        if slash < 0:
+            break
+        names.append(k[4:slash].decode("utf-8", "replace"))
+        start = k[:slash] + b"0"        # "0" follows "/": the first key past this module's
+    return names
+
+
+def foreign_store_error(db, bytes key, str doing):
+    """The ForeignStoreError for a record under ``key`` that is not IAVL's, found before ``doing``."""
+    names = cosmos_store_names(db, 8) if key.startswith(b"s/") else []
+    if names:
+        hint = ("it is a Cosmos multistore: open one module's tree with its prefix, e.g. prefix=b\"s/k:%s/\" "
+                "(stores: %s)" % (names[0], ", ".join(names)))
+    else:
+        hint = ("if the tree shares this database with other data, open the store with the tree's own key prefix "
+                "(LevelDBStore(path, prefix=b\"s/k:<name>/\"))")
+    return ForeignStoreError("refusing to %s: the store %r holds a record that is not an IAVL tree's (key %s); "
+                             "nothing was written. %s" % (doing, db, show_key(key), hint), key=key)
+
+
 cdef str describe(Node node):
     """How errors name a stored node: its v1 node key (version, nonce), or the hash of a legacy node."""
     if node.nonce != 0 or node._hash is None:
@@ -192,38 +329,6 @@ cdef bint _same_node(Node a, Node b) except -1:
     return a.c_hash() == b.c_hash()
 
 
-cdef Node _read(NodeDB ndb, bytes ref, dict known, dict remember):
-    cdef Node node
-    if known is not None:
-        node = known.get(ref)
-        if node is not None:
-            return node
-    node = ndb.get_node(ref)
-    if remember is not None:
-        remember[ref] = node
-    return node
-
-
-cdef int _push_children(NodeDB ndb, list stack, Node node, dict known, dict remember) except -1:
-    """Push a stored inner node's children (right, then left: popped in pre-order), checked."""
-    cdef InnerNode inner
-    cdef Node left, right
-    cdef bytes lref, rref
-    if node.height == 0:
-        return 0
-    inner = <InnerNode>node
-    lref = inner._left_ref if inner._left_ref is not None else inner._left_hash
-    rref = inner._right_ref if inner._right_ref is not None else inner._right_hash
-    left = _read(ndb, lref, known, remember)
-    check_child(node, left, False)
-    right = _read(ndb, rref, known, remember)
-    check_child(node, right, True)
-    check_children(node, left, right)
-    stack.append((right, rref))
-    stack.append((left, lref))
-    return 0
-
-
 @cython.final
 cdef class _RecordWriter:
     """Where save_version's records go: straight into a MemoryDB's dict, or through a write batch's put."""
@@ -234,6 +339,211 @@ cdef class _RecordWriter:
         w.into = into
         w.put = put
         return w
+
+# ------------------------------------------------------------------------------------------ pruning's walk
+# Pruning walks two trees at once and needs of each node only its children's references, its height and its
+# size: _links reads those straight from the stored record, into the record keys of the children, with no Node
+# object, key, value or hash made (a Node and its five byte strings cost three quarters of the walk).
+
+cdef inline Py_ssize_t _skip_varint(const uint8_t *p, Py_ssize_t pos, Py_ssize_t n, int64_t *out) noexcept:
+    cdef uint64_t u
+    pos = read_uvarint(p, pos, n, &u)
+    if pos >= 0:
+        out[0] = unzigzag(u)
+    return pos
+
+
+cdef inline Py_ssize_t _skip_bytes(const uint8_t *p, Py_ssize_t pos, Py_ssize_t n) noexcept:
+    cdef uint64_t length
+    pos = read_uvarint(p, pos, n, &length)
+    if pos < 0 or length > <uint64_t>(n - pos):
+        return -1
+    return pos + <Py_ssize_t>length
+
+
+cdef bytes _child_key(const uint8_t *p, Py_ssize_t *pos, Py_ssize_t n, bint by_hash):
+    """The record key of a child reference at p[pos[0]:]: n + hash, or s + version + nonce; None if malformed."""
+    cdef int64_t version, nonce
+    cdef Py_ssize_t at = pos[0], end
+    if by_hash:
+        end = _skip_bytes(p, at, n)
+        if end < 0 or end - at != 1 + HASH_SIZE:
+            return None
+        pos[0] = end
+        return _prefixed_raw(b"n", p + at + 1, HASH_SIZE)
+    at = _skip_varint(p, at, n, &version)
+    if at < 0 or version < 0:
+        return None
+    at = _skip_varint(p, at, n, &nonce)
+    if at < 0 or nonce < 0 or nonce > 0xFFFFFFFF:
+        return None
+    pos[0] = at
+    return _node_record_key(version, <uint32_t>nonce)
+
+
+cdef inline bytes _prefixed_raw(char prefix, const uint8_t *data, Py_ssize_t n):
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, n + 1)
+    cdef char *o = PyBytes_AS_STRING(out)
+    o[0] = prefix
+    memcpy(o + 1, data, n)
+    return out
+
+
+cdef int _links(bytes key, bytes data, int64_t *height, int64_t *size, list stack) except -1:
+    """Read a stored node's height and size, and push its children's record keys on stack (right, then left:
+    popped in pre-order). The record's format follows its key: ``s`` v1, ``n`` legacy."""
+    cdef const uint8_t *p = <const uint8_t *>PyBytes_AS_STRING(data)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(data), pos
+    cdef int64_t version, mode = 0
+    cdef bint legacy = PyBytes_GET_SIZE(key) == 1 + HASH_SIZE
+    cdef bytes left, right
+    pos = _skip_varint(p, 0, n, height)
+    if pos >= 0:
+        pos = _skip_varint(p, pos, n, size)
+    if pos >= 0 and legacy:
+        pos = _skip_varint(p, pos, n, &version)
+    if pos >= 0:
+        pos = _skip_bytes(p, pos, n)                # the key
+    if pos < 0 or height[0] < 0 or height[0] > 127 or size[0] < 1:
+        raise CorruptTreeError("corrupt IAVL node %s: %s" % (show_key(key), data.hex()))
+    if height[0] == 0:
+        return 0
+    if not legacy:
+        pos = _skip_bytes(p, pos, n)                # the node's hash
+        if pos >= 0:
+            pos = _skip_varint(p, pos, n, &mode)
+        if pos < 0 or mode < 0 or mode > 3:
+            raise CorruptTreeError("corrupt IAVL node %s: %s" % (show_key(key), data.hex()))
+    left = _child_key(p, &pos, n, legacy or (mode & MODE_LEGACY_LEFT) != 0)
+    right = _child_key(p, &pos, n, legacy or (mode & MODE_LEGACY_RIGHT) != 0) if left is not None else None
+    if right is None or pos != n:
+        raise CorruptTreeError("corrupt IAVL node %s: %s" % (show_key(key), data.hex()))
+    stack.append(right)
+    stack.append(left)
+    return 0
+
+
+cdef inline int64_t _key_version(bytes key) noexcept:
+    """The version in a v1 record key (s + version + nonce); -1 for a legacy one (n + hash): legacy nodes are
+    older than every v1 version."""
+    if PyBytes_GET_SIZE(key) == 1 + NODE_KEY_SIZE:
+        return <int64_t>read_be64(<const uint8_t *>PyBytes_AS_STRING(key) + 1)
+    return -1
+
+
+cdef inline bytes _record_key(bytes ref):
+    """The record key of a node reference: s + node key, or n + hash."""
+    return _prefixed(b"s" if PyBytes_GET_SIZE(ref) == NODE_KEY_SIZE else b"n", ref)
+
+
+cdef enum:
+    _PARENT_HEIGHT = 0              # the slots kept beside each key of a _Walk
+    _PARENT_SIZE = 1
+    _SIDE = 2                       # 0 left child, 1 right child, -1 a root
+    _EXACT_SIZE = 3                 # the size the node must have (-1: not known)
+    _EXACT_HEIGHT = 4               # the height it must have (-1: any that fits under the parent)
+    _SLOTS = 5
+
+
+@cython.final
+cdef class _Walk:
+    """One of pruning's two pre-order walks: a stack of record keys, and beside each key what its node must look
+    like, from its parent and its left sibling: every node read is checked to sit lower than its parent and hold
+    fewer leaves (what keeps a walk over a corrupt store finite), and a right child read after its left sibling
+    must give the parent its height and size, as check_children requires of loaded trees."""
+    cdef list keys
+    cdef int64_t *slots             # _SLOTS per key
+    cdef Py_ssize_t capacity
+    cdef int64_t top[_SLOTS]        # the slots of the key popped last
+
+    def __cinit__(self):
+        self.keys = []
+        self.capacity = 64
+        self.slots = <int64_t *>PyMem_Malloc(_SLOTS * self.capacity * sizeof(int64_t))
+        if self.slots == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        PyMem_Free(self.slots)
+
+    cdef int push_root(self, bytes key) except -1:
+        cdef int i
+        self.keys.append(key)
+        for i in range(_SLOTS):
+            self.slots[i] = -1
+        return 0
+
+    cdef bytes pop(self):
+        cdef Py_ssize_t i = len(self.keys) - 1
+        cdef int j
+        for j in range(_SLOTS):
+            self.top[j] = self.slots[_SLOTS * i + j]
+        return <bytes>self.keys.pop()
+
+    cdef int expand(self, NodeDB ndb, bytes key) except -1:
+        """Read the node of key, popped last, check it, and push its children."""
+        cdef int64_t height, size, ph = self.top[_PARENT_HEIGHT], ps = self.top[_PARENT_SIZE]
+        cdef Py_ssize_t n = len(self.keys), i
+        cdef int64_t *grown
+        cdef int64_t *sibling
+        _links(key, ndb.record(key), &height, &size, self.keys)
+        if ph >= 0 and not (height < ph and height >= ph - 2 and size < ps):
+            raise CorruptTreeError("corrupt IAVL store: node %s (height %d, size %d) sits under a parent of height "
+                                   "%d and size %d" % (show_key(key), height, size, ph, ps))
+        if (self.top[_EXACT_SIZE] >= 0 and size != self.top[_EXACT_SIZE]) or \
+                (self.top[_EXACT_HEIGHT] >= 0 and height != self.top[_EXACT_HEIGHT]):
+            raise CorruptTreeError("corrupt IAVL store: node %s (height %d, size %d) and its left sibling do not "
+                                   "give their parent's height %d and size %d" % (show_key(key), height, size, ph, ps))
+        if self.top[_SIDE] == 0:
+            # A left child: its right sibling, below it on the stack, must make up the parent's size and height.
+            sibling = self.slots + _SLOTS * (n - 1)
+            sibling[_EXACT_SIZE] = ps - size
+            sibling[_EXACT_HEIGHT] = ph - 1 if height == ph - 2 else -1
+        if len(self.keys) > self.capacity:
+            grown = <int64_t *>PyMem_Realloc(self.slots, 2 * _SLOTS * self.capacity * sizeof(int64_t))
+            if grown == NULL:
+                raise MemoryError()
+            self.slots = grown
+            self.capacity *= 2
+        for i in range(n, len(self.keys)):              # the right child, then the left one
+            self.slots[_SLOTS * i + _PARENT_HEIGHT] = height
+            self.slots[_SLOTS * i + _PARENT_SIZE] = size
+            self.slots[_SLOTS * i + _SIDE] = 1 if i == n else 0
+            self.slots[_SLOTS * i + _EXACT_SIZE] = -1
+            self.slots[_SLOTS * i + _EXACT_HEIGHT] = -1
+        return 0
+
+
+cdef inline int _compare(bytes a, bytes b) noexcept:
+    """Byte-string order, as bytes' own comparison, without its Python-level dispatch."""
+    cdef Py_ssize_t na = PyBytes_GET_SIZE(a), nb = PyBytes_GET_SIZE(b)
+    cdef int c = memcmp(PyBytes_AS_STRING(a), PyBytes_AS_STRING(b), na if na < nb else nb)
+    if c:
+        return c
+    return (na > nb) - (na < nb)
+
+
+cdef object _first_record(db, bint reverse):
+    for record in db.iterate(None, None, reverse):
+        return record
+    return None
+
+
+# Tokens of the imports running in this process: a store opened meanwhile hides their versions instead of
+# removing them.
+cdef set _RUNNING_IMPORTS = set()
+cdef long _import_count = 0
+
+
+cdef bint _process_alive(long pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True         # another user's process: alive
+    return True
+
 
 @cython.final
 cdef class NodeDB:
@@ -253,13 +563,18 @@ cdef class NodeDB:
         self._fast_cache = {}
         self._cache_newest = 0
         self._dict = None
+        self._read_failure = None
         if type(db) is MemoryDB and type(db._data) is dict:
             # The dict itself, read with PyDict_GetItemWithError: no call per node read. Holding it also keeps
             # the trie committer from swapping in a new dict under us (it only replaces an unshared dict).
             self._dict = db._data
             self._get = db._data.get
         else:
-            self._get = db.get
+            # A store may offer its backend's own get for readers like this one, which call it per node with no
+            # Python frame in between, and translate its failures with the store's read_failure (LevelDBStore).
+            unchecked = getattr(db, "unchecked_get", None)
+            self._get = db.get if unchecked is None else unchecked
+            self._read_failure = getattr(db, "read_failure", None)
         # LMDBStore and LevelDBStore keep a one-byte bytearray that close() clears: read in C, it costs nothing
         # per call, where a Python attribute lookup (db.closed) would cost more than a cached read.
         flag = getattr(db, "_open_flag", None)
@@ -267,8 +582,123 @@ cdef class NodeDB:
         self._latest = -1
         self._legacy_latest = 0
         self.check_open()
-        raw = self._get(STORAGE_VERSION_KEY)
+        raw = self._read_key(STORAGE_VERSION_KEY)
         self.storage_version = DEFAULT_STORAGE_VERSION if raw is None else (<bytes>raw).decode("latin-1")
+        self._ours = False
+        self._hidden_import = None
+        marker = self._read_key(IMPORT_MARKER_KEY)
+        if marker is not None:
+            self._interrupted_import(marker)
+
+    # ------------------------------------------------------------------------------------------ whose store
+
+    def check_ours(self, str doing):
+        """Raise ForeignStoreError, before anything is written, unless the store is empty or an IAVL tree's.
+
+        Run before the first write of a load (the fast-index rebuild), a save, a prune or an import; a few seeks,
+        once per NodeDB: the first and the last key must have IAVL's prefixes (``f m n o r s``) and the store
+        must hold an IAVL version (the root record of the latest ``s`` version, or a legacy ``r`` root) or its
+        storage version record. An Ethereum trie, a Cosmos multistore opened without a module prefix or another
+        program's keys fail it; deletes then check each record too (``is_iavl_record``)."""
+        cdef object first, last
+        if self._ours:
+            return
+        self.check_open()
+        if self._hidden_import is not None:
+            raise StoreError("cannot %s: %s" % (doing, self._hidden_import))
+        first = _first_record(self.db, False)
+        if first is None:
+            self._ours = True
+            return
+        last = _first_record(self.db, True)
+        for k, v in (first, last):
+            if not (PyBytes_GET_SIZE(k) and k[0] in b"fmnors"):
+                raise foreign_store_error(self.db, k, doing)
+        if not self._holds_a_version():
+            raise foreign_store_error(self.db, first[0], doing)
+        self._ours = True
+
+    cdef bint _holds_a_version(self) except -1:
+        cdef bytes k
+        raw = self._read_key(STORAGE_VERSION_KEY)
+        if raw is not None and _is_storage_version(raw):
+            return True
+        k = self._last_key(S, S + b"\xff" * 9, 0)
+        if k is not None and PyBytes_GET_SIZE(k) == 1 + NODE_KEY_SIZE:
+            # The last node key's version must have its root record (the latest version is never pruned).
+            root = self._read_key(_node_record_key(_key_version(k), 1))
+            if root is not None and is_iavl_record(_node_record_key(1, 1), root):
+                return True
+        for k, v in self.db.iterate(*prefix_range(R), reverse=True):
+            return is_iavl_record(k, v)
+        return False
+
+    # ------------------------------------------------------------------------------------------ imports
+
+    cdef int _interrupted_import(self, bytes marker) except -1:
+        """An import marker at open: the import that wrote it was killed (or is still running in another
+        process). Remove what it wrote, unless the store is read-only or its writer is alive: then hide it (no
+        version of it is visible, and writes are refused)."""
+        # The marker says: format, version, the writer's process id and a token of the import in that process.
+        parts = marker.split(b" ")
+        pid = int(parts[2]) if len(parts) == 4 and parts[2].isdigit() else 0
+        if getattr(self.db, "readonly", False):
+            self._hidden_import = ("an import into the store %r was interrupted; open it writable once to remove "
+                                   "what it wrote" % (self.db,))
+        elif pid and (parts[3] in _RUNNING_IMPORTS if pid == os.getpid() else _process_alive(pid)):
+            self._hidden_import = "an import into the store %r is running in process %d" % (self.db, pid)
+        else:
+            self.remove_import()
+        return 0
+
+    def start_import(self, batch, str fmt, int64_t version):
+        """Put the import marker into batch (the import's first write); returns the import's token, which
+        finish_import takes when it ends, whatever the outcome."""
+        global _import_count
+        self.check_ours("import")
+        _import_count += 1
+        token = b"%d" % _import_count
+        _RUNNING_IMPORTS.add(token)
+        batch.put(IMPORT_MARKER_KEY, b"%s %d %d %s" % (fmt.encode(), version, os.getpid(), token))
+        return token
+
+    @staticmethod
+    def finish_import(token):
+        """The import of token (start_import) is over: a marker of it that is left means it was interrupted."""
+        _RUNNING_IMPORTS.discard(token)
+
+    def remove_import(self):
+        """Delete every record an unfinished import wrote, then its marker; returns how many. An import starts
+        only on an empty store, so every node, fast node and root record there is the import's; each is checked
+        to decode as one all the same (is_iavl_record), and a record that does not stops the removal with
+        ForeignStoreError. Runs in batches of REMOVE_BATCH_SIZE and deletes the marker last, so a removal that
+        is itself killed resumes at the next open."""
+        cdef Py_ssize_t removed = 0
+        cdef list chunk
+        cdef bytes prefix
+        self.check_open()
+        for prefix in (F, N, R, S):
+            while True:
+                chunk = []
+                for k, v in self.db.iterate(*prefix_range(prefix)):
+                    if not is_iavl_record(k, v):
+                        raise foreign_store_error(self.db, k, "remove an interrupted import")
+                    chunk.append(k)
+                    if len(chunk) >= REMOVE_BATCH_SIZE:
+                        break
+                if not chunk:
+                    break
+                with self.db.write_batch() as batch:
+                    for k in chunk:
+                        batch.delete(k)
+                removed += len(chunk)
+        with self.db.write_batch() as batch:
+            batch.delete(IMPORT_MARKER_KEY)
+        self._hidden_import = None
+        self._latest = -1
+        self._legacy_latest = 0
+        self.clear_fast_cache()
+        return removed
 
     cdef int _raise_closed(self) except -1:
         check = getattr(self.db, "_check_open", None)
@@ -292,7 +722,7 @@ cdef class NodeDB:
                 # A root that pruning moved to (version, 0) (nodedb.go GetNode). The node keeps the key it was
                 # asked for, (version, 1), as Go's MakeNode(nk, buf) does: a parent saved later references it so,
                 # and this fallback finds it again.
-                data = self._get(_node_record_key(<int64_t>read_be64(k), 0))
+                data = self._read_key(_node_record_key(<int64_t>read_be64(k), 0))
             if data is None:
                 raise MissingNodeError(ref, message="missing IAVL node s%s (version %d, nonce %d)"
                                        % (ref.hex(), <int64_t>read_be64(k), read_be32(k + 8)))
@@ -303,7 +733,7 @@ cdef class NodeDB:
                 raise CorruptTreeError("corrupt IAVL node s%s (version %d, nonce %d): %s"
                                        % (ref.hex(), <int64_t>read_be64(k), read_be32(k + 8), e)) from None
         elif n == HASH_SIZE:
-            data = self._get(N + ref)
+            data = self._read_key(N + ref)
             if data is None:
                 raise MissingNodeError(ref, message="missing IAVL node n%s (legacy hash)" % ref.hex())
             try:
@@ -325,7 +755,7 @@ cdef class NodeDB:
         cdef Node node
         cdef Py_ssize_t n
         self.check_open()
-        data = self._get(key)
+        data = self._read_key(key)
         found[0] = True
         if data is not None:
             n = PyBytes_GET_SIZE(data)
@@ -347,7 +777,7 @@ cdef class NodeDB:
                                        % (key.hex(), version, e)) from None
             node.persisted = True
             return node
-        data = self._get(_legacy_root_key(version))
+        data = self._read_key(_legacy_root_key(version))
         if data is not None:
             if PyBytes_GET_SIZE(data) == 0:
                 return None
@@ -360,9 +790,9 @@ cdef class NodeDB:
         VersionError if the version does not exist."""
         cdef bytes key = make_node_key(version, 1)
         self.check_open()
-        data = self._get(S + key)
+        data = self._read_key(S + key)
         if data is None:
-            data = self._get(_legacy_root_key(version))
+            data = self._read_key(_legacy_root_key(version))
             if data is None:
                 raise VersionError("version %d does not exist" % version)
             return data
@@ -370,9 +800,9 @@ cdef class NodeDB:
             return b""
         if data[:1] == S:
             if len(data) == 1 + NODE_KEY_SIZE:
-                if self._get(data) is None:
+                if self._read_key(data) is None:
                     moved = data[1:9] + b"\x00\x00\x00\x00"
-                    if self._get(S + moved) is None:
+                    if self._read_key(S + moved) is None:
                         raise VersionError("version %d does not exist" % version)
                     return moved
                 return data[1:]
@@ -394,10 +824,11 @@ cdef class NodeDB:
         if self._latest >= 0:
             return self._latest
         self._latest = 0
-        for k, _ in self.db.iterate(S + make_node_key(1, 0)[:8], S + make_node_key(MAX_VERSION, 0)[:8], True):
-            if PyBytes_GET_SIZE(k) >= 9:
-                self._latest = <int64_t>read_be64(<const uint8_t *>PyBytes_AS_STRING(k) + 1)
-            break
+        if self._hidden_import is not None:
+            return 0            # an unfinished import: none of its versions is visible
+        k = self._last_key(S + make_node_key(1, 0)[:8], S + make_node_key(MAX_VERSION, 0)[:8], 0)
+        if k is not None and PyBytes_GET_SIZE(k) >= 9:
+            self._latest = <int64_t>read_be64(<const uint8_t *>PyBytes_AS_STRING(k) + 1)
         if self._latest == 0:
             self._latest = max(self.legacy_latest_version(), 0)
         return self._latest
@@ -419,11 +850,36 @@ cdef class NodeDB:
         self.check_open()
         if self._legacy_latest == 0:
             self._legacy_latest = -1
-            for k, _ in self.db.iterate(*prefix_range(R), reverse=True):
-                if len(k) == 9:
-                    self._legacy_latest = int.from_bytes(k[1:], "big")
-                    break
+            if self._hidden_import is not None:
+                return -1
+            k = self._last_key(R, b"s", 9)
+            if k is not None:
+                self._legacy_latest = int.from_bytes(k[1:], "big")
         return self._legacy_latest
+
+    cdef object _last_key(self, bytes lo, bytes hi, Py_ssize_t length):
+        """The greatest key in [lo, hi) (of exactly length bytes, if length), or None: a reverse seek on an
+        ordered store; on a MemoryDB a scan of its dict in C, where its iterate would sort the keys in Python
+        after every write (most of a prune's time went there)."""
+        cdef PyObject *key
+        cdef PyObject *value
+        cdef Py_ssize_t pos = 0, n
+        cdef bytes best = None, k
+        if self._dict is None:
+            for k, _ in self.db.iterate(lo, hi, True):
+                if length == 0 or PyBytes_GET_SIZE(k) == length:
+                    return k
+            return None
+        while PyDict_Next(self._dict, &pos, &key, &value):
+            if not PyBytes_CheckExact(<object>key):
+                continue
+            k = <bytes>key
+            n = PyBytes_GET_SIZE(k)
+            if (length and n != length) or _compare(k, lo) < 0 or _compare(k, hi) >= 0:
+                continue
+            if best is None or _compare(k, best) > 0:
+                best = k
+        return best
 
     def legacy_versions(self):
         self.check_open()
@@ -431,7 +887,7 @@ cdef class NodeDB:
 
     def has_version(self, int64_t version):
         self.check_open()
-        return self._get(_node_record_key(version, 1)) is not None
+        return self._read_key(_node_record_key(version, 1)) is not None
 
     def first_version(self):
         """The first v1 version still stored (Go's getFirstVersion: a binary search over the root records,
@@ -442,7 +898,7 @@ cdef class NodeDB:
         if hi < lo:
             return 0
         while lo < hi:
-            mid = (lo + hi) >> 1
+            mid = lo + ((hi - lo) >> 1)     # (lo + hi) >> 1 overflows int64 above 2**62 (a damaged key)
             if self.has_version(mid):
                 hi = mid
             else:
@@ -470,7 +926,7 @@ cdef class NodeDB:
     cdef tuple get_fast_node(self, bytes key):
         """(value, versionLastUpdatedAt) of key's fast node, or None."""
         self.check_open()
-        data = self._get(F + key)
+        data = self._read_key(F + key)
         if data is None:
             return None
         return _decode_fast_node(key, data)
@@ -527,12 +983,20 @@ cdef class NodeDB:
         self._fast_cache.clear()
         self._cache_newest = 0
 
-    cdef inline object _read_key(self, bytes key):
+    cdef object _read_key(self, bytes key):
+        """The store's value under key, or None: every read of a record goes through here."""
         cdef PyObject *found
         if self._dict is not None:
             found = PyDict_GetItemWithError(self._dict, key)
             return None if found == NULL else <object>found
-        return self._get(key)
+        try:
+            return self._get(key)
+        except Exception as e:
+            if self._read_failure is not None:
+                failure = self._read_failure(e)
+                if failure is not None:
+                    raise failure from None
+            raise
 
     def fast_node(self, key):
         return self.get_fast_node(bytes(key))
@@ -567,7 +1031,12 @@ cdef class NodeDB:
         if not self.fast_upgrade_pending(self.c_latest_version()):
             return False
         latest = self.c_latest_version()
-        stale = [k for k, _ in self.db.iterate(*prefix_range(F))]
+        self.check_ours("rebuild the fast index")
+        stale = []
+        for k, v in self.db.iterate(*prefix_range(F)):
+            if not is_iavl_record(k, v):        # checked before anything is deleted
+                raise foreign_store_error(self.db, k, "rebuild the fast index")
+            stale.append(k)
         self.clear_fast_cache()
         with self.db.write_batch() as batch:
             for k in stale:
@@ -594,6 +1063,7 @@ cdef class NodeDB:
         cdef bytes k
         cdef _RecordWriter out
         self.check_open()
+        self.check_ours("save version %d" % version)
         # Raises on a malformed stored version: before anything is written.
         cdef str storage_version = self.next_storage_version(version) if fast_storage else None
         if fast_storage:
@@ -667,7 +1137,7 @@ cdef class NodeDB:
             return 0
         key = _node_record_key(root.version, 0)
         out.emit(_node_record_key(version, 1), key)
-        if self._get(key) is None:
+        if self._read_key(key) is None:
             if root.height != 0:
                 inner = <InnerNode>root
                 if inner._left_ref is None:
@@ -679,35 +1149,60 @@ cdef class NodeDB:
 
     # ------------------------------------------------------------------------------------------ pruning
 
-    def _orphans(self, int64_t prev_version, int64_t cur_version, prev_ref, cur_ref, dict prev_nodes=None,
-                 dict cur_nodes=None):
-        """Go's traverseOrphans: the nodes of prev_version's tree that cur_version's tree no longer holds, as
-        (node, reference). Both trees are walked in pre-order; the current walk stops at each node of
-        prev_version or older (shared with the previous tree) and the previous walk skips that subtree.
+    cdef bytes record(self, bytes key):
+        """The stored record under a node's record key (s + node key, or n + hash); a root that pruning moved from
+        (version, 1) to (version, 0) is found there, as get_node finds it. MissingNodeError if there is none."""
+        data = self._read_key(key)
+        if data is None and PyBytes_GET_SIZE(key) == 1 + NODE_KEY_SIZE and \
+                read_be32(<const uint8_t *>PyBytes_AS_STRING(key) + 9) == 1:
+            data = self._read_key(_node_record_key(_key_version(key), 0))
+        if data is None:
+            raise MissingNodeError(key[1:], message="missing IAVL node %s" % show_key(key))
+        return data
 
-        prev_nodes: nodes already read by reference (the previous step's cur_nodes: pruning walks version v + 1
-        as the current tree, then as the previous one); cur_nodes collects what the current walk reads."""
-        cdef list cur = [] if not cur_ref else [(_read(self, cur_ref, None, cur_nodes), cur_ref)]
-        cdef list prev = [] if not prev_ref else [(_read(self, prev_ref, prev_nodes, None), prev_ref)]
-        cdef Node node, org = None
+    cdef list _orphan_keys(self, int64_t prev_version, bytes prev_ref, bytes cur_ref):
+        """Go's traverseOrphans: the record keys of the nodes of prev_version's tree (root prev_ref) that the next
+        version's tree (root cur_ref) no longer holds. Both trees are walked in pre-order; the current walk stops
+        at each node of prev_version or older (shared with the previous tree: not even read) and the previous walk
+        skips that subtree. Only the nodes the walks go through are read, each for its children's keys alone."""
+        cdef _Walk cur = _Walk(), prev = _Walk()
+        cdef bytes org = None, k
         cdef list out = []
-        cdef bytes ref, org_ref = None
-        while prev:
-            while org is None and cur:
-                node, ref = cur.pop()
-                if node.version <= prev_version:
-                    org = node
-                    org_ref = ref
+        if cur_ref:
+            cur.push_root(_record_key(cur_ref))
+        if prev_ref:
+            prev.push_root(_record_key(prev_ref))
+        while prev.keys:
+            while org is None and cur.keys:
+                k = cur.pop()
+                if _key_version(k) <= prev_version:
+                    org = k
                 else:
-                    _push_children(self, cur, node, None, cur_nodes)
-            node, ref = prev.pop()
-            # The same reference is the same node; else compare as Go does, by hash (_same_node).
-            if org is not None and (ref == org_ref or _same_node(node, org)):
+                    cur.expand(self, k)
+            k = prev.pop()
+            if org is not None and (k == org or self._maybe_same(k, org) and self._same_by_hash(k, org)):
                 org = None
             else:
-                out.append((node, ref))
-                _push_children(self, prev, node, prev_nodes, None)
+                out.append(k)
+                prev.expand(self, k)
         return out
+
+    cdef bint _maybe_same(self, bytes a, bytes b) except -1:
+        """Whether two different record keys may hold the same node: a legacy node and its v1 rewrite, or a root
+        under (version, 1) and under (version, 0), where pruning moved it. Go compares the walks' nodes by hash;
+        any other two keys are two nodes."""
+        cdef const uint8_t *p
+        cdef const uint8_t *q
+        if PyBytes_GET_SIZE(a) != PyBytes_GET_SIZE(b):
+            return True
+        if PyBytes_GET_SIZE(a) != 1 + NODE_KEY_SIZE or _key_version(a) != _key_version(b):
+            return False
+        p = <const uint8_t *>PyBytes_AS_STRING(a)
+        q = <const uint8_t *>PyBytes_AS_STRING(b)
+        return read_be32(p + 9) + read_be32(q + 9) == 1
+
+    cdef bint _same_by_hash(self, bytes a, bytes b) except -1:
+        return _same_node(self.get_node(a[1:]), self.get_node(b[1:]))
 
     def _ref_or_none(self, int64_t version):
         try:
@@ -728,15 +1223,16 @@ cdef class NodeDB:
         """
         cdef int64_t legacy = self.legacy_latest_version()
         cdef int64_t latest, first, v
-        cdef Node orphan, root
+        cdef Node root
         self.check_open()
+        self.check_ours("prune versions up to %d" % to_version)
         if legacy > to_version:
             return 0            # Go: the legacy versions are deleted at once, later
         latest = self.c_latest_version()
         if latest <= to_version:
             raise VersionError("latest version %d is less than or equal to toVersion %d" % (latest, to_version))
         first = self.first_version()
-        deleted = 0
+        cdef Py_ssize_t deleted = 0
         refs = {}
 
         def ref_of(int64_t version):
@@ -744,48 +1240,81 @@ cdef class NodeDB:
                 refs[version] = self._ref_or_none(version)
             return refs[version]
 
-        known = {}
-        with self.db.write_batch() as batch:
-            if legacy > 0:
-                deleted += self._delete_legacy_versions(batch, legacy)
-            for v in range(first if first else to_version + 1, to_version + 1):
-                root_ref = ref_of(v)
-                seen = {}
-                if root_ref:
-                    next_ref = ref_of(v + 1)
-                    if next_ref is not None:
-                        for orphan, ref in self._orphans(v, v + 1, root_ref, next_ref, known, seen):
-                            if len(ref) == HASH_SIZE:
-                                batch.delete(N + ref)
-                            else:
-                                nonce = orphan.nonce
-                                if nonce == 0 and self._get(N + orphan.c_hash()) is not None:
+        # The walk collects the deletes (and the few moved roots) first and applies them at the end, all or
+        # nothing: straight into a MemoryDB's dict from C (nothing can fail between the first and the last
+        # change), or in one write batch through its C-level delete where the store has one (LevelDB: plyvel's
+        # own). A Python call per deleted key cost a third of a prune.
+        cdef list dels = []
+        cdef list moved = []            # (key, value): roots moved to (version, 0)
+        cdef bytes k, legacy_key
+        cdef uint32_t nonce
+        cdef int64_t version
+        if legacy > 0:
+            deleted += self._delete_legacy_versions(dels, legacy)
+        for v in range(first if first else to_version + 1, to_version + 1):
+            root_ref = ref_of(v)
+            if root_ref:
+                next_ref = ref_of(v + 1)
+                if next_ref is not None:
+                    for k in self._orphan_keys(v, root_ref, next_ref):
+                        if PyBytes_GET_SIZE(k) != 1 + NODE_KEY_SIZE:
+                            dels.append(k)              # a legacy node, n + hash
+                        else:
+                            version = _key_version(k)
+                            nonce = read_be32(<const uint8_t *>PyBytes_AS_STRING(k) + 9)
+                            if nonce == 0:
+                                legacy_key = N + self.get_node(k[1:]).c_hash()
+                                if self._read_key(legacy_key) is not None:
                                     # A legacy root that a v1 version reused, rewritten at (version, 0): its
                                     # legacy record goes too (Go: "it can be a legacy root").
-                                    batch.delete(N + orphan.c_hash())
+                                    dels.append(legacy_key)
                                     deleted += 1
-                                if nonce == 1 and orphan.version < v:
-                                    nonce = 0       # a root moved to (version, 0) by an earlier step
-                                batch.delete(_node_record_key(orphan.version, nonce))
-                            deleted += 1
-                literal = make_node_key(v, 1)
-                if root_ref is None or root_ref != literal:
-                    batch.delete(S + literal)
-                    deleted += 1
-                if ref_of(v + 1) == literal:
-                    # v + 1 reuses v's root: the root record goes, the node moves to (v, 0).
-                    root = self.get_node(literal)
-                    batch.delete(S + literal)
-                    root.nonce = 0
-                    batch.put(_node_record_key(v, 0), root._to_bytes(FORMAT_V1))
-                    deleted += 1
-                known = seen
+                            if nonce == 1 and version < v:
+                                # A root moved to (version, 0) by an earlier step.
+                                dels.append(_node_record_key(version, 0))
+                            else:
+                                dels.append(k)
+                        deleted += 1
+            literal = make_node_key(v, 1)
+            if root_ref is None or root_ref != literal:
+                dels.append(S + literal)
+                deleted += 1
+            if ref_of(v + 1) == literal:
+                # v + 1 reuses v's root: the root record goes, the node moves to (v, 0).
+                root = self.get_node(literal)
+                dels.append(S + literal)
+                root.nonce = 0
+                moved.append((_node_record_key(v, 0), root._to_bytes(FORMAT_V1)))
+                deleted += 1
+        # Moved roots first, then the deletes: a key is put (a root moved to (v, 0) at step v) before any later
+        # step deletes it, never after, so this order ends where the walk's order would.
+        self._apply_prune(dels, moved)
         if legacy > 0:
             self._legacy_latest = -1
         return deleted
 
-    def _delete_legacy_versions(self, batch, int64_t legacy):
-        """Go's deleteLegacyVersions(legacyLatestVersion), into batch; returns the number of deletes.
+    cdef int _apply_prune(self, list dels, list moved) except -1:
+        cdef dict data = self._dict
+        cdef bytes k
+        if data is not None:
+            for k, value in moved:
+                data[k] = value
+            for k in dels:
+                data.pop(k, None)
+            self.db.keys_changed()
+            return 0
+        with self.db.write_batch() as batch:
+            for k, value in moved:
+                batch.put(k, value)
+            delete = getattr(batch, "bytes_delete", None)
+            if delete is None:
+                delete = batch.delete
+            for k in dels:
+                delete(k)
+        return 0
+
+    def _delete_legacy_versions(self, list dels, int64_t legacy):
+        """Go's deleteLegacyVersions(legacyLatestVersion): the keys to delete appended to dels; returns how many.
 
         1. The legacy nodes of the latest legacy version that the first v1 version no longer references (its
            orphans were never recorded: v1 writes no ``o`` records).
@@ -803,21 +1332,22 @@ cdef class NodeDB:
         next_ref = self._ref_or_none(legacy + 1)
         if next_ref is None:
             return 0
-        for orphan, ref in self._orphans(legacy, legacy + 1, self.root_ref(legacy), next_ref):
-            batch.delete(N + orphan.c_hash())
+        for k in self._orphan_keys(legacy, self.root_ref(legacy), next_ref):
+            dels.append(k)          # the latest legacy version's nodes: n + hash
             deleted += 1
         for k, value in list(self.db.iterate(*prefix_range(LEGACY_ORPHAN_PREFIX))):
-            if PyBytes_GET_SIZE(k) != 1 + 8 + 8 + HASH_SIZE:
-                raise CorruptTreeError("corrupt IAVL store: %s is no legacy orphan record (o + toVersion + "
-                                       "fromVersion + hash)" % k.hex())
-            batch.delete(k)
+            if not is_iavl_record(k, value):
+                raise foreign_store_error(self.db, k, "delete the legacy orphan records")
+            dels.append(k)
             deleted += 1
             to = <int64_t>read_be64(<const uint8_t *>PyBytes_AS_STRING(k) + 1)
             frm = <int64_t>read_be64(<const uint8_t *>PyBytes_AS_STRING(k) + 9)
             if (frm <= legacy and to < legacy) or frm > legacy:
-                batch.delete(N + value)
+                dels.append(N + value)
                 deleted += 1
-        for k, _ in list(self.db.iterate(*prefix_range(R))):
-            batch.delete(k)
+        for k, value in list(self.db.iterate(*prefix_range(R))):
+            if not is_iavl_record(k, value):
+                raise foreign_store_error(self.db, k, "delete the legacy root records")
+            dels.append(k)
             deleted += 1
         return deleted

@@ -160,8 +160,14 @@ cdef class MutableTree:
         return self.ndb.load_root(version, found)
 
     cdef int _opened(self, Node root, int64_t version) except -1:
-        """Make root (of saved version `version`) the working tree; upgrade the fast index as Go's LoadVersion
-        does (enableFastStorageAndCommitIfNotEnabled), unless the store is read-only."""
+        """Make root (of saved version `version`) the working tree; rebuild the fast index as Go's LoadVersion
+        does (enableFastStorageAndCommitIfNotEnabled), unless the store is read-only or `version` is not the
+        latest.
+
+        Go rebuilds the index from whatever version is loaded and stamps it as the latest, so after loading an
+        old version the index, and every later get through it, answers that old version's values. Here only
+        the latest version rebuilds it: an older one leaves a stale index to the next open of the latest, and
+        reads through its tree meanwhile (the index is not current, so get does not use it)."""
         self.root = root
         self._saved_root = root
         self.version = version
@@ -169,7 +175,8 @@ cdef class MutableTree:
         self._fast_removals = set()
         # Another tree may have written the store since this one cached its fast nodes.
         self.ndb.clear_fast_cache()
-        if self.fast_storage and not getattr(self.db, "readonly", False):
+        if (self.fast_storage and not getattr(self.db, "readonly", False)
+                and version == self.ndb.c_latest_version()):
             self.ndb.upgrade_fast_storage(self.items(), version)
         self._fast_reads = self.fast_storage and self.ndb.fast_storage_enabled()
         return 0

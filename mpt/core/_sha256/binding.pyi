@@ -10,13 +10,15 @@ def sha256_prefixed(prefix: int, data: ReadableBuffer) -> bytes:
     """Return SHA-256 of one prefix byte followed by data (RFC 6962: 0 for leaves, 1 for inner nodes)."""
 
 def sha256_backend() -> str:
-    """Name of the SHA-256 backend in use: "shani" (x86 SHA extensions), "avx2" (AVX2 lanes, batches) or "scalar"."""
+    """Name of the SHA-256 backend in use: "shani" (x86 SHA extensions), "avx512" or "avx2" (lanes, batches) or
+    "scalar"."""
 
 def sha256_backends() -> list[str]:
     """Names of the backends this build and CPU can run, portable first."""
 
 def set_sha256_backend(name: str) -> str:
-    """Use the named backend ("scalar", "avx2", "shani" or "auto") process-wide; returns the previous name."""
+    """Use the named backend ("scalar", "avx2", "avx512", "shani" or "auto") process-wide; returns the previous
+    name."""
 
 def _sha256_streamed(chunks: list[bytes]) -> bytes: ...
 def _sha256_many(messages: list[bytes], prefix: int | None = None) -> list[bytes]: ...

@@ -21,7 +21,7 @@ from mpt.core._sha256.sha256 cimport (
 cdef enum:
     _NOGIL_THRESHOLD = 4096
 
-BACKENDS = ("scalar", "avx2", "shani")
+BACKENDS = ("scalar", "avx2", "avx512", "shani")
 
 
 cdef bytes _digest(data, int prefix):
@@ -76,8 +76,9 @@ def sha256_prefixed(int prefix, data):
 
 
 def sha256_backend():
-    """Name of the SHA-256 backend in use: "shani" (x86 SHA extensions), "avx2" (eight messages at a time in AVX2
-    lanes for batches) or "scalar" (portable C)."""
+    """Name of the SHA-256 backend in use: "shani" (x86 SHA extensions), "avx512" (sixteen messages at a time in
+    AVX-512 lanes for batches, SHA-NI for single messages where the CPU has it), "avx2" (eight messages at a time in
+    AVX2 lanes for batches) or "scalar" (portable C)."""
     return mpt_sha256_backend().decode()
 
 
@@ -113,8 +114,8 @@ def _copy_backends():
 
 
 def set_sha256_backend(str name not None):
-    """Use the named backend ("scalar", "avx2", "shani", or "auto" for the fastest supported) for every SHA-256 of mpt,
-    process-wide. Returns the previous name. Digests never depend on the backend. MPT_SHA256_BACKEND sets the
+    """Use the named backend ("scalar", "avx2", "avx512", "shani", or "auto" for the fastest supported: SHA-NI or
+    AVX-512, where the CPU has both, by timing a Merkle level on each) for every SHA-256 of mpt, process-wide. Returns the previous name. Digests never depend on the backend. MPT_SHA256_BACKEND sets the
     initial choice."""
     cdef _set_backend_fn set_fn
     old = sha256_backend()

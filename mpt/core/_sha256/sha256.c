@@ -1,7 +1,7 @@
 /*
  * SHA-256 (FIPS 180-4): a portable compression function, one on the x86 SHA
- * extensions and an eight-lane AVX2 one for batches, chosen at run time
- * (sha256.h).  scripts/sha256_microbench.c measures cycles per block of each.
+ * extensions, and an eight-lane AVX2 one and a sixteen-lane AVX-512 one for
+ * batches, chosen at run time (sha256.h).  scripts/sha256_microbench.c measures cycles per block of each.
  *
  * Every message, streamed or one shot, is seen as a sequence of 64-byte
  * blocks: optional one-byte prefix (the RFC 6962 domain separator), the data,
@@ -24,6 +24,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
 #define MPT_SHA256_HAVE_SHANI 1
@@ -31,7 +32,7 @@
 #include <immintrin.h>
 #endif
 
-enum { BACKEND_UNSET = -1, BACKEND_SCALAR = 0, BACKEND_SHANI = 1, BACKEND_AVX2 = 2 };
+enum { BACKEND_UNSET = -1, BACKEND_SCALAR = 0, BACKEND_SHANI = 1, BACKEND_AVX2 = 2, BACKEND_AVX512 = 3 };
 
 static const uint32_t sha256_k[64] __attribute__((aligned(16))) = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -807,6 +808,203 @@ static int cpu_has_avx2(void)
 
 #endif /* MPT_SHA256_HAVE_AVX2 */
 
+/* ---- AVX-512: sixteen messages in the sixteen 32-bit lanes of ZMM ----- */
+
+#ifdef MPT_SHA256_HAVE_SHANI   /* same compilers and CPUs: GCC/Clang on x86 */
+#define MPT_SHA256_HAVE_AVX512 1
+
+/* Batches only, like AVX2, but with the instructions that make the portable
+ * rounds short: a rotate is one VPRORD, Ch, Maj and three-way XORs are one
+ * VPTERNLOGD each (about 100 instructions per lane and block against 330 on
+ * AVX2).  Where SHA-NI is slow (Intel: about 99 ns per Merkle node against
+ * 50 on Zen 4) or missing (Xeons before Ice Lake), sixteen lanes beat it;
+ * "auto" times both on first use and keeps the faster for batches, while
+ * single messages stay on SHA-NI. */
+#define AVX512_TARGET __attribute__((target("avx512f,avx512bw")))
+
+#define V16_ROR(x, n) _mm512_ror_epi32((x), (n))
+#define V16_XOR3(a, b, c) _mm512_ternarylogic_epi32((a), (b), (c), 0x96)
+#define V16_BSIG0(x) V16_XOR3(V16_ROR(x, 2), V16_ROR(x, 13), V16_ROR(x, 22))
+#define V16_BSIG1(x) V16_XOR3(V16_ROR(x, 6), V16_ROR(x, 11), V16_ROR(x, 25))
+#define V16_SSIG0(x) V16_XOR3(V16_ROR(x, 7), V16_ROR(x, 18), _mm512_srli_epi32((x), 3))
+#define V16_SSIG1(x) V16_XOR3(V16_ROR(x, 17), V16_ROR(x, 19), _mm512_srli_epi32((x), 10))
+#define V16_CH(e, f, g) _mm512_ternarylogic_epi32((e), (f), (g), 0xCA)    /* e ? f : g */
+#define V16_MAJ(a, b, c) _mm512_ternarylogic_epi32((a), (b), (c), 0xE8)
+
+/* Block p[x] of lane x as 16 word vectors (word j of every lane in w[j]). */
+AVX512_TARGET static inline __attribute__((always_inline)) void
+avx512_load_blocks(const unsigned char *const p[16], __m512i w[16])
+{
+    /* Sixteen 64-byte rows into sixteen word columns: a 16x16 transpose of
+     * 32-bit words in four stages of shuffles (64 instructions), then each
+     * word to big-endian. */
+    const __m512i bswap = _mm512_set4_epi32(0x0c0d0e0f, 0x08090a0b, 0x04050607, 0x00010203);
+    __m512i r[16], t[16];
+    int x;
+    for (x = 0; x < 16; x++)
+        r[x] = _mm512_loadu_si512((const void *)p[x]);
+    for (x = 0; x < 16; x += 2) {
+        t[x] = _mm512_unpacklo_epi32(r[x], r[x + 1]);
+        t[x + 1] = _mm512_unpackhi_epi32(r[x], r[x + 1]);
+    }
+    for (x = 0; x < 16; x += 4) {
+        r[x] = _mm512_unpacklo_epi64(t[x], t[x + 2]);
+        r[x + 1] = _mm512_unpackhi_epi64(t[x], t[x + 2]);
+        r[x + 2] = _mm512_unpacklo_epi64(t[x + 1], t[x + 3]);
+        r[x + 3] = _mm512_unpackhi_epi64(t[x + 1], t[x + 3]);
+    }
+    /* r[4g + k] holds, in its 128-bit lane l, word 4l + k' of rows 4g .. 4g+3
+     * (k' = 0, 1, 2, 3 for k = 0, 1, 2, 3): gather the lanes across groups. */
+    for (x = 0; x < 4; x++) {
+        t[x] = _mm512_shuffle_i32x4(r[x], r[4 + x], 0x88);         /* lanes 0, 2 of g0 | 0, 2 of g1 */
+        t[4 + x] = _mm512_shuffle_i32x4(r[x], r[4 + x], 0xdd);     /* lanes 1, 3 */
+        t[8 + x] = _mm512_shuffle_i32x4(r[8 + x], r[12 + x], 0x88);
+        t[12 + x] = _mm512_shuffle_i32x4(r[8 + x], r[12 + x], 0xdd);
+    }
+    for (x = 0; x < 4; x++) {
+        w[x] = _mm512_shuffle_i32x4(t[x], t[8 + x], 0x88);          /* word x */
+        w[8 + x] = _mm512_shuffle_i32x4(t[x], t[8 + x], 0xdd);      /* word 8 + x */
+        w[4 + x] = _mm512_shuffle_i32x4(t[4 + x], t[12 + x], 0x88); /* word 4 + x */
+        w[12 + x] = _mm512_shuffle_i32x4(t[4 + x], t[12 + x], 0xdd);
+    }
+    for (x = 0; x < 16; x++)
+        w[x] = _mm512_shuffle_epi8(w[x], bswap);
+}
+
+AVX512_TARGET static void avx512_rounds(__m512i st[8], __m512i w[16])
+{
+    __m512i a = st[0], b = st[1], c = st[2], d = st[3], e = st[4], f = st[5], g = st[6], h = st[7];
+    __m512i t1, t2;
+    int i;
+
+    for (i = 0; i < 64; i++) {
+        if (i >= 16)
+            w[i & 15] = _mm512_add_epi32(
+                _mm512_add_epi32(V16_SSIG1(w[(i - 2) & 15]), w[(i - 7) & 15]),
+                _mm512_add_epi32(V16_SSIG0(w[(i - 15) & 15]), w[i & 15]));
+        t1 = _mm512_add_epi32(_mm512_add_epi32(h, V16_BSIG1(e)),
+                              _mm512_add_epi32(V16_CH(e, f, g),
+                                               _mm512_add_epi32(_mm512_set1_epi32((int)sha256_k[i]), w[i & 15])));
+        t2 = _mm512_add_epi32(V16_BSIG0(a), V16_MAJ(a, b, c));
+        h = g; g = f; f = e; e = _mm512_add_epi32(d, t1);
+        d = c; c = b; b = a; a = _mm512_add_epi32(t1, t2);
+    }
+    st[0] = _mm512_add_epi32(st[0], a); st[1] = _mm512_add_epi32(st[1], b);
+    st[2] = _mm512_add_epi32(st[2], c); st[3] = _mm512_add_epi32(st[3], d);
+    st[4] = _mm512_add_epi32(st[4], e); st[5] = _mm512_add_epi32(st[5], f);
+    st[6] = _mm512_add_epi32(st[6], g); st[7] = _mm512_add_epi32(st[7], h);
+}
+
+AVX512_TARGET static inline void avx512_init(__m512i st[8])
+{
+    int j;
+    for (j = 0; j < 8; j++)
+        st[j] = _mm512_set1_epi32((int)sha256_iv[j]);
+}
+
+/* The digests of lanes 0 .. nout-1 to out[32x ..]. */
+AVX512_TARGET static inline void avx512_digests(__m512i st[8], int nout, unsigned char *out)
+{
+    uint32_t t[8][16] __attribute__((aligned(64)));
+    int x, j;
+    for (j = 0; j < 8; j++)
+        _mm512_store_si512((void *)t[j], st[j]);
+    for (x = 0; x < nout; x++)
+        for (j = 0; j < 8; j++)
+            store32_be(out + 32 * x + 4 * j, t[j][x]);
+}
+
+/* Up to sixteen messages of any lengths, as avx2_hash_x8: a lane past its
+ * last block keeps its state (a masked blend after each block). */
+AVX512_TARGET static void avx512_hash_x16(sha_msg *m, int nmsg, unsigned char *out)
+{
+    __m512i st[8], saved[8], w[16];
+    const unsigned char *p[16];
+    size_t k, most = 0;
+    int x, j, uneven = nmsg < 16;
+    __mmask16 active;
+
+    for (x = 0; x < nmsg; x++) {
+        if (m[x].nblocks > most)
+            most = m[x].nblocks;
+        if (m[x].nblocks != m[0].nblocks)
+            uneven = 1;
+    }
+    avx512_init(st);
+    for (k = 0; k < most; k++) {
+        active = 0;
+        for (x = 0; x < 16; x++) {
+            if (x < nmsg && k < m[x].nblocks) {
+                p[x] = msg_block(&m[x], k);
+                active |= (__mmask16)(1u << x);
+            } else {
+                p[x] = zero_block;
+            }
+        }
+        avx512_load_blocks(p, w);
+        if (uneven) {
+            for (j = 0; j < 8; j++)
+                saved[j] = st[j];
+            avx512_rounds(st, w);
+            for (j = 0; j < 8; j++)
+                st[j] = _mm512_mask_blend_epi32(active, saved[j], st[j]);
+        } else {
+            avx512_rounds(st, w);
+        }
+    }
+    avx512_digests(st, nmsg, out);
+}
+
+/* prefix || in[64x .. 64x+64) for pairs x < npairs (<= 16): two blocks each,
+ * assembled in a local buffer (so out may equal in). */
+AVX512_TARGET static void avx512_pairs_x16(unsigned char prefix, const unsigned char *in, int npairs,
+                                           unsigned char *out)
+{
+    unsigned char blocks[16][128];
+    const unsigned char *p[16];
+    __m512i st[8], w[16];
+    int x;
+
+    memset(blocks, 0, sizeof(blocks));
+    for (x = 0; x < npairs; x++) {
+        blocks[x][0] = prefix;
+        memcpy(blocks[x] + 1, in + 64 * x, 64);
+        blocks[x][65] = 0x80;
+        store64_be(blocks[x] + 120, 65 * 8);
+    }
+    avx512_init(st);
+    for (x = 0; x < 16; x++)
+        p[x] = blocks[x];
+    avx512_load_blocks(p, w);
+    avx512_rounds(st, w);
+    for (x = 0; x < 16; x++)
+        p[x] = blocks[x] + 64;
+    avx512_load_blocks(p, w);
+    avx512_rounds(st, w);
+    avx512_digests(st, npairs, out);
+}
+
+static int cpu_has_avx512(void)
+{
+    unsigned int eax, ebx, ecx, edx, xcr0_lo, xcr0_hi;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx))
+        return 0;
+    if (!(ecx & bit_OSXSAVE))
+        return 0;
+    /* The OS saves the opmask and ZMM registers: XCR0 bits 1, 2, 5, 6, 7. */
+    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+    (void)xcr0_hi;
+    if ((xcr0_lo & 0xe6) != 0xe6)
+        return 0;
+    if (__get_cpuid_max(0, NULL) < 7)
+        return 0;
+    __cpuid_count(7, 0, eax, ebx, ecx, edx);
+    /* CPUID.(EAX=7,ECX=0):EBX: AVX512F (bit 16) and AVX512BW (bit 30, the byte shuffle). */
+    return (ebx & (1u << 16)) && (ebx & (1u << 30)) ? 1 : 0;
+}
+
+#endif /* MPT_SHA256_HAVE_AVX512 */
+
 /* ---- Backend choice ---------------------------------------------------- */
 
 static int backend_supported(int backend)
@@ -830,19 +1028,77 @@ static int backend_supported(int backend)
         return has;
     }
 #endif
+#ifdef MPT_SHA256_HAVE_AVX512
+    case BACKEND_AVX512: {
+        static int has = -1;
+        if (has < 0)
+            has = cpu_has_avx512();
+        return has;
+    }
+#endif
     default:
         return 0;
     }
 }
 
+#ifdef MPT_SHA256_HAVE_AVX512
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Merkle levels of 256 pairs on SHA-NI (four pairs at a time) and on sixteen
+ * AVX-512 lanes, alternately, the best of seven rounds each (about 0.2 ms in
+ * all): 1 when the lanes are clearly faster.  Which one wins depends on the core, not
+ * on the instruction sets: Zen 4 runs SHA-NI about twice as fast per block as
+ * the Xeons these hosts have, and splits every 512-bit instruction in two. */
+static int avx512_beats_shani(void)
+{
+    static unsigned char level[256 * 64], digests[256 * 32];
+    double best_shani = 1e9, best_lanes = 1e9, t;
+    int round, i;
+
+    for (i = 0; i < (int)sizeof(level); i++)
+        level[i] = (unsigned char)(i * 131 + 7);
+    for (round = 0; round < 7; round++) {
+        t = seconds_now();
+        for (i = 0; i < 256; i += 4)
+            shani_pairs_x4(1, level + 64 * i, digests + 32 * i);
+        t = seconds_now() - t;
+        if (t < best_shani)
+            best_shani = t;
+        t = seconds_now();
+        for (i = 0; i < 256; i += 16)
+            avx512_pairs_x16(1, level + 64 * i, 16, digests + 32 * i);
+        t = seconds_now() - t;
+        if (t < best_lanes)
+            best_lanes = t;
+    }
+    /* A clear margin, so that the choice does not flip from run to run on a
+     * core where the two are close (Zen 4: the lanes about 15% slower). */
+    return best_lanes < 0.8 * best_shani;
+}
+#endif
+
 static int best_backend(void)
 {
-    /* SHA-NI: ~42-50 cycles per block; AVX2 eight lanes at once: ~165 per
-     * block; portable: ~500 (scripts/sha256_microbench.c on an EPYC). */
-    if (backend_supported(BACKEND_SHANI))
+    /* SHA-NI: ~42-50 cycles per block on Zen 4, about twice that on Intel;
+     * sixteen AVX-512 lanes: about the same on Zen 4, faster on Intel; AVX2
+     * eight lanes: ~165; portable: ~500 (scripts/sha256_microbench.c). */
+    if (backend_supported(BACKEND_SHANI)) {
+#ifdef MPT_SHA256_HAVE_AVX512
+        if (backend_supported(BACKEND_AVX512) && avx512_beats_shani())
+            return BACKEND_AVX512;
+#endif
         return BACKEND_SHANI;
+    }
+    if (backend_supported(BACKEND_AVX512))
+        return BACKEND_AVX512;
     return backend_supported(BACKEND_AVX2) ? BACKEND_AVX2 : BACKEND_SCALAR;
 }
+
 
 /* -1 unknown name, -2 "auto", else the backend number. */
 static int backend_number(const char *name)
@@ -857,6 +1113,8 @@ static int backend_number(const char *name)
         return BACKEND_SHANI;
     if (strcmp(name, "avx2") == 0)
         return BACKEND_AVX2;
+    if (strcmp(name, "avx512") == 0)
+        return BACKEND_AVX512;
     return -1;
 }
 
@@ -876,6 +1134,17 @@ static int backend(void)
     return b;
 }
 
+/* The backend of single messages (streaming, one shot, the odd message of a
+ * batch): the lanes serve batches only, so AVX-512 leaves them to SHA-NI
+ * where the CPU has it (AVX2, a forced test backend, to the portable code). */
+static int single_backend(void)
+{
+    int b = backend();
+    if (b == BACKEND_AVX512 && backend_supported(BACKEND_SHANI))
+        return BACKEND_SHANI;
+    return b;
+}
+
 const char *mpt_sha256_backend(void)
 {
     switch (backend()) {
@@ -883,6 +1152,8 @@ const char *mpt_sha256_backend(void)
         return "shani";
     case BACKEND_AVX2:
         return "avx2";
+    case BACKEND_AVX512:
+        return "avx512";
     default:
         return "scalar";
     }
@@ -910,7 +1181,7 @@ int mpt_sha256_backend_supported(const char *name)
 static void compress_blocks(uint32_t state[8], const unsigned char *p, size_t nblocks)
 {
 #ifdef MPT_SHA256_HAVE_SHANI
-    if (backend() == BACKEND_SHANI) {
+    if (single_backend() == BACKEND_SHANI) {
         shani_blocks(state, p, nblocks);
         return;
     }
@@ -921,7 +1192,7 @@ static void compress_blocks(uint32_t state[8], const unsigned char *p, size_t nb
 static void hash_msg(sha_msg *m, unsigned char out[32])
 {
 #ifdef MPT_SHA256_HAVE_SHANI
-    if (backend() == BACKEND_SHANI) {
+    if (single_backend() == BACKEND_SHANI) {
         shani_hash(m, out);
         return;
     }
@@ -1046,6 +1317,21 @@ void mpt_sha256_many(unsigned char prefix, int prefix_len, const unsigned char *
         }
     }
 #endif
+#ifdef MPT_SHA256_HAVE_AVX512
+    /* Sixteen at a time; a last group of fewer than 6 goes to the single
+     * message code (SHA-NI where there is one). */
+    if (backend() == BACKEND_AVX512) {
+        sha_msg sixteen[16];
+        int x, count;
+        while (n - i >= 6) {
+            count = n - i >= 16 ? 16 : (int)(n - i);
+            for (x = 0; x < count; x++)
+                msg_init(&sixteen[x], prefix, plen, data[i + (size_t)x], len[i + (size_t)x]);
+            avx512_hash_x16(sixteen, count, out + 32 * i);
+            i += (size_t)count;
+        }
+    }
+#endif
     for (; i < n; i++) {
         msg_init(&a, prefix, plen, data[i], len[i]);
         hash_msg(&a, out + 32 * i);
@@ -1077,6 +1363,15 @@ void mpt_sha256_pairs(unsigned char prefix, const unsigned char *in, size_t npai
         while (npairs - i >= 3) {
             int count = npairs - i >= 8 ? 8 : (int)(npairs - i);
             avx2_pairs_x8(prefix, in + 64 * i, count, out + 32 * i);
+            i += (size_t)count;
+        }
+    }
+#endif
+#ifdef MPT_SHA256_HAVE_AVX512
+    if (backend() == BACKEND_AVX512) {
+        while (npairs - i >= 6) {
+            int count = npairs - i >= 16 ? 16 : (int)(npairs - i);
+            avx512_pairs_x16(prefix, in + 64 * i, count, out + 32 * i);
             i += (size_t)count;
         }
     }

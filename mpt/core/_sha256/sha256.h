@@ -7,11 +7,16 @@
  *   "avx2"    x86 AVX2, eight messages in the eight lanes of YMM registers
  *             (batches only: mpt_sha256_many / mpt_sha256_pairs; one message
  *             at a time uses the scalar code);
+ *   "avx512"  x86 AVX-512F, sixteen messages in the lanes of ZMM registers
+ *             (batches; single messages use SHA-NI where the CPU has it,
+ *             else the scalar code);
  *   "shani"   the x86 SHA extensions (SHA-NI).
  * The x86 ones are compiled with function-level target attributes and chosen
- * only when CPUID (and, for AVX2, the OS's XCR0) reports them.
- * The backend is picked on first use: MPT_SHA256_BACKEND=scalar|avx2|shani|auto
- * (environment) forces one, otherwise the fastest the CPU supports.  A forced
+ * only when CPUID (and, for AVX2 and AVX-512, the OS's XCR0) reports them.
+ * The backend is picked on first use: MPT_SHA256_BACKEND=scalar|avx2|avx512|
+ * shani|auto (environment) forces one, otherwise the fastest the CPU supports:
+ * SHA-NI or AVX-512, where a CPU has both, by timing a Merkle level of each
+ * (about 0.2 ms, once).  A forced
  * backend the CPU cannot run is ignored (auto choice).  Digests never depend
  * on the backend.
  *
@@ -45,9 +50,9 @@ void mpt_sha256_final(mpt_sha256_ctx *ctx, unsigned char out[32]);
 /* One shot.  out may alias data. */
 void mpt_sha256(const unsigned char *data, size_t len, unsigned char out[32]);
 
-/* Name of the backend in use ("scalar", "avx2" or "shani"). */
+/* Name of the backend in use ("scalar", "avx2", "avx512" or "shani"). */
 const char *mpt_sha256_backend(void);
-/* Use the named backend ("scalar", "avx2", "shani", or "auto": the fastest this
+/* Use the named backend ("scalar", "avx2", "avx512", "shani", or "auto": the fastest this
  * CPU supports).  Returns 0, or -1 (backend unchanged) when the name is
  * unknown or the CPU / build cannot run it. */
 int mpt_sha256_set_backend(const char *name);

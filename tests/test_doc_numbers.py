@@ -1,0 +1,102 @@
+"""The figures the documentation quotes agree with their sources (issue 30): docs/performance.md's Python peers with
+the reference run (docs/bench_reference.json), its IAVL table with docs/iavl.rst's, README's IAVL ratios with
+both. A re-recorded reference run or a new table that leaves a quoted figure behind fails here."""
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PERFORMANCE = (ROOT / "docs" / "performance.md").read_text()
+IAVL = (ROOT / "docs" / "iavl.rst").read_text()
+README = (ROOT / "README.md").read_text()
+REFERENCE = json.loads((ROOT / "docs" / "bench_reference.json").read_text())
+
+
+def _sig3(seconds):
+    """A time with 3 significant digits in s, ms or µs, as the doc writes it."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale:
+            value = seconds / scale
+            return "%s %s" % (("%.3g" % value) if value < 1000 else "%d" % round(value), unit)
+    return "%.3g ns" % (seconds * 1e9)
+
+
+def _peers(case):
+    return {p["extra"]["impl"]: p for p in REFERENCE["peers"] if p["name"] == case}
+
+
+def test_python_peer_table_is_the_reference_run():
+    rows = []
+    for impl, label in (("py-trie", "py-trie (`HexaryTrie`)"), ("execution-specs", "execution-specs trie")):
+        cells = []
+        for case in ("Insert/1K", "Insert/10K"):
+            p = _peers(case)[impl]
+            cells.append("%s (%d×)" % (_sig3(p["median"] / 1e9), round(p["extra"]["ratio_vs_mpt"])))
+        rows.append("| %s | %s |" % (label, " | ".join(cells)))
+    mpt_cells = [_sig3(_peers(case)["mpt"]["median"] / 1e9) for case in ("Insert/1K", "Insert/10K")]
+    rows.append("| mpt (`Trie`) | %s |" % " | ".join(mpt_cells))
+    for row in rows:
+        assert row in PERFORMANCE, row
+
+
+def test_merkle_peer_ratios_are_the_reference_run():
+    ratios = {impl: [_peers("MerkleRoot/%s" % n)[impl]["extra"]["ratio_vs_mpt"] for n in ("100", "1K", "10K")]
+              for impl in ("hashlib", "pymerkle")}
+    want = ("a `hashlib.sha256` loop takes %.1f to %.1f times mpt's `merkle.root` (100 to 10,000 leaves), and "
+            "pymerkle %d to %d times" % (min(ratios["hashlib"]), max(ratios["hashlib"]),
+                                         round(min(ratios["pymerkle"])), round(max(ratios["pymerkle"]))))
+    assert want in " ".join(PERFORMANCE.split())
+
+
+def test_100k_peer_times_are_the_ones_the_bench_estimates_with():
+    from mpt.bench.peers import SECONDS_PER_OP
+
+    text = " ".join(PERFORMANCE.split())
+    want = ("at 100,000 accounts py-trie took %s and the execution-specs trie %s." % (
+        _sig3(SECONDS_PER_OP[("py-trie", "Insert/100K")]), _sig3(SECONDS_PER_OP[("execution-specs", "Insert/100K")])))
+    assert want in text
+
+
+def _iavl_rst_cells():
+    """{row label: [mpt MemoryDB, Go MemDB, mpt LevelDB, Go goleveldb]} of iavl.rst's tree table."""
+    table = IAVL[IAVL.index("   * - case\n"):]
+    table = table[:table.index("\n\n")]
+    rows = {}
+    for chunk in table.split("   * - ")[2:]:
+        cells = [c.strip() for c in chunk.split("     - ")]
+        rows[cells[0]] = cells[1:]
+    return rows
+
+
+def test_performance_iavl_table_is_iavl_rst_table():
+    rst = _iavl_rst_cells()
+    labels = {"10,000 sets + SaveVersion on an empty tree": "``Set10K+Save``",
+              "100,000 sets + SaveVersion": "``Set100K+Save``",
+              "10,000 random gets in a saved 100,000-key tree (fast index)": "``Get100K`` (10,000 gets, fast index)"}
+    for label, key in labels.items():
+        mpt_cell, go_cell = rst[key][0], rst[key][1]
+        m = re.fullmatch(r"(.+) \((.+)×\)", mpt_cell)
+        row = "| %s | %s | %s | %s |" % (label, go_cell, m.group(1), m.group(2))
+        assert row in PERFORMANCE, row
+    assert "27 ms" not in PERFORMANCE and "6-11" not in PERFORMANCE
+
+
+def test_readme_iavl_ratios_are_iavl_rst_table():
+    rst = _iavl_rst_cells()
+
+    def ratios(key):
+        return [float(x) for cell in (rst[key][0], rst[key][2])
+                for x in re.search(r"\(([\d.]+)(?:-([\d.]+))?×\)", cell).groups() if x]
+
+    sets = ratios("``Set10K+Save``") + ratios("``Set100K+Save``")
+    gets = ratios("``Get100K`` (10,000 gets, fast index)")
+    text = " ".join(README.split())
+    assert "it takes %.2f-%.2fx Go's time to set and save 10,000 or 100,000 keys" % (min(sets), max(sets)) in text
+    assert "and %.2f-%.2fx for 10,000 gets through the fast index" % (min(gets), max(gets)) in text
+
+
+@pytest.mark.parametrize("figure", ["215 times", "77 times", "27 ms"])
+def test_stale_figures_are_gone(figure):
+    assert figure not in PERFORMANCE
