@@ -74,6 +74,7 @@ EXTENSIONS = {
     "mpt.iavl.export": (),
     # ICS23
     "mpt.ics23.wire": ("sha256",),
+    "mpt.ics23.verify": (),
     # the benchmarks' Keccak floor
     "mpt.bench._alloc": ("keccak",),
 }

@@ -84,7 +84,7 @@ def test_every_public_name_is_where_it_was():
         assert getattr(mpt.iavl if name in mpt.iavl.__all__ else mpt.ics23, name) is not None, name
     assert mpt.merkle.root([b"a"]) == merkle.tree.root([b"a"])
     assert mpt.ics23.verify_abci_query.__module__ == "mpt.ics23.abci"
-    assert mpt.ics23.verify_membership.__module__ == "mpt.ics23.ops"
+    assert mpt.ics23.verify_membership.__module__ == "mpt.ics23.verify"
 
 
 def test_objects_pickled_under_the_new_paths_load():

@@ -7,18 +7,17 @@ Given the proof's wire bytes they verify straight from the bytes (compiled, SHA-
 
 The modules, each importing only those before it: ``messages`` (the protobuf messages and their codec),
 ``specs`` (IAVL_SPEC, TENDERMINT_SPEC, SMT_SPEC), ``wire`` (the compiled reader: the verifier's fast path),
-``ops`` (the verifier), ``abci`` and ``ibc`` (Cosmos queries and IBC proofs on top).
+``ops`` (the verifier on message objects), ``verify`` (the entry points: the fast path, then ops), ``abci`` and
+``ibc`` (Cosmos queries and IBC proofs on top).
 """
 from mpt.ics23.messages import (
     MAX_ENTRIES, MAX_INNER_OPS, BatchEntry, BatchProof, CommitmentProof, CompressedBatchEntry, CompressedBatchProof,
     CompressedExistenceProof, CompressedNonExistenceProof, ExistenceProof, HashOp, InnerOp, InnerSpec, LeafOp,
     LengthOp, NonExistenceProof, ProofSpec,
 )
-from mpt.ics23.ops import (
-    DEFAULT_MAX_DEPTH, calculate_root, decompress, do_hash, is_left_most, is_left_neighbor, is_right_most,
-    verify_membership, verify_non_membership,
-)
+from mpt.ics23.ops import DEFAULT_MAX_DEPTH, decompress, do_hash, is_left_most, is_left_neighbor, is_right_most
 from mpt.ics23.specs import IAVL_SPEC, SMT_SPEC, TENDERMINT_SPEC
+from mpt.ics23.verify import calculate_root, verify_membership, verify_non_membership
 
 __all__ = [
     "BatchEntry", "BatchProof", "calculate_root", "CommitmentProof", "CompressedBatchEntry", "CompressedBatchProof",

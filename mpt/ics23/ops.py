@@ -1,9 +1,9 @@
 """The ICS23 verifier: hashing, leaf and inner ops, spec checks, membership and non-membership.
 
-Its entry points (:func:`verify_membership`, :func:`verify_non_membership`, :func:`calculate_root`) take a proof
-as bytes or as messages; they try the compiled wire reader first (mpt.ics23.wire: a proof it proves from the wire
-bytes is accepted there) and decide everything else here, on the message objects, with the error text of that
-one decode. The messages get their Go methods from here (register_verifier below).
+The entry points (mpt.ics23.verify: ``verify_membership``, ``verify_non_membership``, ``calculate_root``) try the
+compiled wire reader first (mpt.ics23.wire: a proof it proves from the wire bytes is accepted there) and leave
+everything else to this module, which decides on the message objects, with the error text of that one decode.
+The messages get their Go methods from here (register_verifier below).
 
 Mirrors cosmos/ics23's Go (``ops.go``, ``proof.go``, ``ics23.go``, ``compress.go``; v0.11 with the
 ``MaxPrefixLength < MinPrefixLength + ChildSize`` guard and the Tendermint inner-prefix check of its main line):
@@ -22,10 +22,10 @@ from mpt.errors import ProofError
 from mpt.core.bytes_like import bytes_arg
 from mpt.ics23.messages import (
     BatchEntry, BatchProof, CommitmentProof, CompressedExistenceProof, ExistenceProof, HashOp, InnerOp, InnerSpec,
-    LeafOp, LengthOp, NonExistenceProof, ProofSpec, commitment_bytes, encode_varint, register_verifier,
+    LeafOp, LengthOp, NonExistenceProof, ProofSpec, commitment_bytes, register_verifier,
 )
 from mpt.ics23.specs import IAVL_SPEC, SMT_SPEC, TENDERMINT_SPEC  # noqa: F401 - importable from here as before
-from mpt.ics23.wire import calculate_root_fast, decode_commitment, proves_membership, proves_non_membership
+from mpt.ics23.wire import decode_commitment
 
 # Go's ExistenceProof.CheckAgainstSpec reads max_depth 0 as this.
 DEFAULT_MAX_DEPTH = 128
@@ -570,7 +570,7 @@ def nonexistence_proof_for_key(spec: ProofSpec, proof: CommitmentProof, key: byt
 
 
 # ---------------------------------------------------------------------------------------------- the API
-# The object verifiers behind the entry points (at the end of this module), which try the wire reader first.
+# The object verifiers behind the entry points of mpt.ics23.verify, which try the wire reader first.
 
 def _check_spec(spec) -> ProofSpec:
     if not isinstance(spec, ProofSpec):
@@ -611,81 +611,6 @@ def verify_non_membership_objects(spec, root, proof, key) -> bool:
     if np is None:
         raise ProofError("proof holds no non-existence proof whose neighbours enclose key %s" % key.hex())
     return verify_nonexistence(np, spec, root, key)
-
-
-# ------------------------------------------------------------------------------------------- entry points
-
-_MESSAGES = (CommitmentProof, ExistenceProof, NonExistenceProof)
-
-
-def _proof_arg(proof):
-    """proof as bytes or one of our messages: any other bytes-like object, or a protobuf message with
-    SerializeToString(), becomes its bytes (TypeError naming proof for anything else)."""
-    if type(proof) is not bytes and not isinstance(proof, _MESSAGES):
-        return commitment_bytes(proof, "proof")
-    return proof
-
-
-def _wire_form(proof):
-    """proof (bytes or one of our messages) as CommitmentProof wire bytes, so that the wire reader decides a proof
-    built in Python too (encoding a 10-op proof costs less than the object verifier's checks); None for a batch
-    or a message that cannot be encoded (its fields changed to wrong types), which the object verifier reports."""
-    if type(proof) is bytes:
-        return proof
-    if isinstance(proof, CommitmentProof) and proof.exist is None and proof.nonexist is None:
-        return None
-    try:
-        raw = proof.to_bytes()
-    except (TypeError, AttributeError, ValueError):
-        return None
-    if isinstance(proof, ExistenceProof):
-        return b"\x0a" + encode_varint(len(raw)) + raw
-    if isinstance(proof, NonExistenceProof):
-        return b"\x12" + encode_varint(len(raw)) + raw
-    return raw
-
-
-def verify_membership(spec, root, proof, key, value) -> bool:
-    """True if proof proves key -> value under root in a tree of spec's form; ProofError saying why otherwise.
-
-    spec: a ProofSpec (IAVL_SPEC, TENDERMINT_SPEC, SMT_SPEC or your own); root, key, value: bytes-like; proof: a
-    CommitmentProof, its protobuf bytes (any bytes-like object), or a protobuf message with SerializeToString().
-    Same acceptance as cosmos/ics23's Go VerifyMembership; batch and compressed proofs are searched for key.
-    """
-    if type(proof) is bytes:
-        data = proof
-    else:
-        proof = _proof_arg(proof)
-        data = _wire_form(proof)
-    if data is not None and proves_membership(spec, root, data, key, value):
-        return True
-    return verify_membership_objects(spec, root, proof, key, value)
-
-
-def verify_non_membership(spec, root, proof, key) -> bool:
-    """True if proof proves that key is absent under root in a tree of spec's form; ProofError saying why
-    otherwise (same acceptance as cosmos/ics23's Go VerifyNonMembership). Arguments as verify_membership's."""
-    if type(proof) is bytes:
-        data = proof
-    else:
-        proof = _proof_arg(proof)
-        data = _wire_form(proof)
-    if data is not None and proves_non_membership(spec, root, data, key):
-        return True
-    return verify_non_membership_objects(spec, root, proof, key)
-
-
-def calculate_root(proof) -> bytes:
-    """The root a proof leads to (Go CommitmentProof.Calculate: the first existence proof inside; of a
-    non-existence proof its left side, else its right), checked against no spec. proof: a CommitmentProof, an
-    ExistenceProof or NonExistenceProof, or protobuf bytes (read in place when canonical and SHA-256)."""
-    proof = _proof_arg(proof)
-    if type(proof) is bytes:
-        root = calculate_root_fast(proof)
-        if root is not None:
-            return root
-        proof = CommitmentProof.from_bytes(proof)
-    return proof.calculate_root()
 
 
 def decode_commitment_fast(data: bytes) -> Optional[CommitmentProof]:

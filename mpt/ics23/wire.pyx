@@ -4,8 +4,8 @@
 The wire verifier only ever answers "proven". It reads the canonical form Go's Marshal writes (each field
 once, in field-number order, no unknown fields, one-byte tags, enum values below 2**31) into C structs pointing
 into the input, applies every check of cosmos/ics23's ``VerifyMembership`` / ``VerifyNonMembership`` and hashes
-from the input bytes. It is the fast path of the verifier's entry points (mpt.ics23.ops.verify_membership,
-verify_non_membership, calculate_root, and CommitmentProof.from_bytes through decode_commitment): anything it does
+from the input bytes. It is the fast path of the verifier's entry points (mpt.ics23.verify: verify_membership,
+verify_non_membership, calculate_root; and CommitmentProof.from_bytes through decode_commitment): anything it does
 not prove (another encoding, a batch, a spec it cannot run, a check that fails) is answered "not here", and the
 object verifier decides with the same rules and raises ProofError saying why. tests/test_ics23_wire.py checks
 that the two agree on real, random and tampered proofs (and scripts/asan.sh runs them under ASan and UBSan).
@@ -701,25 +701,33 @@ cdef bint _non_membership(CompiledSpec s, bytes root, bytes proof, bytes key):
     return _is_left_neighbor(s, &left, &right)
 
 
-def proves_membership(spec, root, bytes proof not None, key, value):
-    """The fast path of mpt.ics23.ops.verify_membership on wire bytes: True when proof (CommitmentProof bytes)
-    proves key -> value under root in a tree of spec's form; False means "not decided here" (the object verifier
-    then decides, and explains a refusal). root, key and value: bytes-like (TypeError naming the argument)."""
+cdef bint fast_membership(spec, root, bytes proof, key, value) except -1:
     cdef bytes r = as_bytes(root, "root"), k = as_bytes(key, "key"), v = as_bytes(value, "value")
     cdef CompiledSpec s = _compiled(spec)
     return s is not None and s.supported and _membership(s, r, proof, k, v)
 
 
-def proves_non_membership(spec, root, bytes proof not None, key):
-    """The fast path of mpt.ics23.ops.verify_non_membership: True when proof proves key absent under root;
-    False means "not decided here". root and key: bytes-like."""
+cdef bint fast_non_membership(spec, root, bytes proof, key) except -1:
     cdef bytes r = as_bytes(root, "root"), k = as_bytes(key, "key")
     cdef CompiledSpec s = _compiled(spec)
     return s is not None and s.supported and _non_membership(s, r, proof, k)
 
 
+def proves_membership(spec, root, bytes proof not None, key, value):
+    """The fast path of mpt.ics23.verify_membership on wire bytes: True when proof (CommitmentProof bytes)
+    proves key -> value under root in a tree of spec's form; False means "not decided here" (the object verifier
+    then decides, and explains a refusal). root, key and value: bytes-like (TypeError naming the argument)."""
+    return fast_membership(spec, root, proof, key, value)
+
+
+def proves_non_membership(spec, root, bytes proof not None, key):
+    """The fast path of mpt.ics23.verify_non_membership: True when proof proves key absent under root; False
+    means "not decided here". root and key: bytes-like."""
+    return fast_non_membership(spec, root, proof, key)
+
+
 def calculate_root_fast(bytes proof not None):
-    """The fast path of mpt.ics23.ops.calculate_root: the root proof (CommitmentProof bytes) leads to when it is a
+    """The fast path of mpt.ics23.verify.calculate_root: the root proof (CommitmentProof bytes) leads to when it is a
     canonical SHA-256 existence or non-existence proof (Go CommitmentProof.Calculate: the existence proof; of a
     non-existence proof its left side, else its right); None when not decided here."""
     cdef WireExist e, right
