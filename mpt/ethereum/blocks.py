@@ -108,7 +108,7 @@ def _list(obj: dict, field: str, where: str) -> list:
     items = _get(obj, field, where=where)
     if not isinstance(items, (list, tuple)):
         raise FieldFormatError("%s.%s: expected a list" % (where, field))
-    return items
+    return items if isinstance(items, list) else list(items)
 
 
 def _objects(obj: dict, field: str, where: str, expected: str = "an object"):

@@ -50,7 +50,7 @@ def _records_of_frame(frame, key: str, value: str):
 def _split(partition, k: int, groups: int, key: Optional[str], value: Optional[str]) -> List[Tuple[List[bytes], dict]]:
     """One input partition -> for each shard group: the records of each of its shards (bytes), and the keys
     shorter than the shard prefix."""
-    pairs = partition if key is None else _records_of_frame(partition, key, value)
+    pairs = partition if key is None or value is None else _records_of_frame(partition, key, value)
     part = Partition(k, None, 0)
     try:
         read_pairs(part, pairs)

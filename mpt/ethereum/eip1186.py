@@ -4,7 +4,7 @@ An `eth_getProof` result proves an account against a block's state root and stor
 account's storage root. Every hex field is checked against what the proofs actually show.
 """
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, cast
 
 from mpt.core import rlp
 from mpt.core._keccak import keccak256
@@ -57,7 +57,7 @@ def _decode_account(blob: bytes) -> Account:
         raise ProofError("account value is not valid RLP: %s" % e) from None
     if not isinstance(fields, list) or len(fields) != 4 or any(isinstance(f, list) for f in fields):
         raise ProofError("account value is not an RLP list of four strings")
-    nonce, balance, storage_root, code_hash = fields
+    nonce, balance, storage_root, code_hash = cast(List[bytes], fields)
     if len(nonce) > _MAX_NONCE_BYTES or len(balance) > _MAX_UINT256_BYTES:
         raise ProofError("account nonce above 64 bits or balance above 256 bits")
     if len(storage_root) != 32 or len(code_hash) != 32:

@@ -283,6 +283,7 @@ def check_existence_against_spec(proof: ExistenceProof, spec: Optional[ProofSpec
         check_leaf_against_spec(leaf, spec)
     except ProofError as exc:
         raise ProofError("leaf, %s" % exc) from None
+    assert spec is not None         # refused by check_leaf_against_spec
     depth = len(proof.path)
     if spec.min_depth > 0 and depth < spec.min_depth:
         raise ProofError("innerOps depth too short: %d" % depth)
