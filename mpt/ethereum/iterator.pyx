@@ -64,7 +64,7 @@ def iter_items(Trie t not None, bytes start not None, int mode):
         if n is None:
             continue
         if type(n) is HashNode:
-            n = t._resolve(<HashNode>n, path, PyBytes_GET_SIZE(path))
+            n = t.resolve(<HashNode>n, path, PyBytes_GET_SIZE(path))
         if type(n) is ValueNode:
             if bounded and PyBytes_GET_SIZE(path) < PyBytes_GET_SIZE(start_hex):
                 continue                    # a proper prefix of start: smaller than start
@@ -104,7 +104,7 @@ def iter_nodes(Trie t not None):
             if n is None or type(n) is ValueNode:
                 continue
             if type(n) is HashNode:
-                n = t._resolve(<HashNode>n, path, PyBytes_GET_SIZE(path))
+                n = t.resolve(<HashNode>n, path, PyBytes_GET_SIZE(path))
             h.buf.reset()
             n.encode(h.buf)
             blob = h.buf.to_bytes()

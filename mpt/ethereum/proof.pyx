@@ -57,7 +57,7 @@ cdef list _path_nodes(Trie t, bytes hexkey):
             n = (<FullNode>n).child((<const uint8_t *>PyBytes_AS_STRING(hexkey))[pos])
             pos += 1
         elif type(n) is HashNode:
-            n = t._resolve(<HashNode>n, hexkey, pos)
+            n = t.resolve(<HashNode>n, hexkey, pos)
         else:
             break                                   # a ValueNode: the path is complete
     return nodes
@@ -98,7 +98,7 @@ def prove_many(Trie t not None, keys):
     cdef Hasher h = pool.acquire()
     try:
         for key in keys:
-            _append_proof(_path_nodes(t, hex_key(t._trie_key(key))), h, out, seen, root_hash)
+            _append_proof(_path_nodes(t, hex_key(t.trie_key(key))), h, out, seen, root_hash)
     finally:
         pool.release(h)
     return out

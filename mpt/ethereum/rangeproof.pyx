@@ -662,11 +662,11 @@ def verify_range_proof(root, first_key, keys, values, proof):
             # Checked above: bytes, and no value is empty (an update, never a delete).
             # The edge keys' hex forms exist already (ks[0] may lie right of first: then it is hexed here).
             if i == n - 1:
-                t._update(last_hex, ValueNode.new(<bytes>vs[i]))
+                t.update_path(last_hex, ValueNode.new(<bytes>vs[i]))
             elif i == 0 and <bytes>ks[0] == first:
-                t._update(first_hex, ValueNode.new(<bytes>vs[i]))
+                t.update_path(first_hex, ValueNode.new(<bytes>vs[i]))
             else:
-                t._update(hex_key(<bytes>ks[i]), ValueNode.new(<bytes>vs[i]))
+                t.update_path(hex_key(<bytes>ks[i]), ValueNode.new(<bytes>vs[i]))
         _proofset_build_known(&ps)
         have = _hash_rebuilt(t.root, &ps) if t.root is not None else t.hash()
         if have != root_hash:

@@ -45,7 +45,7 @@ cdef bytes _address(object address):
 cdef class SecureTrie(Trie):
     """A Trie whose keys are keccak256 of the caller's keys (the state and storage tries)."""
 
-    cdef bytes _trie_key(self, object key):
+    cdef bytes trie_key(self, object key):
         return _keccak(as_bytes(key, "key"))
 
     # -------------------------------------------------------------------------------------- accounts

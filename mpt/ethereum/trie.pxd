@@ -23,12 +23,14 @@ cdef class Trie:
         # _insert changes every node in place and tracks nothing.
         bint _private
 
-    cdef bytes _trie_key(self, object key)
+    # What the proof, iterator and range-proof modules use (public names; the rest is the trie's own):
+    # the key as the trie stores it (SecureTrie: its keccak), a hash node loaded from db, an update by hex path.
+    cdef bytes trie_key(self, object key)
     cdef bytes _hex(self, object key)
-    cdef Node _resolve(self, HashNode n, bytes hexkey, Py_ssize_t pos)
+    cdef Node resolve(self, HashNode n, bytes hexkey, Py_ssize_t pos)
     cdef Node _get(self, Node n, bytes hexkey, Py_ssize_t pos)
     cdef Node _insert(self, Node n, bytes hexkey, Py_ssize_t pos, Node value, bint owned, bint *changed)
-    cdef int _update(self, bytes hexkey, Node value) except -1
+    cdef int update_path(self, bytes hexkey, Node value) except -1
     cdef Node _delete(self, Node n, bytes hexkey, Py_ssize_t pos)
     cdef int _set_root(self, Node root) except -1
     @staticmethod

@@ -105,18 +105,18 @@ cdef class Trie:
                 raise ValueError("root must be a 32-byte hash, got %d bytes" % len(root))
             if root != _EMPTY_ROOT:
                 # Resolved now (geth's trie.New): a root missing from db fails here, with its hash.
-                self.root = self._resolve(HashNode.new(root), b"", 0)
+                self.root = self.resolve(HashNode.new(root), b"", 0)
                 self._root_hash = root
 
     # -------------------------------------------------------------------------------------- key hook
 
-    cdef bytes _trie_key(self, object key):
+    cdef bytes trie_key(self, object key):
         """The key as stored in the trie (SecureTrie hashes it)."""
         return as_bytes(key, "key")
 
     # -------------------------------------------------------------------------------------- resolving
 
-    cdef Node _resolve(self, HashNode n, bytes hexkey, Py_ssize_t pos):
+    cdef Node resolve(self, HashNode n, bytes hexkey, Py_ssize_t pos):
         cdef bytes blob
         cdef uint8_t digest[HASH_LENGTH]
         cdef bytes node_hash = n.hash_bytes()
@@ -180,7 +180,7 @@ cdef class Trie:
                 return fc
             return n
         if type(n) is HashNode:
-            child = self._resolve(<HashNode>n, hexkey, pos)
+            child = self.resolve(<HashNode>n, hexkey, pos)
             return self._get(child, hexkey, pos)
         raise TypeError("invalid node %r" % (n,))
 
@@ -196,7 +196,7 @@ cdef class Trie:
         return default if found is None else found
 
     cdef bytes _hex(self, object key):
-        cdef bytes k = self._trie_key(key)
+        cdef bytes k = self.trie_key(key)
         return keybytes_to_hex_c(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k))
 
     # -------------------------------------------------------------------------------------- insert
@@ -276,7 +276,7 @@ cdef class Trie:
             fn.set_child(idx, nn)
             return fn
         if type(n) is HashNode:
-            child = self._resolve(<HashNode>n, hexkey, pos)
+            child = self.resolve(<HashNode>n, hexkey, pos)
             nn = self._insert(child, hexkey, pos, value, False, &child_changed)
             if not child_changed:
                 return n
@@ -349,14 +349,14 @@ cdef class Trie:
                 return ShortNode.new(b"\x10", remaining)
             if type(remaining) is HashNode:
                 # Resolve it just to see whether it is a short node that must absorb the nibble.
-                remaining = self._resolve(<HashNode>remaining, hexkey[:pos] + bytes((only,)), pos + 1)
+                remaining = self.resolve(<HashNode>remaining, hexkey[:pos] + bytes((only,)), pos + 1)
             if type(remaining) is ShortNode:
                 # It moves up one level: its old path no longer holds a node.
                 self._track(remaining, hexkey[:pos] + bytes((only,)), pos + 1)
                 return ShortNode.new(bytes((only,)) + (<ShortNode>remaining).key, (<ShortNode>remaining).val)
             return ShortNode.new(bytes((only,)), fn.child(only))
         if type(n) is HashNode:
-            child = self._resolve(<HashNode>n, hexkey, pos)
+            child = self.resolve(<HashNode>n, hexkey, pos)
             nn = self._delete(child, hexkey, pos)
             if nn is child:
                 return n
@@ -397,7 +397,7 @@ cdef class Trie:
             self._touched.add(hexkey[:pos])
         return 0
 
-    cdef int _update(self, bytes hexkey, Node value) except -1:
+    cdef int update_path(self, bytes hexkey, Node value) except -1:
         cdef Node root = self.root
         cdef bint changed = False
         root = self._insert(root, hexkey, 0, value, _owns(self, True, root), &changed)
@@ -415,7 +415,7 @@ cdef class Trie:
 
     @staticmethod
     cdef Trie new_private(Node root, object db):
-        """A trie over root that owns every node of it and stores none (a tree rebuilt from a proof): _update
+        """A trie over root that owns every node of it and stores none (a tree rebuilt from a proof): update_path
         changes the nodes in place and tracks no paths. No MemoryDB of its own: a hash node is read from db (and
         checked against its hash). Never committed."""
         cdef Trie t = Trie.__new__(Trie)
@@ -435,7 +435,7 @@ cdef class Trie:
             if PyBytes_GET_SIZE(v) == 0:
                 self._set_root(self._delete(self.root, hexkey, 0))
             else:
-                self._update(hexkey, ValueNode.new(v))
+                self.update_path(hexkey, ValueNode.new(v))
         finally:
             self._end_write()
 
@@ -541,7 +541,7 @@ cdef class Trie:
 
     def resolve_node(self, HashNode n not None, bytes path=b""):
         """Load and decode the node behind a HashNode from the database."""
-        return self._resolve(n, path, len(path))
+        return self.resolve(n, path, len(path))
 
     @property
     def root_node(self):
