@@ -25,11 +25,6 @@ OPTIONAL = {"plyvel", "lmdb", "dask", "distributed", "pyarrow", "matplotlib", "t
 # Imports of mpt modules inside functions that are still there, each with why. Nothing else may be added
 # without a reason of the same kind.
 FUNCTION_LEVEL = {
-    # Cycles inside the Ethereum family not broken yet: Trie.prove / Trie.items need mpt.ethereum.proof and
-    # .iterator, which cimport Trie (a declared node-walking interface below Trie would break them).
-    ("mpt.ethereum.trie", "mpt.ethereum.proof"): "cycle: proof cimports trie",
-    ("mpt.ethereum.trie", "mpt.ethereum.iterator"): "cycle: iterator cimports trie",
-    ("mpt.ethereum.node", "mpt.ethereum.hasher"): "cycle: hasher cimports node (Node.encoding)",
     ("mpt.ethereum.proof", "mpt.ethereum.rangeproof"): "the deprecated name proof.verify_range_proof (cycle)",
     # MutableTree's export, import and proofs: cycles (export and proof cimport the tree's nodedb and node).
     ("mpt.iavl.tree", "mpt.iavl.export"): "cycle: export cimports nodedb, which tree owns",
@@ -186,7 +181,7 @@ def _parent_packages(importer, target):
 def test_the_parser_sees_imports_and_cimports():
     assert "mpt.ethereum.node" in GRAPH["mpt.ethereum.hasher"]            # a cimport
     assert "mpt.core.jsonrpc" in GRAPH["mpt.ics23.abci"]                  # an import
-    assert any(t == "mpt.ethereum.proof" for m, t, _ in INNER if m == "mpt.ethereum.trie")
+    assert any(t == "mpt.ics23.messages" for m, t, _ in INNER if m == "mpt.merkle.multistore")
 
 
 def test_no_import_circle():

@@ -10,3 +10,6 @@ Chain data: :mod:`~mpt.ethereum.blocks` (JSON-RPC blocks, transactions, receipts
 Roots at scale: :mod:`~mpt.ethereum.parallel` (``build_root``), :mod:`~mpt.ethereum.shards`,
 :mod:`~mpt.ethereum.dask`.
 """
+# The modules that lend methods to the ones they cimport (Node.encoding is the hasher's; Trie.prove, Trie.items the
+# proof and iterator modules'): loaded with the package, so that the methods work whichever module a user imports.
+from mpt.ethereum import hasher, iterator, proof  # noqa: E402,F401

@@ -41,6 +41,7 @@ from mpt.core.runtime cimport hash_threads, keccak_backend_by_name, keccak_backe
 
 from mpt._deprecation import renamed_attributes as _renamed_attributes
 from mpt.core import runtime as _runtime
+from mpt.ethereum.node import register_encoder
 
 cdef enum:
     HASH_LENGTH = 32
@@ -882,3 +883,6 @@ __getattr__ = _renamed_attributes(__name__, {
     name: (f"mpt.hasher.{name} moved to mpt.runtime.{name}", functools.partial(_runtime_setting, name))
     for name in ("get_hash_threads", "set_hash_threads", "keccak_backends", "keccak_backend", "set_keccak_backend")
 })
+
+
+register_encoder(encode_node)

@@ -12,6 +12,8 @@ from mpt.ethereum.hasher cimport Hasher, HasherPool, default_pool
 from mpt.ethereum.node cimport FullNode, HashNode, Node, ShortNode, ValueNode
 from mpt.ethereum.trie cimport Trie
 
+from mpt.ethereum.trie import register_walkers
+
 cdef bytes _NIBBLES = bytes(range(17))
 
 
@@ -121,3 +123,6 @@ def iter_nodes(Trie t not None):
                 stack.append(((<ShortNode>n).val, path + (<ShortNode>n).key))
     finally:
         pool.release(h)
+
+
+register_walkers(iter_items=iter_items, iter_nodes=iter_nodes)

@@ -59,8 +59,20 @@ cdef class Node:
 
     def encoding(self):
         """The node's RLP encoding (children of 32 bytes or more are hashed first)."""
-        from mpt.ethereum.hasher import encode_node
-        return encode_node(self)
+        if _encode_node is None:        # only if this module was loaded outside its package
+            raise RuntimeError("mpt.ethereum.hasher is not loaded: import mpt.ethereum")
+        return _encode_node(self)
+
+
+# Node.encoding is the hasher's (mpt.ethereum.hasher cimports this module): it lends its encode_node here when it
+# loads (register_encoder), which the package mpt.ethereum does before anything else.
+cdef object _encode_node = None
+
+
+def register_encoder(encode_node):
+    """Give Node.encoding the hasher's encoder."""
+    global _encode_node
+    _encode_node = encode_node
 
 
 cdef inline bint _is_node(object c):

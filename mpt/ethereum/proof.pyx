@@ -27,6 +27,7 @@ from mpt.ethereum.trie cimport Trie
 
 from mpt._deprecation import renamed_attributes as _renamed_attributes
 from mpt.errors import MissingNodeError, NodeDecodeError, ProofError, RLPDecodeError
+from mpt.ethereum.trie import register_walkers
 
 cdef bytes _EMPTY_ROOT = bytes.fromhex("56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421")
 
@@ -566,3 +567,6 @@ __getattr__ = _renamed_attributes(__name__, {
     "verify_range_proof": ("mpt.ethereum.proof.verify_range_proof moved to mpt.ethereum.rangeproof "
                            "(or mpt.verify_range_proof)", _verify_range_proof),
 })
+
+
+register_walkers(prove=prove, prove_many=prove_many)

@@ -29,28 +29,36 @@ EMPTY_ROOT = bytes.fromhex("56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc00162
 cdef bytes _EMPTY_ROOT = EMPTY_ROOT
 cdef object _MISSING = object()
 
-# mpt.proof and mpt.iterator import this module, so their functions are looked up on first use and kept: an
-# import statement inside a method would cost a noticeable share of a prove() on every call.
+# Trie.prove and Trie.items are mpt.ethereum.proof's and mpt.ethereum.iterator's, which cimport this module: they
+# lend their functions here when they load (register_walkers), which the package mpt.ethereum does before anything
+# else. Imports run one way (proof, iterator -> trie), and a prove() calls its function without an import.
 cdef object _prove = None
 cdef object _prove_many = None
 cdef object _iter_items = None
 cdef object _iter_nodes = None
 
 
-cdef object _proof_function(bint many):
-    global _prove, _prove_many
-    if _prove is None:
-        from mpt.ethereum.proof import prove, prove_many
+def register_walkers(*, prove=None, prove_many=None, iter_items=None, iter_nodes=None):
+    """Give Trie its proving (mpt.ethereum.proof) and iterating (mpt.ethereum.iterator) methods."""
+    global _prove, _prove_many, _iter_items, _iter_nodes
+    if prove is not None:
         _prove, _prove_many = prove, prove_many
-    return _prove_many if many else _prove
+    if iter_items is not None:
+        _iter_items, _iter_nodes = iter_items, iter_nodes
+
+
+cdef object _walker(object function, str module):
+    if function is None:            # only if this module was loaded outside its package
+        raise RuntimeError("%s is not loaded: import mpt.ethereum" % module)
+    return function
+
+
+cdef object _proof_function(bint many):
+    return _walker(_prove_many if many else _prove, "mpt.ethereum.proof")
 
 
 cdef object _iterator_function(bint nodes):
-    global _iter_items, _iter_nodes
-    if _iter_items is None:
-        from mpt.ethereum.iterator import iter_items, iter_nodes
-        _iter_items, _iter_nodes = iter_items, iter_nodes
-    return _iter_nodes if nodes else _iter_items
+    return _walker(_iter_nodes if nodes else _iter_items, "mpt.ethereum.iterator")
 
 
 cdef inline FullNode _empty_branch():
