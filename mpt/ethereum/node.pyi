@@ -1,7 +1,7 @@
 """Trie nodes: FullNode (branch), ShortNode (extension or leaf), HashNode, ValueNode; strict decoding."""
 from _typeshed import ReadableBuffer
 from collections.abc import Iterable
-from typing import Union, final
+from typing import Callable, Union, final
 
 class Node:
     """Base of the four node kinds. Not instantiated directly."""
@@ -59,3 +59,5 @@ def decode_node(
 ) -> Union[FullNode, ShortNode]:
     """Decode an Ethereum trie node from its RLP encoding with geth's strictness; NodeDecodeError for anything
     else. (``mpt.decode_node`` is this one; IAVL nodes are decoded by ``mpt.iavl.decode_node``.)"""
+
+def register_encoder(encode_node: Callable[[Node], bytes]) -> None: ...

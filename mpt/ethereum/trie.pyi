@@ -1,7 +1,7 @@
 """The Merkle Patricia Trie: get / update / delete / hash / commit / copy over copy-on-write nodes."""
 from _typeshed import ReadableBuffer
 from collections.abc import Iterable, Iterator
-from typing import Any, Literal, Protocol, TypeVar, overload
+from typing import Any, Callable, Literal, Optional, Protocol, TypeVar, overload
 
 from typing_extensions import Self
 
@@ -81,3 +81,7 @@ class Trie:
     def __setitem__(self, key: ReadableBuffer, value: ReadableBuffer, /) -> None: ...
     def __delitem__(self, key: ReadableBuffer, /) -> None: ...
     def __contains__(self, key: ReadableBuffer, /) -> bool: ...
+
+def register_walkers(*, prove: Optional[Callable[..., Any]] = None, prove_many: Optional[Callable[..., Any]] = None,
+                     iter_items: Optional[Callable[..., Any]] = None,
+                     iter_nodes: Optional[Callable[..., Any]] = None) -> None: ...
