@@ -35,7 +35,7 @@ import mpt
 from mpt import MissingNodeError, ProofError, SecureTrie, StackTrie, Trie, derive_sha, verify_proof
 from mpt.ethereum._reference import secure_trie_root, trie_root
 from mpt.db import MemoryDB
-from mpt.db.tools import copy_reachable
+from mpt.ethereum.inspect import copy_reachable
 from mpt.ethereum.hasher import HasherPool, get_default_pool
 
 MiB = 1 << 20

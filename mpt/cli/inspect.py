@@ -78,7 +78,7 @@ def _table(stats, store_desc):
 
 def run(args):
     from mpt.db.lmdb_store import LMDBStore
-    from mpt.db.tools import inspect_trie
+    from mpt.ethereum.inspect import inspect_trie
     from mpt.errors import MissingNodeError, NodeDecodeError, StoreError
     from mpt.iavl.inspect import looks_like_iavl, run_inspect, wants_iavl
 

@@ -54,7 +54,7 @@ def add_parser(subparsers):
 def _workers(text):
     import argparse
 
-    from mpt.parallel import MAX_WORKERS
+    from mpt.ethereum.parallel import MAX_WORKERS
 
     digits = text[1:] if text.startswith("-") else text
     if not digits.isascii() or not digits.isdigit():    # no "+", spaces, underscores or other digits, as int() takes
@@ -91,7 +91,7 @@ def _size(text):
 
 def _hex_field(value, what, number):
     from mpt.errors import InputFormatError
-    from mpt.jsonrpc import parse_data
+    from mpt.core.jsonrpc import parse_data
 
     return parse_data(value, "line %d: %s" % (number, what), prefix=None, decoded=False,
                       error=lambda message: InputFormatError(message, line=number))
@@ -100,7 +100,7 @@ def _hex_field(value, what, number):
 def read_pairs_jsonl(f):
     """(key, value) pairs of a JSON-lines text file; errors name the line."""
     from mpt.errors import InputFormatError
-    from mpt.jsonrpc import parse_json_line
+    from mpt.core.jsonrpc import parse_json_line
 
     for number, line in enumerate(f, 1):
         text = line.strip()
@@ -147,7 +147,7 @@ def _parquet_cell(cell, column, row):
     if isinstance(cell, bytes):
         return cell
     if isinstance(cell, str):
-        from mpt.jsonrpc import parse_data
+        from mpt.core.jsonrpc import parse_data
 
         return parse_data(cell, "parquet row %d: column %s" % (row, column), prefix=None, decoded=False,
                           error=lambda message: InputFormatError(message, line=row))
@@ -159,7 +159,7 @@ def run(args):
     from mpt import EMPTY_ROOT, build_root
     from mpt.cli import EXIT_FAILURE, UsageError, is_gzip_error, open_text_input
     from mpt.errors import InputFormatError, MptError
-    from mpt.ethstate import read_genesis_alloc, read_geth_dump, state_root
+    from mpt.ethereum.state import read_genesis_alloc, read_geth_dump, state_root
 
     if args.input != "-" and not os.path.exists(args.input):
         raise UsageError("no such file: %s" % args.input)

@@ -5,10 +5,10 @@ blob with ``decode_node`` and following the hash references. Nodes shorter than 
 parent's blob; they are walked but never looked up. Every blob read is checked against its hash unless
 ``verify=False``.
 """
-from mpt._keccak import keccak256
+from mpt.core._keccak import keccak256
 from mpt.db.memory import write_nodes
 from mpt.errors import MissingNodeError, NodeDecodeError
-from mpt.node import FullNode, HashNode, ShortNode, ValueNode, decode_node
+from mpt.ethereum.node import FullNode, HashNode, ShortNode, ValueNode, decode_node
 
 EMPTY_ROOT = bytes.fromhex("56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421")
 _NIBBLES = [bytes((i,)) for i in range(17)]
