@@ -23,11 +23,15 @@ and an exit status, so no user mistake ends in a traceback:
 Anything else is a bug and keeps its traceback.
 """
 import argparse
+import gzip
 import io
 import os
 import sys
+import zlib
 
+from mpt._startup import started
 from mpt.errors import MptError
+
 
 EXIT_OK = 0
 EXIT_FAILURE = 1        # the command ran and failed: damaged trie, mismatching root, unwritable output
@@ -122,8 +126,6 @@ def exit_if_shadowed(prog):
 def entry_point(prog, main, argv=None):
     """Run ``main(argv)`` as a ``python -m`` command and return its exit status: the one place where both
     ``python -m mpt`` and ``python -m mpt.bench`` handle Ctrl-C and a closed stdout."""
-    from mpt._startup import started
-
     try:
         started()           # from here on Ctrl-C raises KeyboardInterrupt, reported below
         code = main(argv)
@@ -155,15 +157,11 @@ def open_text_input(path):
     if path == "-":
         raw = sys.stdin.buffer
         if hasattr(raw, "peek") and raw.peek(2)[:2] == GZIP_MAGIC:
-            import gzip
-
             return io.TextIOWrapper(gzip.GzipFile(fileobj=raw, mode="rb"), encoding="utf-8")
         return _Unclosed(sys.stdin)
     with open(path, "rb") as f:
         head = f.read(2)
     if head == GZIP_MAGIC:
-        import gzip
-
         return gzip.open(path, "rt", encoding="utf-8")
     return open(path, "r", encoding="utf-8")
 
@@ -186,9 +184,6 @@ class _Unclosed:
 
 def is_gzip_error(e):
     """Whether e is what a damaged or truncated gzip stream raises while it is read."""
-    import gzip
-    import zlib
-
     return isinstance(e, (gzip.BadGzipFile, EOFError, zlib.error))
 
 

@@ -9,6 +9,12 @@ import os
 import sys
 
 from mpt.cli import EXIT_FAILURE, CommandError, UsageError
+from mpt.db.lmdb_store import LMDBStore
+from mpt.errors import MissingNodeError, NodeDecodeError, StoreError
+from mpt.ethereum.inspect import inspect_trie
+from mpt.iavl.inspect import add_arguments as add_iavl_arguments
+from mpt.iavl.inspect import looks_like_iavl, run_inspect, wants_iavl
+
 
 
 def add_parser(subparsers):
@@ -30,7 +36,6 @@ def add_parser(subparsers):
                         "store's head); an IAVL store lists every version's root instead")
     p.add_argument("--json", action="store_true", help="print the counts as JSON instead of a table")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    from mpt.iavl.inspect import add_arguments as add_iavl_arguments
 
     add_iavl_arguments(p)
     return p
@@ -77,11 +82,6 @@ def _table(stats, store_desc):
 
 
 def run(args):
-    from mpt.db.lmdb_store import LMDBStore
-    from mpt.ethereum.inspect import inspect_trie
-    from mpt.errors import MissingNodeError, NodeDecodeError, StoreError
-    from mpt.iavl.inspect import looks_like_iavl, run_inspect, wants_iavl
-
     root = _parse_root(args.root) if args.root is not None else None
     if not os.path.isdir(args.db):
         raise UsageError("no store at %s (expected an LMDB store, a directory holding data.mdb, or a LevelDB "

@@ -16,9 +16,17 @@ message names the line), 130 when interrupted. An empty input prints the empty t
 """
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import sys
+
+from mpt.cli import EXIT_FAILURE, UsageError, is_gzip_error, open_text_input
+from mpt.core.jsonrpc import parse_data, parse_json_line
+from mpt.errors import InputFormatError, MptError
+from mpt.ethereum.parallel import MAX_WORKERS, build_root
+from mpt.ethereum.state import read_genesis_alloc, read_geth_dump, state_root
+from mpt.ethereum.trie import EMPTY_ROOT
 
 FORMATS = ("alloc", "geth-dump", "pairs-jsonl", "parquet")
 
@@ -52,10 +60,6 @@ def add_parser(subparsers):
 
 
 def _workers(text):
-    import argparse
-
-    from mpt.ethereum.parallel import MAX_WORKERS
-
     digits = text[1:] if text.startswith("-") else text
     if not digits.isascii() or not digits.isdigit():    # no "+", spaces, underscores or other digits, as int() takes
         raise argparse.ArgumentTypeError("%r is not a whole number" % text)
@@ -72,8 +76,6 @@ _SIZE = re.compile(r"^(\d+\.?\d*|\.\d+)([KMGT])?$")
 def _size(text):
     """A byte count like 512M, 2G, 1.5GiB or 1048576 (K, M, G, T are powers of 1024); refuses signs, spaces
     and underscores, as the other number fields do."""
-    import argparse
-
     units = {None: 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
     t = text.upper()
     t = t[:-1] if t.endswith("B") else t
@@ -90,18 +92,12 @@ def _size(text):
 
 
 def _hex_field(value, what, number):
-    from mpt.errors import InputFormatError
-    from mpt.core.jsonrpc import parse_data
-
     return parse_data(value, "line %d: %s" % (number, what), prefix=None, decoded=False,
                       error=lambda message: InputFormatError(message, line=number))
 
 
 def read_pairs_jsonl(f):
     """(key, value) pairs of a JSON-lines text file; errors name the line."""
-    from mpt.errors import InputFormatError
-    from mpt.core.jsonrpc import parse_json_line
-
     for number, line in enumerate(f, 1):
         text = line.strip()
         if not text:
@@ -121,8 +117,6 @@ def read_pairs_jsonl(f):
 
 def read_parquet_pairs(path, key_column="key", value_column="value"):
     """(key, value) pairs of a Parquet file or directory, batch by batch (pyarrow)."""
-    from mpt.errors import InputFormatError
-
     try:
         import pyarrow.dataset as ds
     except ImportError:
@@ -142,13 +136,9 @@ def read_parquet_pairs(path, key_column="key", value_column="value"):
 
 
 def _parquet_cell(cell, column, row):
-    from mpt.errors import InputFormatError
-
     if isinstance(cell, bytes):
         return cell
     if isinstance(cell, str):
-        from mpt.core.jsonrpc import parse_data
-
         return parse_data(cell, "parquet row %d: column %s" % (row, column), prefix=None, decoded=False,
                           error=lambda message: InputFormatError(message, line=row))
     raise InputFormatError("parquet row %d: column %s must be binary or a hex string, not %s"
@@ -156,11 +146,6 @@ def _parquet_cell(cell, column, row):
 
 
 def run(args):
-    from mpt import EMPTY_ROOT, build_root
-    from mpt.cli import EXIT_FAILURE, UsageError, is_gzip_error, open_text_input
-    from mpt.errors import InputFormatError, MptError
-    from mpt.ethereum.state import read_genesis_alloc, read_geth_dump, state_root
-
     if args.input != "-" and not os.path.exists(args.input):
         raise UsageError("no such file: %s" % args.input)
     if args.input != "-" and args.format != "parquet" and os.path.isdir(args.input):
