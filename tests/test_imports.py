@@ -27,7 +27,6 @@ OPTIONAL = {"plyvel", "lmdb", "dask", "distributed", "pyarrow", "matplotlib", "t
 FUNCTION_LEVEL = {
     ("mpt.ethereum.proof", "mpt.ethereum.rangeproof"): "the deprecated name proof.verify_range_proof (cycle)",
     # MutableTree's export, import and proofs: cycles (export and proof cimport the tree's nodedb and node).
-    ("mpt.iavl.tree", "mpt.iavl.export"): "cycle: export cimports nodedb, which tree owns",
     ("mpt.iavl.tree", "mpt.iavl.proof"): "import mpt stays cheap: proofs load ICS23 (about 20 ms)",
     # map_proof alone needs ICS23: importing it with mpt.merkle would double the time of `import mpt`.
     ("mpt.merkle.multistore", "mpt.ics23.messages"): "import mpt stays cheap: ICS23 costs about 20 ms",
