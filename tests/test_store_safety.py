@@ -593,3 +593,169 @@ def test_lmdb_on_a_read_only_disk_says_read_only(small_disk):
         LMDBStore(str(small_disk / "s"))
     with LMDBStore(str(small_disk / "s"), readonly=True) as ro:
         assert ro.get(bytes(32)) == b"x"
+
+
+# ------------------------------------------------------------------------------------------- review findings
+
+def test_a_damaged_reference_in_an_older_version_stops_the_prune():
+    """Version 2's root names (1, 50), which does not exist; version 3 shares version 1's nodes correctly. The
+    prune must stop before writing anything, not take every node of version 1 for an orphan."""
+    from mpt.errors import MissingNodeError
+    from mpt.iavl import decode_node
+
+    db = MemoryDB()
+    tree = MutableTree(db, fast_storage=False)
+    for i in range(16):
+        tree.set(b"k%02d" % i, b"v%d" % i)
+    tree.save_version()
+    tree.set(b"k00", b"x")
+    tree.save_version()
+    tree.set(b"k01", b"y")
+    tree.save_version()
+    key2 = b"s" + (2).to_bytes(8, "big") + (1).to_bytes(4, "big")
+    root2 = db.get(key2)
+    right = decode_node(root2, "v1", node_key=key2[1:]).right_node_key
+    assert root2[-1] == 2 * int.from_bytes(right[8:], "big")       # the right child's nonce, one zigzag byte
+    db.put(key2, root2[:-1] + bytes([100]))
+    before = dict(db.iterate())
+    with pytest.raises(MissingNodeError):
+        MutableTree(db, fast_storage=False).delete_versions_to(1)
+    assert dict(db.iterate()) == before
+    latest = MutableTree(db, fast_storage=False)
+    assert latest.load() == 3 and len(list(latest.items())) == 16
+
+
+def test_a_damaged_orphan_leaf_stops_the_prune():
+    """A leaf of the pruned version whose size field is not 1: CorruptTreeError, nothing deleted."""
+    from mpt.errors import CorruptTreeError
+
+    db = MemoryDB()
+    tree = MutableTree(db, fast_storage=False)
+    tree.set(b"a", b"1")
+    tree.set(b"b", b"2")
+    tree.save_version()
+    tree.set(b"a", b"3")
+    tree.save_version()
+    leaf = [k for k, v in db.iterate(b"s", b"t") if v[:2] == b"\x00\x02"][0]      # height 0, size 1
+    db.put(leaf, b"\x00\x12" + db.get(leaf)[2:])                                  # size 9
+    before = dict(db.iterate())
+    with pytest.raises(CorruptTreeError):
+        MutableTree(db, fast_storage=False).delete_versions_to(1)
+    assert dict(db.iterate()) == before
+
+
+MARKER_OF = textwrap.dedent("""
+    import os, sys
+    from mpt.db import LMDBStore, LevelDBStore
+    from mpt.iavl import MutableTree
+    from mpt.iavl.nodedb import IMPORT_MARKER_KEY
+    kind, path = sys.argv[1], sys.argv[2]
+    store = LMDBStore(path, hash_keys=False) if kind == "lmdb" else LevelDBStore(path)
+    tree = MutableTree(store)
+    print(store.get(IMPORT_MARKER_KEY) is None, sum(1 for _ in store.iterate()), tree.load())
+""")
+
+
+@pytest.mark.parametrize("kind", ["lmdb", "leveldb"])
+def test_an_abandoned_marker_of_a_live_process_is_removed_where_no_import_can_run(tmp_path, kind):
+    """An import whose clean-up failed leaves its marker with the pid of a process that lives on. LevelDB is
+    opened by one process at a time, so another process's marker is always an abandoned import; on LMDB the
+    process id and its start time must both match a live process (a reused pid does not)."""
+    if kind == "leveldb":
+        pytest.importorskip("plyvel")
+    path = tmp_path / ("store." + kind)
+    store = _open(kind, path)
+    tree = MutableTree(store)
+    with store.write_batch() as batch:
+        token = tree.ndb.start_import(batch, "v1", 7)
+    tree.ndb.finish_import(token)
+    with store.write_batch() as batch:
+        batch.put(b"s" + (7).to_bytes(8, "big") + (2).to_bytes(4, "big"), b"\x00\x02\x01k\x01v")   # a leaf
+    marker = store.get(IMPORT_MARKER_KEY)
+    if kind == "lmdb":
+        parts = marker.split(b" ")
+        parts[3] = b"1"                       # this pid, but another start time: another process
+        with store.write_batch() as batch:
+            batch.put(IMPORT_MARKER_KEY, b" ".join(parts))
+    store.close()
+    r = subprocess.run([sys.executable, "-c", MARKER_OF, kind, str(path)], capture_output=True, text=True,
+                       env=_env(), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["True", "0", "0"]
+
+
+def test_a_load_while_this_process_imports_sees_an_empty_store():
+    db = MemoryDB()
+    src, root = _source_root()
+    import mpt.iavl.export as export_module
+
+    seen = []
+
+    def stream():
+        for i, node in enumerate(src.export(1)):
+            if i == 3000:
+                other = MutableTree(db)
+                seen.append(other.load())
+                seen.append(other)
+            yield node
+
+    old = export_module.IMPORT_BATCH_SIZE
+    export_module.IMPORT_BATCH_SIZE = 500
+    try:
+        assert MutableTree(db).import_nodes(stream(), 7) == root
+    finally:
+        export_module.IMPORT_BATCH_SIZE = old
+    assert seen[0] == 0
+    assert seen[1].load() == 7 and seen[1].hash() == root         # the same tree sees the import once it is done
+
+
+def test_leveldb_iteration_over_a_damaged_table_is_a_store_error(tmp_path):
+    pytest.importorskip("plyvel")
+    from mpt.db import LevelDBStore
+
+    path = _go_copy(tmp_path)
+    with LevelDBStore(path):
+        pass
+    for table in path.glob("*.ldb"):
+        data = bytearray(table.read_bytes())
+        data[-48:] = bytes(48)                  # the footer: "not an sstable (bad magic number)"
+        table.write_bytes(bytes(data))
+    with LevelDBStore(path) as store:
+        with pytest.raises(StoreCorruptError, match="is damaged"):
+            list(store.iterate())
+        with pytest.raises(StoreCorruptError):
+            len(store)
+        with pytest.raises(StoreCorruptError):
+            MutableTree(store).load()
+
+
+LMDB_NO_ADDRESS_SPACE = textwrap.dedent("""
+    import os, resource, sys
+    from mpt.db import LMDBStore
+    from mpt.errors import StoreWriteError
+    s = LMDBStore(sys.argv[1], map_size=1 << 20)
+    used = int(open("/proc/self/statm").read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    resource.setrlimit(resource.RLIMIT_AS, (used + (48 << 20),) * 2)
+    try:
+        for i in range(100000):
+            with s.write_batch() as b:
+                for j in range(100):
+                    b.put(os.urandom(32), os.urandom(100))
+    except StoreWriteError as e:
+        print("StoreWriteError")
+""")
+
+
+def test_lmdb_that_cannot_grow_its_map_is_a_store_write_error(tmp_path):
+    r = subprocess.run([sys.executable, "-c", LMDB_NO_ADDRESS_SPACE, str(tmp_path / "s")], capture_output=True,
+                       text=True, env=_env(), timeout=300)
+    assert r.stdout.strip() == "StoreWriteError", r.stderr[-2000:]
+
+
+def test_a_leveldb_folder_with_stray_lmdb_files_stays_a_leveldb(tmp_path):
+    pytest.importorskip("plyvel")
+    path = _go_copy(tmp_path)
+    (path / "data.mdb").write_bytes(b"")
+    (path / "lock.mdb").write_bytes(b"")
+    with pytest.raises(StoreError, match="a LevelDB store: use LevelDBStore.*delete the data.mdb"):
+        LMDBStore(str(path))

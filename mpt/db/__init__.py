@@ -18,6 +18,9 @@ the Ethereum trie (``Trie``, ``StackTrie``) keys a node by the hash of its encod
 * Optional, for compiled readers: ``unchecked_get``, the backend's own get (no Python frame of ours), whose
   exceptions the reader passes to the store's ``read_failure(exception)`` to get the mpt error to raise
   (LevelDB).
+* Optional: ``shared_between_processes``, whether several processes may have the store open at once (LMDB: True;
+  LevelDB: False, it is locked by one). An IAVL tree uses it to tell an import running elsewhere from one that a
+  killed process left unfinished.
 * ``close()``: release the files; afterwards every method of LMDBStore and LevelDBStore, and every tree method
   that may use the store, raises ``StoreClosedError`` (:mod:`mpt.db.store_base`). Every family.
 

@@ -129,6 +129,10 @@ class LevelDBStore(PersistentStore):
     context manager or call ``close()``: LevelDB holds its lock until then.
     """
 
+    #: One process at a time (LevelDB's LOCK file): an IAVL import marker of another process is always an
+    #: import that process left unfinished.
+    shared_between_processes = False
+
     def __init__(self, path, *, create=False, readonly=False, prefix=b""):
         plyvel = import_backend("plyvel", "LevelDBStore", "pip install 'mpt-engine[leveldb]' or pip install plyvel")
         self.path = os.fspath(path)
@@ -200,8 +204,10 @@ class LevelDBStore(PersistentStore):
         """(key, value) pairs with start <= key < end (None: unbounded) in key order, or in reverse order with
         reverse=True; keys relative to the store's prefix. A snapshot: writes made meanwhile are not seen."""
         self._check_open()
-        it = self._db.iterator(start=start, stop=end, reverse=bool(reverse))
+        it = None
         try:
+            # plyvel's iterator seeks when it is made: a damaged table raises there already.
+            it = self._db.iterator(start=start, stop=end, reverse=bool(reverse))
             yield from it
         except RuntimeError:
             self._check_open()      # closed while iterating: plyvel's "Database or iterator is closed"
@@ -209,7 +215,8 @@ class LevelDBStore(PersistentStore):
         except self._plyvel_error as e:
             raise store_failure(self.path, e, "reading") from None
         finally:
-            it.close()
+            if it is not None:
+                it.close()
 
     def items(self):
         return self.iterate()

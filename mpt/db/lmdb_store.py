@@ -106,6 +106,10 @@ class LMDBStore(PersistentStore):
     grown by another adopts the new size by itself.
     """
 
+    #: Several processes may have the store open at once (LMDB's reader table and writer lock): an IAVL import
+    #: marker of another live process means an import may still be running there.
+    shared_between_processes = True
+
     def __init__(self, path, map_size=DEFAULT_MAP_SIZE, *, sync=True, readonly=False, hash_keys=True):
         lmdb = _import_lmdb()
         # hash_keys=False lifts the 32-byte key check for stores whose keys are not node hashes (mpt.iavl keeps
@@ -178,7 +182,7 @@ class LMDBStore(PersistentStore):
                 with self._env.begin(buffers=False) as txn:
                     value = txn.get(key)
         except _lmdb.MapResizedError:
-            self._adopt_map_size()
+            self._adopt_for_reading()
             value = self._read(lambda txn: txn.get(key))
         except _lmdb.Error as e:
             self._check_open()      # checked only on failure: the open store's reads pay nothing for it
@@ -283,7 +287,7 @@ class LMDBStore(PersistentStore):
                     with self._env.begin(buffers=False) as txn:
                         return fn(txn)
             except lmdb.MapResizedError:
-                self._adopt_map_size()
+                self._adopt_for_reading()
             except lmdb.Error as e:
                 raise self._read_failure(e) from e
         raise StoreError("reading the LMDB store at %s failed: the map kept growing under this reader" % self.path)
@@ -348,11 +352,11 @@ class LMDBStore(PersistentStore):
                         if head is not None:
                             txn.put(HEAD_KEY, head)
                     return
-                except lmdb.MapFullError:
+                except lmdb.MapFullError as e:
                     # The transaction has been aborted by the context manager: grow the map and redo it all.
-                    self._grow()
-                except lmdb.MapResizedError:
-                    self._adopt_map_size()
+                    self._resize(self._grow, e)
+                except lmdb.MapResizedError as e:
+                    self._resize(self._adopt_map_size, e)
                 except lmdb.Error as e:
                     # The transaction was aborted: nothing of it is in the file. LMDB reports a full disk as
                     # "Input/output error", so look at the free space to say which it was.
@@ -372,10 +376,24 @@ class LMDBStore(PersistentStore):
                                "stored and the last commit is intact" % (self.path, reason, e),
                                path=self.path, disk_full=disk_full)
 
+    def _resize(self, resize, cause):
+        """Grow or adopt the map for a write; a resize that fails (no address space, no memory) is the write's
+        failure: nothing of it was stored."""
+        try:
+            resize()
+        except _lmdb.Error as e:
+            raise self._write_failure(e) from cause
+
     def _grow(self):
         with self._map_lock:
             self._env.set_mapsize(self._env.info()["map_size"] * 2)
             self.resizes += 1
+
+    def _adopt_for_reading(self):
+        try:
+            self._adopt_map_size()
+        except _lmdb.Error as e:
+            raise self._read_failure(e) from e
 
     def _adopt_map_size(self):
         # Another process grew the map beyond ours: 0 means "take the size recorded in the file". LMDB refuses
@@ -390,7 +408,10 @@ class LMDBStore(PersistentStore):
     def sync(self):
         """Flush to disk (useful with sync=False)."""
         self._check_open()
-        self._env.sync(True)
+        try:
+            self._env.sync(True)
+        except _lmdb.Error as e:
+            raise self._write_failure(e) from e
 
     def close(self):
         """Close the environment; using the store afterwards raises :class:`~mpt.errors.StoreClosedError`.

@@ -26,10 +26,10 @@ def folder_kind(path):
         return "file"
     if not names:
         return "empty"
+    if "CURRENT" in names:      # first: older mpt releases made data.mdb inside LevelDB folders
+        return "leveldb"
     if "data.mdb" in names:
         return "lmdb"
-    if "CURRENT" in names:
-        return "leveldb"
     return "other"
 
 
@@ -39,7 +39,9 @@ def describe_folder(path):
     if kind == "lmdb":
         return "an LMDB store: use LMDBStore(%r)" % path
     if kind == "leveldb":
-        return "a LevelDB store: use LevelDBStore(%r)" % path
+        stray = " (delete the data.mdb and lock.mdb an older mpt release left in it)" \
+            if os.path.exists(os.path.join(path, "data.mdb")) else ""
+        return "a LevelDB store: use LevelDBStore(%r)%s" % (path, stray)
     if kind == "missing":
         return "no such directory"
     if kind == "file":

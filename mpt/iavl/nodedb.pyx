@@ -391,7 +391,8 @@ cdef inline bytes _prefixed_raw(char prefix, const uint8_t *data, Py_ssize_t n):
 
 cdef int _links(bytes key, bytes data, int64_t *height, int64_t *size, list stack) except -1:
     """Read a stored node's height and size, and push its children's record keys on stack (right, then left:
-    popped in pre-order). The record's format follows its key: ``s`` v1, ``n`` legacy."""
+    popped in pre-order; stack None: the height and size alone). The record's format follows its key: ``s`` v1,
+    ``n`` legacy."""
     cdef const uint8_t *p = <const uint8_t *>PyBytes_AS_STRING(data)
     cdef Py_ssize_t n = PyBytes_GET_SIZE(data), pos
     cdef int64_t version, mode = 0
@@ -404,9 +405,9 @@ cdef int _links(bytes key, bytes data, int64_t *height, int64_t *size, list stac
         pos = _skip_varint(p, pos, n, &version)
     if pos >= 0:
         pos = _skip_bytes(p, pos, n)                # the key
-    if pos < 0 or height[0] < 0 or height[0] > 127 or size[0] < 1:
+    if pos < 0 or height[0] < 0 or height[0] > 127 or (size[0] != 1 if height[0] == 0 else size[0] < 2):
         raise CorruptTreeError("corrupt IAVL node %s: %s" % (show_key(key), data.hex()))
-    if height[0] == 0:
+    if height[0] == 0 or stack is None:
         return 0
     if not legacy:
         pos = _skip_bytes(p, pos, n)                # the node's hash
@@ -480,13 +481,15 @@ cdef class _Walk:
             self.top[j] = self.slots[_SLOTS * i + j]
         return <bytes>self.keys.pop()
 
-    cdef int expand(self, NodeDB ndb, bytes key) except -1:
-        """Read the node of key, popped last, check it, and push its children."""
+    cdef int expand(self, NodeDB ndb, bytes key, bint children) except -1:
+        """Read the node of key, popped last, check it, and push its children (with children; else only check
+        it: a node the other walk shares, which must be there and fit its place before any node is deleted
+        because it is not that one)."""
         cdef int64_t height, size, ph = self.top[_PARENT_HEIGHT], ps = self.top[_PARENT_SIZE]
         cdef Py_ssize_t n = len(self.keys), i
         cdef int64_t *grown
         cdef int64_t *sibling
-        _links(key, ndb.record(key), &height, &size, self.keys)
+        _links(key, ndb.record(key), &height, &size, self.keys if children else None)
         if ph >= 0 and not (height < ph and height >= ph - 2 and size < ps):
             raise CorruptTreeError("corrupt IAVL store: node %s (height %d, size %d) sits under a parent of height "
                                    "%d and size %d" % (show_key(key), height, size, ph, ps))
@@ -529,20 +532,23 @@ cdef object _first_record(db, bint reverse):
     return None
 
 
-# Tokens of the imports running in this process: a store opened meanwhile hides their versions instead of
-# removing them.
+# Tokens (random) of the imports running in this process: a store opened meanwhile hides their versions
+# instead of removing them.
 cdef set _RUNNING_IMPORTS = set()
-cdef long _import_count = 0
 
 
-cdef bint _process_alive(long pid):
+cdef bytes _process_start(long pid):
+    """The start time of process pid (field 22 of /proc/<pid>/stat, in clock ticks since boot), b"gone" if it does
+    not exist: with the id, what names one process, whose id another may get later. b"?" without /proc."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            stat = f.read()
+    except FileNotFoundError:
+        return b"gone"
     except OSError:
-        return True         # another user's process: alive
-    return True
+        return b"?"
+    fields = stat[stat.rfind(b")") + 2:].split()        # after the command name, which may hold spaces
+    return fields[19] if len(fields) > 19 else b"?"
 
 
 @cython.final
@@ -636,30 +642,36 @@ cdef class NodeDB:
     # ------------------------------------------------------------------------------------------ imports
 
     cdef int _interrupted_import(self, bytes marker) except -1:
-        """An import marker at open: the import that wrote it was killed (or is still running in another
-        process). Remove what it wrote, unless the store is read-only or its writer is alive: then hide it (no
-        version of it is visible, and writes are refused)."""
-        # The marker says: format, version, the writer's process id and a token of the import in that process.
+        """An import marker at open: the import that wrote it was killed (or is still running). Remove what it
+        wrote, unless the store is read-only or the import may still run: in this process (its token is among
+        the running ones), or in another process where the store can be shared between processes (LMDB) and
+        that process is alive (the same process id and start time). Then hide it: no version of it is visible,
+        and writes are refused."""
+        # The marker: format, version, the writer's process id, its start time and the import's token.
         parts = marker.split(b" ")
-        pid = int(parts[2]) if len(parts) == 4 and parts[2].isdigit() else 0
+        pid = int(parts[2]) if len(parts) == 5 and parts[2].isdigit() else 0
         if getattr(self.db, "readonly", False):
             self._hidden_import = ("an import into the store %r was interrupted; open it writable once to remove "
                                    "what it wrote" % (self.db,))
-        elif pid and (parts[3] in _RUNNING_IMPORTS if pid == os.getpid() else _process_alive(pid)):
-            self._hidden_import = "an import into the store %r is running in process %d" % (self.db, pid)
+        elif pid == os.getpid() and parts[4] in _RUNNING_IMPORTS:
+            self._hidden_import = "an import into the store %r is running in this process" % (self.db,)
+        elif pid and pid != os.getpid() and getattr(self.db, "shared_between_processes", False) and \
+                parts[3] == _process_start(pid):
+            self._hidden_import = ("an import into the store %r is running in process %d (if none is, "
+                                   "MutableTree(store).ndb.remove_import() removes what it wrote)" % (self.db, pid))
         else:
+            self._hidden_import = None
             self.remove_import()
         return 0
 
     def start_import(self, batch, str fmt, int64_t version):
         """Put the import marker into batch (the import's first write); returns the import's token, which
         finish_import takes when it ends, whatever the outcome."""
-        global _import_count
         self.check_ours("import")
-        _import_count += 1
-        token = b"%d" % _import_count
+        token = os.urandom(6).hex().encode()
         _RUNNING_IMPORTS.add(token)
-        batch.put(IMPORT_MARKER_KEY, b"%s %d %d %s" % (fmt.encode(), version, os.getpid(), token))
+        batch.put(IMPORT_MARKER_KEY, b"%s %d %d %s %s" % (fmt.encode(), version, os.getpid(),
+                                                          _process_start(os.getpid()), token))
         return token
 
     @staticmethod
@@ -838,9 +850,16 @@ cdef class NodeDB:
         return self.c_latest_version()
 
     def forget_latest_version(self):
-        """Drop the cached latest (and latest legacy) version: the next lookup scans the store."""
+        """Drop the cached latest (and latest legacy) version: the next lookup scans the store. An import this
+        NodeDB hid is looked at again: finished (its marker gone) it shows, abandoned it is removed."""
         self._latest = -1
         self._legacy_latest = 0
+        if self._hidden_import is not None:
+            marker = self._read_key(IMPORT_MARKER_KEY)
+            if marker is None:
+                self._hidden_import = None
+            else:
+                self._interrupted_import(marker)
 
     def set_latest_version(self, int64_t version):
         self._latest = version
@@ -1028,8 +1047,8 @@ cdef class NodeDB:
         """Go's enableFastStorageAndCommitIfNotEnabled: drop every fast node, write one per (key, value) of items
         at ``version``, record the storage version; one batch. Returns whether it wrote anything."""
         self.check_open()
-        if not self.fast_upgrade_pending(self.c_latest_version()):
-            return False
+        if self._hidden_import is not None or not self.fast_upgrade_pending(self.c_latest_version()):
+            return False            # nothing to rebuild, or a store an import is writing (it writes the index)
         latest = self.c_latest_version()
         self.check_ours("rebuild the fast index")
         stale = []
@@ -1176,15 +1195,18 @@ cdef class NodeDB:
             while org is None and cur.keys:
                 k = cur.pop()
                 if _key_version(k) <= prev_version:
+                    # Shared with the previous tree: read and checked all the same, so that a damaged reference
+                    # stops the prune instead of making every node of the previous walk an orphan.
+                    cur.expand(self, k, False)
                     org = k
                 else:
-                    cur.expand(self, k)
+                    cur.expand(self, k, True)
             k = prev.pop()
             if org is not None and (k == org or self._maybe_same(k, org) and self._same_by_hash(k, org)):
                 org = None
             else:
                 out.append(k)
-                prev.expand(self, k)
+                prev.expand(self, k, True)
         return out
 
     cdef bint _maybe_same(self, bytes a, bytes b) except -1:
