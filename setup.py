@@ -79,9 +79,9 @@ EXTENSIONS = {
     "mpt.bench._alloc": ("keccak",),
 }
 
-# Modules that were compiled once and are plain Python (or a package) now: an in-place or editable build deletes
-# their old compiled file beside the .py, which Python would otherwise import instead of it (and the .c Cython
-# left). Most are the old paths of modules that moved into mpt/core and mpt/ethereum (issue 31), kept as aliases.
+# Modules that were compiled once and are plain Python, a package, or gone now: an in-place or editable build
+# deletes their old compiled file (and the .c Cython left), which Python would otherwise import instead. Most are
+# the old paths of modules that moved into mpt/core and mpt/ethereum (issue 31; mpt/_deprecation.py serves them).
 RETIRED_MODULES = ["mpt.parallel", "mpt.rlp", "mpt.encoding", "mpt.node", "mpt.runtime", "mpt.hasher", "mpt.committer",
                    "mpt.trie", "mpt.iterator", "mpt.secure", "mpt.stacktrie", "mpt.derive", "mpt.proof",
                    "mpt.rangeproof", "mpt.merkle"]
@@ -207,7 +207,7 @@ class ParallelBuildExt(build_ext):
     def _remove_retired(self):
         for name in RETIRED_MODULES:
             stem = name.replace(".", "/")
-            if (os.path.exists(stem + ".py") or os.path.isdir(stem)) and not os.path.exists(stem + ".pyx"):
+            if not os.path.exists(stem + ".pyx"):
                 for path in glob.glob(stem + ".*.so") + glob.glob(stem + ".*.pyd") + [stem + ".c"]:
                     if os.path.exists(path):
                         os.remove(path)

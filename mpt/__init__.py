@@ -12,9 +12,13 @@ import typing as _typing
 # `python -m mpt ...`: Ctrl-C while the modules below still load ends in one line and exit status 130, not a
 # traceback (mpt/_startup.py; nothing happens when mpt is imported any other way).
 from mpt._startup import install as _quiet_interrupts_while_starting
+# The old module paths of the package layout (mpt.trie, mpt.eth, ...): served, with a warning, by one finder.
+from mpt._deprecation import MOVED_MODULES as _MOVED_MODULES  # noqa: E402
+from mpt._deprecation import install_moved_modules as _install_moved_modules  # noqa: E402
 
 _quiet_interrupts_while_starting()
 del _quiet_interrupts_while_starting
+_install_moved_modules()
 
 # The batched hasher's optional worker threads (MPT_HASH_THREADS) are OpenMP's, and libgomp's default is to
 # spin while waiting for work: on a machine whose cores are busy with other processes, the spinning workers and
@@ -47,11 +51,9 @@ if _typing.TYPE_CHECKING:
     from mpt import iavl, ics23  # noqa: F401 - what __getattr__ returns, for type checkers
 
 
-# The old paths of modules that moved into mpt.core and mpt.ethereum (issue 31): `mpt.trie` still works after
-# `import mpt`, as before, through its alias module (which warns with a DeprecationWarning).
-_MOVED_SUBMODULES = ("committer", "dask", "derive", "eip1186", "encoding", "eth", "ethstate",
-                     "hasher", "iterator", "jsonrpc", "node", "parallel", "proof", "rangeproof", "runtime", "secure",
-                     "shards", "stacktrie", "trie")
+# The old paths of modules that moved (issue 31): `mpt.trie` still works after `import mpt`, as before, through the
+# finder above (which warns with a DeprecationWarning).
+_MOVED_SUBMODULES = frozenset(name.split(".")[1] for name in _MOVED_MODULES if name.count(".") == 1)
 
 
 def __getattr__(name):

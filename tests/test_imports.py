@@ -14,6 +14,8 @@ import re
 
 import pytest
 
+from mpt._deprecation import MOVED_MODULES
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "mpt"
 
@@ -52,15 +54,6 @@ def _under(name, prefixes):
     return any(name == p or name.startswith(p + ".") for p in prefixes)
 
 
-def _is_alias(path):
-    """An old module path kept for one release: a file that only calls moved_module(), or a .pxd that
-    re-declares a moved one."""
-    text = path.read_text()
-    if text.count("\n") > 8:
-        return False
-    return "\nmoved_module(__name__" in text or (path.suffix == ".pxd" and text.startswith("# Deprecated path"))
-
-
 def module_name(path):
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     if parts[-1] == "__init__":
@@ -69,7 +62,7 @@ def module_name(path):
 
 
 def layer(name):
-    if name == "mpt" or name in ALIASES:
+    if name == "mpt" or _under(name, ALIASES):
         return "package"
     if _under(name, APPLICATIONS):
         return "applications"
@@ -84,7 +77,8 @@ def layer(name):
 
 
 SOURCES = sorted(p for p in PACKAGE.rglob("*") if p.suffix in (".py", ".pyx", ".pxd") and "__pycache__" not in p.parts)
-ALIASES = {module_name(p) for p in SOURCES if _is_alias(p)}
+# The old module paths, served by mpt/_deprecation.py's finder (no file of their own).
+ALIASES = set(MOVED_MODULES)
 MODULES = {module_name(p) for p in SOURCES if p.suffix != ".pxd"} | {module_name(p) for p in SOURCES}
 
 _CY_IMPORT = re.compile(r"^(\s*)(?:from\s+(\.*[\w.]*)\s+c?import\s+(.+)|c?import\s+([\w.]+(?:\s*,\s*[\w.]+)*))")

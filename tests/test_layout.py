@@ -40,6 +40,9 @@ MOVED = {
     "mpt._spill": "mpt.ethereum.shards.spill",
     "mpt._reference": "mpt.ethereum._reference",
     "mpt._merkle_reference": "mpt.merkle._reference",
+    "mpt.db.tools": "mpt.ethereum.inspect",
+    "mpt.rootcli": "mpt.cli.root",
+    "mpt.inspectcli": "mpt.cli.inspect",
 }
 
 
@@ -102,7 +105,7 @@ def test_the_file_list_shows_the_families_and_the_core():
 
     top = sorted(p.name for p in pathlib.Path(mpt.__file__).parent.iterdir()
                  if p.is_dir() and not p.name.startswith("__"))
-    assert {"core", "ethereum", "merkle", "iavl", "ics23", "db", "bench"} <= set(top)
+    assert {"core", "ethereum", "merkle", "iavl", "ics23", "db", "bench", "cli"} <= set(top)
     assert mpt.ethereum.trie.Trie is mpt.Trie
 
 
@@ -123,3 +126,23 @@ def test_a_trie_commits_into_a_memory_db_through_its_bulk_write():
     root2 = t.commit(set_head=True)
     assert db.head() == root2 and list(k for k, _ in db.iterate()) == sorted(data)
     assert mpt.Trie(db, root)[b"key042"] == b"value 42" and mpt.Trie(db, root2)[b"key100"] == b"one more"
+
+
+def test_the_warning_names_the_line_that_imported_the_old_path(tmp_path):
+    script = tmp_path / "user.py"
+    script.write_text("import warnings\nwarnings.simplefilter('always')\nimport mpt.trie\nimport mpt\nmpt.node\n"
+                      "from mpt.shards.build import combine\n")
+    err = subprocess.run([sys.executable, str(script)], capture_output=True, text=True).stderr
+    lines = [line for line in err.splitlines() if "DeprecationWarning" in line]
+    assert [line.split(": DeprecationWarning")[0] for line in lines] == [
+        f"{script}:3", f"{script}:5", f"{script}:6", f"{script}:6"], err
+    assert "mpt.shards.build moved to mpt.ethereum.shards.build" in lines[-1]
+
+
+def test_no_file_is_left_at_an_old_path():
+    import pathlib
+
+    root = pathlib.Path(mpt.__file__).parent
+    for old in MOVED:
+        path = root.joinpath(*old.split(".")[1:])
+        assert not path.with_suffix(".py").exists() and not path.with_suffix(".pyx").exists(), old

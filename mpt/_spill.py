@@ -1,4 +1,0 @@
-"""Deprecated: moved to mpt.ethereum.shards.spill (this path is kept for one release)."""
-from mpt._deprecation import moved_module
-
-moved_module(__name__, "mpt.ethereum.shards.spill")
