@@ -904,8 +904,10 @@ class InnerSpec(_Message):
 class ProofSpec(_Message):
     """What a verifier demands of a tree's proofs (the leaf format, the inner-node shape, depth limits)."""
 
+    # compiled_form: what the compiled verifier (mpt.ics23.wire) made of this spec, kept on a read-only spec
+    # (keep_compiled_form) and cleared by any change; None before. A slot, read on every verification.
     __slots__ = ("leaf_spec", "inner_spec", "max_depth", "min_depth", "prehash_key_before_comparison", "_frozen",
-                 "_compiled")
+                 "compiled_form")
     _SCHEMA = {1: ("leaf_spec", _MSG, LeafOp), 2: ("inner_spec", _MSG, InnerSpec), 3: ("max_depth", _INT32, None),
                4: ("min_depth", _INT32, None), 5: ("prehash_key_before_comparison", _BOOL, None)}
 
@@ -924,30 +926,25 @@ class ProofSpec(_Message):
     def _clear(self) -> None:
         super()._clear()
         object.__setattr__(self, "_frozen", False)
-        object.__setattr__(self, "_compiled", None)
+        object.__setattr__(self, "compiled_form", None)
 
     def __setattr__(self, name, value) -> None:
         if getattr(self, "_frozen", False):
             raise AttributeError("%s is read-only (a shared spec constant); build a new ProofSpec" % name)
         object.__setattr__(self, name, value)
         # A changed spec must not keep the compiled form of its old value.
-        object.__setattr__(self, "_compiled", None)
+        object.__setattr__(self, "compiled_form", None)
 
     @property
     def read_only(self) -> bool:
         """Whether this is a shared constant (IAVL_SPEC, ...: see frozen()), which refuses changes."""
         return self._frozen
 
-    @property
-    def compiled_form(self):
-        """What the compiled verifier (mpt.ics23.wire) made of this spec, kept on read-only specs; None before."""
-        return self._compiled
-
     def keep_compiled_form(self, form) -> None:
         """Keep the compiled verifier's form of this spec, if the spec is read-only (a changeable one is compiled
         again at every use: any change would make the kept form stale)."""
         if self._frozen:
-            object.__setattr__(self, "_compiled", form)
+            object.__setattr__(self, "compiled_form", form)
 
     def spec_equals(self, other: "ProofSpec") -> bool:
         """Go ``SpecEquals``: the hash ops, length op, prefix lengths, child size and number of children agree
