@@ -908,6 +908,7 @@ class ProofSpec(_Message):
     # (keep_compiled_form) and cleared by any change; None before. A slot, read on every verification.
     __slots__ = ("leaf_spec", "inner_spec", "max_depth", "min_depth", "prehash_key_before_comparison", "_frozen",
                  "compiled_form")
+    compiled_form: Any
     _SCHEMA = {1: ("leaf_spec", _MSG, LeafOp), 2: ("inner_spec", _MSG, InnerSpec), 3: ("max_depth", _INT32, None),
                4: ("min_depth", _INT32, None), 5: ("prehash_key_before_comparison", _BOOL, None)}
 
