@@ -75,6 +75,8 @@ EXTENSIONS = {
     # ICS23
     "mpt.ics23.wire": ("sha256",),
     "mpt.ics23.verify": (),
+    # execution-specs' leaf encodings and root syncs (mpt.compat.execution_specs; the spec itself is an extra)
+    "mpt.compat.execution_specs._fast": ("keccak",),
     # the benchmarks' Keccak floor
     "mpt.bench._alloc": ("keccak",),
 }

@@ -470,9 +470,9 @@ def test_blocks_are_found_in_every_kind_of_document():
     kinds = {(b.path.suffix, b.lang in PYTHON_LANGS) for b in ALL_BLOCKS}
     assert (".md", True) in kinds and (".rst", True) in kinds and (".rst", False) in kinds
     assert any(b.path.name == "README.md" for b in PYTHON_BLOCKS)
-    # Few exceptions, each with a reason.
+    # Few exceptions, each with a reason (docs/execution_specs.rst's needs the spec extra; its own tests run it).
     skipped = [b for b in ALL_BLOCKS if b.skip]
-    assert len(skipped) <= 3, [b.where for b in skipped]
+    assert len(skipped) <= 4, [b.where for b in skipped]
 
 
 def test_extraction_of_both_syntaxes(tmp_path):

@@ -286,6 +286,10 @@ def _run_cases(runner: Runner, bar, selected: list, plan: _PeerPlan, notes: List
             result = runner.run_case(case, companions, notes)
             results.append(result)
             bar.case_done(_progress_line(result))
+        except ImportError as e:        # an optional extra the case needs (MissingExtraError names it)
+            notes.append("skipped %s: %s" % (case.name, e))
+            bar.update(runner.count * (1 + len(companions)))
+            bar.case_done("%s skipped" % case.name)
         except Exception as e:  # noqa: BLE001 - a failing case is reported; the others still run
             failed += 1
             what = "%s" % e if isinstance(e, bench_cases.CheckFailed) else "%s: %s" % (type(e).__name__, e)

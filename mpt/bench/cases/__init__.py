@@ -6,6 +6,7 @@
 * :mod:`~mpt.bench.cases.build_root` -- roots at scale (build_root, build_root_dask)
 * :mod:`~mpt.bench.cases.ics23` -- ICS23 proofs
 * :mod:`~mpt.bench.cases.stores` -- node stores
+* :mod:`~mpt.bench.cases.execution_specs` -- execution-specs' state root with mpt.compat.execution_specs
 
 A new case goes into its family's module (a new family gets a module of its own, added to :data:`FAMILIES`); its
 data into :mod:`mpt.bench.workloads`. :data:`CASES` holds every case by name, in the order of the benchmark
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from typing import Dict
 
-from mpt.bench.cases import build_root, ethereum, iavl, ics23, merkle, stores
+from mpt.bench.cases import build_root, ethereum, execution_specs, iavl, ics23, merkle, stores
 from mpt.bench.peers import (
     MERKLE_PEER_NAMES,
     PEER_NAMES,
@@ -53,7 +54,7 @@ __all__ = [
     "merkle_peer_case",
 ]
 
-FAMILIES = (ethereum, merkle, iavl, build_root, ics23, stores)
+FAMILIES = (ethereum, merkle, iavl, build_root, ics23, stores, execution_specs)
 """The case modules, in the order of the benchmark page: each has a ``cases()`` list."""
 
 REGISTRY = Registry(case for family in FAMILIES for case in family.cases())

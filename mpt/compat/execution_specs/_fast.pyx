@@ -1,0 +1,1334 @@
+# cython: language_level=3
+"""The compiled half of mpt.compat.execution_specs: leaf encodings, change-tracking dicts and the root syncs.
+
+A spec ``Trie`` keeps its content in ``_data``; the first root asked of it swaps that dict for a
+:class:`TrackingDict` with the same items, which records every key written from then on. The root cache (a root,
+and for larger tries an :class:`mpt.Trie` mirror) lives on the TrackingDict, so it goes when the trie goes. A
+state's first root is built in bulk (:class:`SmallTries`: every small storage trie, then the state trie, their keys
+and nodes hashed together on the Keccak lanes); the state trie's nodes then back its mirror (:class:`NodeStore`).
+Any path this module cannot take exactly raises :class:`NeedsSpec` and the caller runs the spec's own code instead.
+"""
+cimport cython
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_DelItem, PyDict_GetItem, PyDict_Next, PyDict_SetItem, PyDict_Size, PyDict_Update
+from cpython.long cimport PyLong_AsUnsignedLongLong
+from cpython.object cimport PyObject
+from libc.stdint cimport uint8_t, uint64_t
+from libc.string cimport memcmp, memcpy, memmove, memset
+
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from mpt.core._keccak.keccak cimport (MPT_KECCAK_BACKENDS, mpt_keccak256, mpt_keccak256_many, mpt_keccak_backend_name,
+                                 mpt_keccak_best_backend)
+from mpt.core.rlp cimport put_header, uint_byte_length
+
+import gc
+
+import mpt
+import mpt.core.runtime
+
+cdef object _Trie = mpt.Trie
+cdef bytes EMPTY_ROOT = bytes(mpt.EMPTY_ROOT)
+
+cdef extern from *:
+    """
+    /* Bits of a non-negative int (-1 for a negative one), without a method call where the C API allows. */
+    static Py_ssize_t mpt_spec_uint_bits(PyObject *number) {
+    #if PY_VERSION_HEX < 0x030E0000
+        if (_PyLong_Sign(number) < 0)
+            return -1;
+        return (Py_ssize_t)_PyLong_NumBits(number);
+    #else
+        PyObject *bits;
+        Py_ssize_t n;
+        int sign;
+        if (PyLong_GetSign(number, &sign) < 0)
+            return -2;
+        if (sign < 0)
+            return -1;
+        bits = PyObject_CallMethod(number, "bit_length", NULL);
+        if (bits == NULL)
+            return -2;
+        n = PyLong_AsSsize_t(bits);
+        Py_DECREF(bits);
+        return n;
+    #endif
+    }
+    """
+    Py_ssize_t mpt_spec_uint_bits(object number) except -2
+
+
+cdef extern from *:
+    """
+    #include "structmember.h"
+    /* The offset of a __slots__ attribute (a member descriptor holding an object), or -1 for anything else. */
+    static Py_ssize_t mpt_spec_slot_offset(PyObject *descr) {
+        PyMemberDef *member;
+        if (!PyObject_TypeCheck(descr, &PyMemberDescr_Type))
+            return -1;
+        member = ((PyMemberDescrObject *)descr)->d_member;
+        if ((member->type != T_OBJECT_EX && member->type != T_OBJECT) || (member->flags & READONLY))
+            return -1;
+        return member->offset;
+    }
+    /* The object in that slot of obj (borrowed; NULL when unset). Only for obj of the type the offset came from. */
+    static PyObject *mpt_spec_slot(PyObject *obj, Py_ssize_t offset) {
+        return *(PyObject **)((char *)obj + offset);
+    }
+    """
+    Py_ssize_t mpt_spec_slot_offset(object descr)
+    PyObject *mpt_spec_slot(object obj, Py_ssize_t offset)
+
+
+cdef Py_ssize_t _slot_offset(object cls, str name):
+    """Where instances of cls keep the __slots__ attribute name, or -1 (then it is read as an attribute)."""
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            return mpt_spec_slot_offset(klass.__dict__[name])
+    return -1
+
+
+cdef inline object _slot(object obj, Py_ssize_t offset, str name):
+    """obj.<name>, read straight from its slot when the offset is known (obj is of the type it came from)."""
+    cdef PyObject *found
+    if offset < 0:
+        return getattr(obj, name)
+    found = mpt_spec_slot(obj, offset)
+    if found == NULL:
+        raise NeedsSpec("%s is not set" % name)
+    return <object>found
+
+
+cdef enum:
+    # Secured tries of up to SMALL_MAX entries (every storage trie of a typical state) are hashed by SmallTries,
+    # without a mirror: rebuilding one costs less than keeping an mpt.Trie per account.
+    SMALL_MAX = 32
+    SMALL_VALUE_MAX = 64
+    # A dict's change set beyond 2 * len + this many keys is dropped: a full rebuild is cheaper by then.
+    CHANGED_SLACK = 1024
+
+
+class NeedsSpec(Exception):
+    """This input is not for the compiled path (the caller runs the spec's own code, which computes or raises)."""
+
+
+# ---------------------------------------------------------------------------------------------- change tracking
+
+@cython.final
+cdef class DirtySet:
+    """Addresses whose storage may have changed since an account mirror's last sync. ``alive`` goes False when the
+    mirror is freed, so a storage dict still pointing here may be claimed by another mirror."""
+    cdef set keys
+    cdef bint alive
+
+    def __cinit__(self):
+        self.keys = set()
+        self.alive = True
+
+
+cdef object KEY_ITSELF = object()     # sink_key of a dict whose written keys are the addresses (_storage_tries)
+# TrackingDict.changed of a dict written to since its cache was synced; one shared empty value, not a set apiece
+# (a state of 10,000 storage tries would otherwise add 10,000 sets for the cyclic collector to walk).
+cdef object CLEAN = frozenset()
+
+
+cdef class TrackingDict(dict):
+    """A dict that records the keys written to it, and holds the root cache of the spec trie that owns it.
+
+    Every way Python code can change a dict goes through here (item assignment and deletion, update, |=, pop,
+    popitem, setdefault, clear); only C code calling ``PyDict_SetItem`` on it directly, or ``dict.__setitem__(d,
+    ...)``, would bypass it. A copy (``copy.copy``, which the spec's ``copy_trie`` uses) carries the cache along.
+    """
+    cdef object changed          # keys written since the cache was synced (CLEAN: none); None: unknown, rebuild
+    cdef object root             # the root at the last sync (bytes), valid while changed is empty
+    cdef object mirror           # mpt.Trie or AccountMirror at the last sync, or None
+    cdef object codec            # the ForkCodec that built the cache
+    cdef bint secured
+    cdef DirtySet sink           # also told about every write (storage tries: their account's address)
+    cdef object sink_key
+
+    def __cinit__(self, *args, **kwargs):
+        self.changed = None
+        self.root = None
+        self.mirror = None
+        self.codec = None
+        self.sink = None
+        self.sink_key = None
+
+    cdef inline int _touch(self, object key) except -1:
+        cdef object changed = self.changed
+        if changed is CLEAN:
+            self.changed = {key}
+        elif changed is not None:
+            (<set>changed).add(key)
+            if len(<set>changed) > 2 * PyDict_Size(self) + CHANGED_SLACK:
+                self.changed = None
+        if self.sink is not None:
+            if self.sink.alive:
+                self.sink.keys.add(key if self.sink_key is KEY_ITSELF else self.sink_key)
+            else:
+                self.sink = None
+        return 0
+
+    cdef inline int _touch_all(self) except -1:
+        # Cheaper than a key each: the cache is rebuilt, and the owner (if any) rechecks this trie.
+        self.changed = None
+        if self.sink is not None:
+            if self.sink.alive and self.sink_key is not KEY_ITSELF:
+                self.sink.keys.add(self.sink_key)
+            elif self.sink.alive:
+                self.sink.keys.update(self)
+        return 0
+
+    def __setitem__(self, key, value):
+        PyDict_SetItem(self, key, value)
+        self._touch(key)
+
+    def __delitem__(self, key):
+        PyDict_DelItem(self, key)
+        self._touch(key)
+
+    def pop(self, key, /, *default):
+        value = dict.pop(self, key, *default)
+        self._touch(key)
+        return value
+
+    def popitem(self):
+        item = dict.popitem(self)
+        self._touch(item[0])
+        return item
+
+    def setdefault(self, key, default=None, /):
+        cdef PyObject *found = PyDict_GetItem(self, key)
+        if found != NULL:
+            return <object>found
+        self[key] = default
+        return default
+
+    def update(self, *args, **kwargs):
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+    def __ior__(self, other):
+        self.update(other)
+        return self
+
+    def clear(self):
+        if self.sink is not None and self.sink.alive and self.sink_key is KEY_ITSELF:
+            self.sink.keys.update(self)
+        dict.clear(self)
+        self._touch_all()
+
+    def __copy__(self):
+        cdef TrackingDict twin = TrackingDict(self)
+        if self.changed is not None and self.codec is not None:
+            twin.changed = CLEAN if self.changed is CLEAN else set(self.changed)
+            twin.root = self.root
+            twin.codec = self.codec
+            twin.secured = self.secured
+            if self.mirror is not None:
+                twin.mirror = self.mirror.copy()
+        return twin
+
+    def copy(self):
+        return self.__copy__()
+
+    def __reduce__(self):
+        # Pickled (and deep-copied) as a plain dict: the cache is rebuilt from the content.
+        return (dict, (dict(self),))
+
+
+cdef TrackingDict _tracked(object owner, str attribute, object data):
+    """owner.<attribute>, a dict, as a TrackingDict (swapped in on first use: one copy of the items)."""
+    cdef TrackingDict td
+    if type(data) is TrackingDict:
+        return <TrackingDict>data
+    if type(data) is not dict:
+        raise NeedsSpec("%s is a %s, not a dict" % (attribute, type(data).__name__))
+    td = TrackingDict.__new__(TrackingDict)
+    PyDict_Update(td, data)             # straight into the dict: nothing recorded for the items it starts with
+    setattr(owner, attribute, td)
+    return td
+
+
+# ---------------------------------------------------------------------------------------------------- encodings
+
+cdef inline Py_ssize_t _put_string(uint8_t *out, const uint8_t *data, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t h
+    if n == 1 and data[0] < 0x80:
+        out[0] = data[0]
+        return 1
+    h = put_header(out, 0x80, n)
+    memcpy(out + h, data, <size_t>n)
+    return h + n
+
+
+cdef inline Py_ssize_t _string_size(const uint8_t *data, Py_ssize_t n) noexcept nogil:
+    if n == 1 and data[0] < 0x80:
+        return 1
+    return (1 if n < 56 else 1 + uint_byte_length(<uint64_t>n)) + n
+
+
+cdef Py_ssize_t _put_uint(object number, uint8_t *out) except -1:
+    """The RLP string of a non-negative int below 2**256 (big-endian, no leading zeros) at out (<= 33 bytes)."""
+    cdef uint64_t x
+    cdef int nbytes, i
+    cdef bytes big
+    cdef Py_ssize_t bits
+    if type(number) is not int:
+        raise NeedsSpec("not an int")
+    bits = mpt_spec_uint_bits(number)
+    if bits < 0:
+        raise NeedsSpec("a negative int")
+    if bits <= 64:
+        x = PyLong_AsUnsignedLongLong(number)
+        if x == 0:
+            out[0] = 0x80
+            return 1
+        if x < 0x80:
+            out[0] = <uint8_t>x
+            return 1
+        nbytes = uint_byte_length(x)
+        out[0] = <uint8_t>(0x80 + nbytes)
+        for i in range(nbytes):
+            out[nbytes - i] = <uint8_t>(x >> (8 * i))
+        return 1 + nbytes
+    if bits > 256:
+        raise NeedsSpec("an integer wider than 256 bits")
+    big = number.to_bytes((number.bit_length() + 7) // 8, "big")
+    return _put_string(out, <const uint8_t *>PyBytes_AS_STRING(big), PyBytes_GET_SIZE(big))
+
+
+@cython.final
+cdef class ForkCodec:
+    """One fork's leaf encodings: compiled for the types whose encoding was proven equal to the fork's
+    ``encode_node`` when the fork was patched, the fork's own ``encode_node`` for every other type."""
+    cdef readonly str name
+    cdef readonly object trie_type          # the fork's Trie class
+    cdef readonly object state_type         # the fork's State class (None until its state module is patched)
+    cdef readonly object root_type          # the fork's Root (returned roots are of this type)
+    cdef readonly object address_type       # the fork's Address (the spec makes one of each account key)
+    cdef object account_type, uint_type, u256_type, encode_node
+    cdef frozenset bytes_types
+    cdef readonly bint fast_account, fast_u256
+    cdef Py_ssize_t nonce_at, balance_at, code_at, uint_number_at, u256_number_at    # slot offsets, -1: getattr
+    cdef dict code_hashes
+    cdef public object spec_root, spec_state_root   # the spec's own functions (copies of the originals)
+    cdef public Py_ssize_t fallbacks, full_builds, syncs
+    cdef public object state_hook           # patches the fork's state module once it is loaded (see root())
+
+    def __init__(self, str name, trie_type, root_type, address_type, account_type, uint_type, u256_type,
+                 encode_node, bytes_types, bint fast_account, bint fast_u256, spec_root):
+        self.name = name
+        self.trie_type = trie_type
+        self.state_type = None
+        self.root_type = root_type
+        self.address_type = address_type
+        self.account_type = account_type
+        self.uint_type = uint_type
+        self.u256_type = u256_type
+        self.encode_node = encode_node
+        self.bytes_types = frozenset(bytes_types)
+        self.fast_account = fast_account
+        self.fast_u256 = fast_u256
+        self.code_hashes = {}
+        self.nonce_at = _slot_offset(account_type, "nonce")
+        self.balance_at = _slot_offset(account_type, "balance")
+        self.code_at = _slot_offset(account_type, "code")
+        self.uint_number_at = _slot_offset(uint_type, "_number")
+        self.u256_number_at = _slot_offset(u256_type, "_number")
+        self.spec_root = spec_root
+        self.spec_state_root = None
+        self.state_hook = None
+
+    def set_state(self, state_type, spec_state_root):
+        self.state_type = state_type
+        self.spec_state_root = spec_state_root
+
+    cdef object encode_value(self, object value):
+        """What the fork's encode_node(value) gives, for any value but an Account."""
+        cdef uint8_t buf[40]
+        cdef object t = type(value)
+        cdef Py_ssize_t n
+        if t is self.u256_type and self.fast_u256:
+            n = _put_uint(_slot(value, self.u256_number_at, "_number"), buf)
+            return PyBytes_FromStringAndSize(<char *>buf, n)
+        if t in self.bytes_types:
+            return value
+        encoded = self.encode_node(value)
+        if not isinstance(encoded, bytes):
+            raise NeedsSpec("encode_node gave a %s" % type(encoded).__name__)
+        return encoded
+
+    cdef bytes code_hash(self, object code):
+        cdef object found = self.code_hashes.get(code)
+        cdef uint8_t digest[32]
+        if found is None:
+            if not isinstance(code, bytes):
+                raise NeedsSpec("account code is not bytes")
+            mpt_keccak256(<const uint8_t *>PyBytes_AS_STRING(code), <size_t>PyBytes_GET_SIZE(code), digest)
+            found = PyBytes_FromStringAndSize(<char *>digest, 32)
+            if len(self.code_hashes) >= 4096:
+                self.code_hashes.clear()
+            self.code_hashes[code] = found
+        return <bytes>found
+
+    cdef bytes encode_account(self, object account, object storage_root):
+        """encode_node(account, storage_root): RLP [nonce, balance, storage_root, keccak(code)]."""
+        cdef uint8_t buf[9 + 33 + 33 + 33 + 33]
+        cdef uint8_t *body = buf + 9
+        cdef Py_ssize_t n, h
+        cdef bytes code_hash
+        if type(account) is not self.account_type or not self.fast_account:
+            encoded = self.encode_node(account, storage_root)
+            if not isinstance(encoded, bytes):
+                raise NeedsSpec("encode_node gave a %s" % type(encoded).__name__)
+            return bytes(encoded)
+        if not isinstance(storage_root, bytes) or PyBytes_GET_SIZE(storage_root) != 32:
+            raise NeedsSpec("a storage root that is not 32 bytes")
+        nonce = _slot(account, self.nonce_at, "nonce")
+        balance = _slot(account, self.balance_at, "balance")
+        if type(nonce) is not self.uint_type or type(balance) is not self.u256_type:
+            raise NeedsSpec("an account field of an unexpected type")
+        code_hash = self.code_hash(_slot(account, self.code_at, "code"))
+        n = _put_uint(_slot(nonce, self.uint_number_at, "_number"), body)
+        n += _put_uint(_slot(balance, self.u256_number_at, "_number"), body + n)
+        body[n] = 0xa0
+        memcpy(body + n + 1, PyBytes_AS_STRING(storage_root), 32)
+        body[n + 33] = 0xa0
+        memcpy(body + n + 34, PyBytes_AS_STRING(code_hash), 32)
+        n += 66
+        h = put_header(buf, 0xc0, n)
+        memmove(buf + h, body, <size_t>n)
+        return PyBytes_FromStringAndSize(<char *>buf, h + n)
+
+    # --------------------------------------------------------------------------------- the patched functions
+
+    def root(self, trie, get_storage_root=None):
+        """The fork's ``root(trie, get_storage_root)``, computed by mpt (the spec's own code on any odd input)."""
+        if self.state_hook is not None:
+            # A state module loaded around the import system (the spec's Hardfork.module) is patched here.
+            self.state_hook(self)
+        try:
+            if get_storage_root is None:
+                result = trie_root(self, trie)
+            else:
+                result = account_trie_root(self, trie, get_storage_root)
+        except Exception:
+            self.fallbacks += 1
+            forget(trie)
+            return self.spec_root(trie, get_storage_root)
+        return self.root_type(result)
+
+    def state_root(self, state):
+        """The fork's ``state_root(state)``, kept in step with the state's changes (see state_root_of)."""
+        try:
+            result = state_root_of(self, state)
+        except Exception:
+            self.fallbacks += 1
+            try:
+                forget(state._main_trie)
+            except Exception:
+                pass
+            return self.spec_state_root(state)
+        return self.root_type(result)
+
+
+cpdef forget(object trie):
+    """Drop the root cache of a spec trie (the next root is built from scratch)."""
+    data = getattr(trie, "_data", None)
+    if type(data) is TrackingDict:
+        (<TrackingDict>data).changed = None
+        (<TrackingDict>data).mirror = None
+        (<TrackingDict>data).codec = None
+
+
+# ------------------------------------------------------------------------------------------ the small-trie path
+#
+# Small secured tries (every storage trie of a typical state) are built here without a mirror, many at once: their
+# keys are hashed together on the Keccak backend's SIMD lanes, their nodes laid out in one array, and the nodes of
+# each height, across all the tries, hashed together too (a node's encoding needs its children's references only).
+
+ctypedef struct SmallPair:
+    const uint8_t *key              # 32 bytes: keccak of the caller's key
+    const uint8_t *value
+    Py_ssize_t value_len
+
+ctypedef struct SmallNode:
+    int kind                        # LEAF, EXTENSION or BRANCH
+    int depth                       # nibbles of the path above this node
+    int prefix                      # an extension's nibbles
+    int height                      # 0 for leaves, 1 + the highest child's otherwise
+    bint is_root
+    Py_ssize_t lo, hi               # the node's pairs
+    int child                       # an extension's child
+    int children[16]                # a branch's children (-1: none)
+    Py_ssize_t encoding             # offset of the node's RLP in the arena
+    Py_ssize_t encoding_len
+    uint8_t ref[33]                 # how the parent refers to it: the RLP inline (< 32 bytes) or 0xa0 + hash
+    int ref_len
+
+cdef enum:
+    LEAF = 0
+    EXTENSION = 1
+    BRANCH = 2
+    EXTENSION_MAX = 3 + 34 + 33
+    BRANCH_MAX = 3 + 16 * 33 + 1
+
+
+cdef inline uint8_t _nibble(const uint8_t *key, int i) noexcept nogil:
+    if i & 1:
+        return key[i >> 1] & 0x0f
+    return key[i >> 1] >> 4
+
+
+cdef Py_ssize_t _compact(const uint8_t *key, int start, int end, bint leaf, uint8_t *out) noexcept nogil:
+    """Hex-prefix form of the nibbles key[start:end]."""
+    cdef uint8_t flag = 2 if leaf else 0
+    cdef int i
+    cdef Py_ssize_t o
+    if not (start & 1) and not (end & 1):
+        # Whole bytes: the flag byte, then the key's bytes as they are.
+        out[0] = <uint8_t>(flag << 4)
+        memcpy(out + 1, key + (start >> 1), <size_t>((end - start) >> 1))
+        return 1 + ((end - start) >> 1)
+    if (start & 1) and not (end & 1):
+        # The odd nibble shares the flag byte; the rest are whole bytes.
+        out[0] = <uint8_t>(((flag | 1) << 4) | (key[start >> 1] & 0x0f))
+        memcpy(out + 1, key + ((start + 1) >> 1), <size_t>((end - start - 1) >> 1))
+        return 1 + ((end - start - 1) >> 1)
+    i = start
+    o = 1
+    if (end - start) & 1:
+        out[0] = <uint8_t>(((flag | 1) << 4) | _nibble(key, i))
+        i += 1
+    else:
+        out[0] = <uint8_t>(flag << 4)
+    while i < end:
+        out[o] = <uint8_t>((_nibble(key, i) << 4) | _nibble(key, i + 1))
+        i += 2
+        o += 1
+    return o
+
+
+cdef int _bucket_sort(SmallPair *pairs, Py_ssize_t n) except -1:
+    """Order pairs by the first 16 bits of their (Keccak-hashed, so uniform) keys; the insertion sort after it
+    finishes the few pairs that share a bucket. O(n + 65536), against qsort's n log n calls of a comparator."""
+    cdef Py_ssize_t *start = <Py_ssize_t *>PyMem_Malloc(65537 * sizeof(Py_ssize_t))
+    cdef SmallPair *sorted_pairs = <SmallPair *>PyMem_Malloc(n * sizeof(SmallPair))
+    cdef Py_ssize_t i, bucket
+    try:
+        if start == NULL or sorted_pairs == NULL:
+            raise MemoryError()
+        memset(start, 0, 65537 * sizeof(Py_ssize_t))
+        for i in range(n):
+            start[((pairs[i].key[0] << 8) | pairs[i].key[1]) + 1] += 1
+        for i in range(65536):
+            start[i + 1] += start[i]
+        for i in range(n):
+            bucket = (pairs[i].key[0] << 8) | pairs[i].key[1]
+            sorted_pairs[start[bucket]] = pairs[i]
+            start[bucket] += 1
+        memcpy(pairs, sorted_pairs, n * sizeof(SmallPair))
+    finally:
+        PyMem_Free(start)
+        PyMem_Free(sorted_pairs)
+    return 0
+
+
+cdef inline int _count_empty(const int *children) noexcept nogil:
+    cdef int k, n = 0
+    for k in range(16):
+        if children[k] < 0:
+            n += 1
+    return n
+
+
+cdef inline Py_ssize_t _encoding_bound(const SmallNode *node, const SmallPair *pairs) noexcept nogil:
+    """At least the length of the node's RLP (what _build added to arena_len for it)."""
+    if node.kind == LEAF:
+        return 3 + 34 + 3 + pairs[node.lo].value_len
+    if node.kind == EXTENSION:
+        return EXTENSION_MAX
+    return 3 + 16 + 1 + 32 * (16 - _count_empty(node.children))
+
+
+cdef int _keccak_backend() except -1:
+    """The backend mpt's batched hasher uses (mpt.core.runtime; the user may have chosen one)."""
+    name = mpt.core.runtime.keccak_backend().encode()
+    cdef int b
+    for b in range(MPT_KECCAK_BACKENDS):
+        if mpt_keccak_backend_name(b) == name:
+            return b
+    return mpt_keccak_best_backend()
+
+
+@cython.final
+cdef class NodeStore:
+    """The hashed nodes of one SmallTries build, kept in its arena and read by an mpt.Trie as its node database:
+    ``get(hash)`` makes the bytes of a node only when the trie reads it (a few per changed account), not for all."""
+    cdef uint8_t *arena
+    cdef uint8_t *hashes                 # 32 bytes a node
+    cdef Py_ssize_t *offsets
+    cdef Py_ssize_t *lengths
+    cdef Py_ssize_t *table               # open addressing: node index + 1, 0 for empty
+    cdef Py_ssize_t count, capacity, mask
+
+    def __cinit__(self, Py_ssize_t capacity):
+        cdef Py_ssize_t size = 16
+        while size < 2 * capacity + 2:
+            size <<= 1
+        self.capacity = capacity
+        self.mask = size - 1
+        self.count = 0
+        self.arena = NULL
+        self.hashes = <uint8_t *>PyMem_Malloc(capacity * 32 + 32)
+        self.offsets = <Py_ssize_t *>PyMem_Malloc((capacity + 1) * sizeof(Py_ssize_t))
+        self.lengths = <Py_ssize_t *>PyMem_Malloc((capacity + 1) * sizeof(Py_ssize_t))
+        self.table = <Py_ssize_t *>PyMem_Malloc(size * sizeof(Py_ssize_t))
+        if not (self.hashes and self.offsets and self.lengths and self.table):
+            raise MemoryError()
+        memset(self.table, 0, size * sizeof(Py_ssize_t))
+
+    def __dealloc__(self):
+        PyMem_Free(self.arena)
+        PyMem_Free(self.hashes)
+        PyMem_Free(self.offsets)
+        PyMem_Free(self.lengths)
+        PyMem_Free(self.table)
+
+    cdef inline Py_ssize_t _slot(self, const uint8_t *digest) noexcept nogil:
+        cdef uint64_t h
+        memcpy(&h, digest, 8)
+        return <Py_ssize_t>(h & <uint64_t>self.mask)
+
+    cdef void add(self, const uint8_t *digest, Py_ssize_t offset, Py_ssize_t length) noexcept nogil:
+        cdef Py_ssize_t slot = self._slot(digest), i
+        while self.table[slot]:
+            i = self.table[slot] - 1
+            if memcmp(self.hashes + 32 * i, digest, 32) == 0:
+                return                   # the same node twice (identical subtrees): one copy serves
+            slot = (slot + 1) & self.mask
+        if self.count >= self.capacity:
+            return
+        memcpy(self.hashes + 32 * self.count, digest, 32)
+        self.offsets[self.count] = offset
+        self.lengths[self.count] = length
+        self.count += 1
+        self.table[slot] = self.count
+
+    cdef void take(self, uint8_t *arena) noexcept:
+        PyMem_Free(self.arena)
+        self.arena = arena
+
+    def get(self, key, default=None):
+        """The RLP of the node whose hash is key, or default."""
+        cdef Py_ssize_t slot, i
+        if not isinstance(key, bytes) or PyBytes_GET_SIZE(key) != 32 or self.arena == NULL:
+            return default
+        slot = self._slot(<const uint8_t *>PyBytes_AS_STRING(key))
+        while self.table[slot]:
+            i = self.table[slot] - 1
+            if memcmp(self.hashes + 32 * i, PyBytes_AS_STRING(key), 32) == 0:
+                return PyBytes_FromStringAndSize(<char *>self.arena + self.offsets[i], self.lengths[i])
+            slot = (slot + 1) & self.mask
+        return default
+
+    def __len__(self):
+        return self.count
+
+
+@cython.final
+cdef class SmallTries:
+    """Roots of many small secured tries computed together: add() each trie's items, then finish()."""
+    cdef SmallPair *pairs
+    cdef Py_ssize_t npairs, pairs_cap
+    cdef const uint8_t **key_data        # the caller's keys, hashed in finish()
+    cdef size_t *key_len
+    cdef uint8_t *hashed_keys
+    cdef uint8_t *u256_values            # 34 bytes a pair: U256 encodings written here
+    cdef SmallNode *nodes
+    cdef Py_ssize_t nnodes, nodes_cap
+    cdef uint8_t *arena
+    cdef Py_ssize_t arena_len
+    cdef Py_ssize_t *trie_ends           # per trie: the end of its pairs (it starts where the previous ends)
+    cdef Py_ssize_t ntries, tries_cap
+    cdef list roots                      # per trie after finish(): the root
+    cdef list keep                       # keys and value encodings the pointers point into
+    cdef ForkCodec codec
+    cdef NodeStore node_store            # with collect_nodes: every hashed node, for an mpt.Trie to read
+    cdef bint collect_nodes
+
+    def __cinit__(self, ForkCodec codec, Py_ssize_t capacity):
+        self.codec = codec
+        self.pairs_cap = capacity if capacity > 0 else 1
+        self.pairs = <SmallPair *>PyMem_Malloc(self.pairs_cap * sizeof(SmallPair))
+        self.key_data = <const uint8_t **>PyMem_Malloc(self.pairs_cap * sizeof(uint8_t *))
+        self.key_len = <size_t *>PyMem_Malloc(self.pairs_cap * sizeof(size_t))
+        self.u256_values = <uint8_t *>PyMem_Malloc(self.pairs_cap * 34)
+        self.hashed_keys = NULL
+        self.nodes = NULL
+        self.arena = NULL
+        self.npairs = self.nnodes = self.nodes_cap = self.arena_len = 0
+        self.trie_ends = NULL
+        self.ntries = self.tries_cap = 0
+        self.roots = []
+        self.keep = []
+        self.node_store = None
+        self.collect_nodes = False
+        if not (self.pairs and self.key_data and self.key_len and self.u256_values):
+            raise MemoryError()
+
+    def __dealloc__(self):
+        PyMem_Free(self.pairs)
+        PyMem_Free(self.key_data)
+        PyMem_Free(self.key_len)
+        PyMem_Free(self.u256_values)
+        PyMem_Free(self.hashed_keys)
+        PyMem_Free(self.nodes)
+        PyMem_Free(self.arena)
+        PyMem_Free(self.trie_ends)
+
+    cdef Py_ssize_t add(self, object data) except -2:
+        """Queue the secured trie holding data (a dict); its index, or -1 when it is not for this path."""
+        cdef Py_ssize_t start = self.npairs, n, i = self.npairs
+        cdef ForkCodec codec = self.codec
+        cdef object u256 = codec.u256_type
+        cdef bint fast_u256 = codec.fast_u256
+        if PyDict_Size(data) > SMALL_MAX:
+            return -1
+        if i + PyDict_Size(data) > self.pairs_cap:
+            self._grow(i + PyDict_Size(data))
+        cdef Py_ssize_t position = 0
+        cdef PyObject *key_ref
+        cdef PyObject *value_ref
+        while PyDict_Next(data, &position, &key_ref, &value_ref):
+            key = <object>key_ref
+            value = <object>value_ref
+            if not isinstance(key, bytes):
+                raise NeedsSpec("a key that is not bytes")
+            self.key_data[i] = <const uint8_t *>PyBytes_AS_STRING(key)
+            self.key_len[i] = <size_t>PyBytes_GET_SIZE(key)
+            self.keep.append(key)
+            if type(value) is u256 and fast_u256:
+                self.pairs[i].value = NULL      # at u256_values + 34 * i (set in finish: the arrays may grow)
+                self.pairs[i].value_len = _put_uint(_slot(value, codec.u256_number_at, "_number"),
+                                                    self.u256_values + 34 * i)
+            else:
+                encoded = codec.encode_value(value)
+                n = PyBytes_GET_SIZE(encoded)
+                if n == 0:
+                    raise NeedsSpec("an empty leaf encoding")
+                if n > SMALL_VALUE_MAX:
+                    return -1       # pairs past npairs are simply overwritten by the next trie
+                self.keep.append(encoded)
+                self.pairs[i].value = <const uint8_t *>PyBytes_AS_STRING(encoded)
+                self.pairs[i].value_len = n
+            i += 1
+        self.npairs = i
+        return self._end_trie(i)
+
+    cdef Py_ssize_t add_encoded(self, list keys, list values) except -2:
+        """Queue the secured trie of keys[i] -> values[i] (bytes, values already encoded), of any size; its index."""
+        cdef Py_ssize_t start = self.npairs, n = len(keys), i
+        if self.npairs + n > self.pairs_cap:
+            self._grow(self.npairs + n)
+        for i in range(n):
+            key = keys[i]
+            value = values[i]
+            if type(key) is not bytes and not isinstance(key, bytes) or type(value) is not bytes:
+                raise NeedsSpec("a key or an encoding that is not bytes")
+            if PyBytes_GET_SIZE(value) == 0 or PyBytes_GET_SIZE(value) > BRANCH_MAX - 3 - 34 - 3:
+                raise NeedsSpec("a leaf encoding of an unexpected length")
+            self.key_data[start + i] = <const uint8_t *>PyBytes_AS_STRING(key)
+            self.key_len[start + i] = <size_t>PyBytes_GET_SIZE(key)
+            self.pairs[start + i].value = <const uint8_t *>PyBytes_AS_STRING(value)
+            self.pairs[start + i].value_len = PyBytes_GET_SIZE(value)
+        self.keep.append(keys)
+        self.keep.append(values)
+        self.npairs = start + n
+        return self._end_trie(start + n)
+
+    cdef Py_ssize_t _end_trie(self, Py_ssize_t end) except -1:
+        cdef Py_ssize_t *grown
+        if self.ntries == self.tries_cap:
+            self.tries_cap = 2 * self.tries_cap + 16
+            grown = <Py_ssize_t *>PyMem_Realloc(self.trie_ends, self.tries_cap * sizeof(Py_ssize_t))
+            if grown == NULL:
+                raise MemoryError()
+            self.trie_ends = grown
+        self.trie_ends[self.ntries] = end
+        self.ntries += 1
+        return self.ntries - 1
+
+    cdef int _grow(self, Py_ssize_t needed) except -1:
+        cdef Py_ssize_t cap = max(2 * self.pairs_cap, needed)
+        cdef void *p
+        p = PyMem_Realloc(self.pairs, cap * sizeof(SmallPair))
+        if p == NULL:
+            raise MemoryError()
+        self.pairs = <SmallPair *>p
+        p = PyMem_Realloc(self.key_data, cap * sizeof(uint8_t *))
+        if p == NULL:
+            raise MemoryError()
+        self.key_data = <const uint8_t **>p
+        p = PyMem_Realloc(self.key_len, cap * sizeof(size_t))
+        if p == NULL:
+            raise MemoryError()
+        self.key_len = <size_t *>p
+        p = PyMem_Realloc(self.u256_values, cap * 34)
+        if p == NULL:
+            raise MemoryError()
+        self.u256_values = <uint8_t *>p
+        self.pairs_cap = cap
+        return 0
+
+    cdef Py_ssize_t _new_node(self) except -1:
+        cdef SmallNode *grown
+        if self.nnodes == self.nodes_cap:
+            self.nodes_cap = 2 * self.nodes_cap + 64
+            grown = <SmallNode *>PyMem_Realloc(self.nodes, self.nodes_cap * sizeof(SmallNode))
+            if grown == NULL:
+                raise MemoryError()
+            self.nodes = grown
+        self.nnodes += 1
+        return self.nnodes - 1
+
+    cdef Py_ssize_t _build(self, Py_ssize_t lo, Py_ssize_t hi, int depth) except -1:
+        """Lay out the node holding pairs[lo:hi] (sorted, sharing depth nibbles) after its children; its index."""
+        cdef SmallPair *p = self.pairs
+        cdef int prefix = 0, k, height = 0
+        cdef Py_ssize_t j, start, child, index
+        cdef int children[16]
+        if hi - lo == 1:
+            index = self._new_node()
+            self.nodes[index].kind = LEAF
+            self.arena_len += 3 + 34 + 3 + p[lo].value_len
+        else:
+            while _nibble(p[lo].key, depth + prefix) == _nibble(p[hi - 1].key, depth + prefix):
+                prefix += 1
+            if prefix > 0:
+                child = self._build(lo, hi, depth + prefix)
+                height = self.nodes[child].height + 1
+                index = self._new_node()
+                self.nodes[index].kind = EXTENSION
+                self.nodes[index].child = <int>child
+                self.arena_len += EXTENSION_MAX
+            else:
+                j = lo
+                for k in range(16):
+                    start = j
+                    while j < hi and _nibble(p[j].key, depth) == k:
+                        j += 1
+                    if j == start:
+                        children[k] = -1
+                    else:
+                        children[k] = <int>self._build(start, j, depth + 1)
+                        if self.nodes[children[k]].height >= height:
+                            height = self.nodes[children[k]].height + 1
+                index = self._new_node()
+                self.nodes[index].kind = BRANCH
+                memcpy(self.nodes[index].children, children, sizeof(children))
+                self.arena_len += 3 + 16 + 1 + 32 * (16 - _count_empty(children))
+        self.nodes[index].depth = depth
+        self.nodes[index].prefix = prefix
+        self.nodes[index].height = height
+        self.nodes[index].lo = lo
+        self.nodes[index].hi = hi
+        self.nodes[index].is_root = False
+        return index
+
+    cdef void _encode(self, SmallNode *node, uint8_t *out) noexcept nogil:
+        """The node's RLP at out (its children's references are final); sets encoding_len."""
+        cdef uint8_t compact[34]
+        cdef Py_ssize_t n = 0, c, h, size
+        cdef int k
+        cdef SmallNode *child
+        cdef SmallPair *pair
+        if node.kind == LEAF:
+            pair = &self.pairs[node.lo]
+            c = _compact(pair.key, node.depth, 64, True, compact)
+            size = _string_size(compact, c) + _string_size(pair.value, pair.value_len)
+            h = put_header(out, 0xc0, size)
+            n = h + _put_string(out + h, compact, c)
+            n += _put_string(out + n, pair.value, pair.value_len)
+        elif node.kind == EXTENSION:
+            c = _compact(self.pairs[node.lo].key, node.depth, node.depth + node.prefix, False, compact)
+            child = &self.nodes[node.child]
+            h = put_header(out, 0xc0, _string_size(compact, c) + child.ref_len)
+            n = h + _put_string(out + h, compact, c)
+            memcpy(out + n, child.ref, <size_t>child.ref_len)
+            n += child.ref_len
+        else:
+            size = 1
+            for k in range(16):
+                size += 1 if node.children[k] < 0 else self.nodes[node.children[k]].ref_len
+            n = put_header(out, 0xc0, size)
+            for k in range(16):
+                if node.children[k] < 0:
+                    out[n] = 0x80
+                    n += 1
+                else:
+                    child = &self.nodes[node.children[k]]
+                    memcpy(out + n, child.ref, <size_t>child.ref_len)
+                    n += child.ref_len
+            out[n] = 0x80
+            n += 1
+        node.encoding_len = n
+
+    cdef int finish(self) except -1:
+        """Hash every key, lay out and hash every node; roots(i) gives each trie's root."""
+        cdef Py_ssize_t t, lo, hi, i, j, level_count, max_height = 0, offset = 0, nhash
+        cdef SmallPair tmp
+        cdef int backend = _keccak_backend()
+        cdef list roots_at = []
+        cdef Py_ssize_t *order = NULL
+        cdef Py_ssize_t *count = NULL
+        cdef const uint8_t **hash_data = NULL
+        cdef size_t *hash_len = NULL
+        cdef Py_ssize_t *hash_node = NULL
+        cdef uint8_t *digests = NULL
+        cdef SmallNode *node
+        self.hashed_keys = <uint8_t *>PyMem_Malloc(self.npairs * 32 + 32)
+        if self.hashed_keys == NULL:
+            raise MemoryError()
+        mpt_keccak256_many(backend, self.key_data, self.key_len, <size_t>self.npairs, self.hashed_keys)
+        for i in range(self.npairs):
+            self.pairs[i].key = self.hashed_keys + 32 * i
+            if self.pairs[i].value == NULL:
+                self.pairs[i].value = self.u256_values + 34 * i
+        if self.nodes_cap < 2 * self.npairs + 16:
+            PyMem_Free(self.nodes)
+            self.nodes_cap = 2 * self.npairs + 16        # a trie of n keys has at most 2n - 1 nodes
+            self.nodes = <SmallNode *>PyMem_Malloc(self.nodes_cap * sizeof(SmallNode))
+            if self.nodes == NULL:
+                raise MemoryError()
+        for t in range(self.ntries):
+            lo = self.trie_ends[t - 1] if t else 0
+            hi = self.trie_ends[t]
+            if hi - lo > SMALL_MAX:
+                _bucket_sort(self.pairs + lo, hi - lo)
+            for i in range(lo + 1, hi):           # insertion sort: at most SMALL_MAX keys, or nearly sorted
+                tmp = self.pairs[i]
+                j = i - 1
+                while j >= lo and memcmp(self.pairs[j].key, tmp.key, 32) > 0:
+                    self.pairs[j + 1] = self.pairs[j]
+                    j -= 1
+                self.pairs[j + 1] = tmp
+            for i in range(lo + 1, hi):
+                if memcmp(self.pairs[i - 1].key, self.pairs[i].key, 32) == 0:
+                    raise NeedsSpec("two keys with the same hash")
+            if hi == lo:
+                roots_at.append(-1)
+            else:
+                i = self._build(lo, hi, 0)
+                self.nodes[i].is_root = True
+                roots_at.append(i)
+        try:
+            for i in range(self.nnodes):
+                if self.nodes[i].height > max_height:
+                    max_height = self.nodes[i].height
+            # The nodes by height (a counting sort), each with its place in the arena.
+            order = <Py_ssize_t *>PyMem_Malloc((self.nnodes + 1) * sizeof(Py_ssize_t))
+            count = <Py_ssize_t *>PyMem_Malloc((max_height + 2) * sizeof(Py_ssize_t))
+            hash_data = <const uint8_t **>PyMem_Malloc((self.nnodes + 1) * sizeof(uint8_t *))
+            hash_len = <size_t *>PyMem_Malloc((self.nnodes + 1) * sizeof(size_t))
+            hash_node = <Py_ssize_t *>PyMem_Malloc((self.nnodes + 1) * sizeof(Py_ssize_t))
+            digests = <uint8_t *>PyMem_Malloc((self.nnodes + 1) * 32)
+            self.arena = <uint8_t *>PyMem_Malloc(self.arena_len + 1)
+            if not (order and count and hash_data and hash_len and hash_node and digests and self.arena):
+                raise MemoryError()
+            if self.collect_nodes:
+                self.node_store = NodeStore(self.nnodes)
+            memset(count, 0, (max_height + 2) * sizeof(Py_ssize_t))
+            for i in range(self.nnodes):
+                count[self.nodes[i].height + 1] += 1
+            for i in range(max_height + 1):
+                count[i + 1] += count[i]
+            for i in range(self.nnodes):
+                order[count[self.nodes[i].height]] = i
+                count[self.nodes[i].height] += 1
+                node = &self.nodes[i]
+                node.encoding = offset
+                offset += _encoding_bound(node, self.pairs)
+            i = 0
+            while i < self.nnodes:
+                level_count = 0
+                nhash = 0
+                j = i
+                while j < self.nnodes and self.nodes[order[j]].height == self.nodes[order[i]].height:
+                    node = &self.nodes[order[j]]
+                    self._encode(node, self.arena + node.encoding)
+                    if node.encoding_len >= 32 or node.is_root:
+                        hash_data[nhash] = self.arena + node.encoding
+                        hash_len[nhash] = <size_t>node.encoding_len
+                        hash_node[nhash] = order[j]
+                        nhash += 1
+                    else:
+                        memcpy(node.ref, self.arena + node.encoding, <size_t>node.encoding_len)
+                        node.ref_len = <int>node.encoding_len
+                    j += 1
+                mpt_keccak256_many(backend, hash_data, hash_len, <size_t>nhash, digests)
+                for level_count in range(nhash):
+                    node = &self.nodes[hash_node[level_count]]
+                    node.ref[0] = 0xa0
+                    memcpy(node.ref + 1, digests + 32 * level_count, 32)
+                    node.ref_len = 33
+                    if self.collect_nodes:
+                        self.node_store.add(digests + 32 * level_count, node.encoding, node.encoding_len)
+                i = j
+            if self.collect_nodes:
+                self.node_store.take(self.arena)
+                self.arena = NULL
+            self.roots = [EMPTY_ROOT if r < 0 else
+                          PyBytes_FromStringAndSize(<char *>self.nodes[<Py_ssize_t>r].ref + 1, 32)
+                          for r in roots_at]
+        finally:
+            PyMem_Free(order)
+            PyMem_Free(count)
+            PyMem_Free(hash_data)
+            PyMem_Free(hash_len)
+            PyMem_Free(hash_node)
+            PyMem_Free(digests)
+        self.keep = None
+        return 0
+
+
+cdef object _small_secure_root(ForkCodec codec, object data):
+    """The root of one secured trie of at most SMALL_MAX entries, or None when it is not for the small path."""
+    cdef SmallTries batch = SmallTries(codec, PyDict_Size(data))
+    if batch.add(data) < 0:
+        return None
+    batch.finish()
+    return batch.roots[0]
+
+
+# ---------------------------------------------------------------------------------------------- tries and roots
+
+cdef inline bytes _keccak(object key):
+    cdef uint8_t digest[32]
+    if not isinstance(key, bytes):
+        raise NeedsSpec("a key that is not bytes")
+    mpt_keccak256(<const uint8_t *>PyBytes_AS_STRING(key), <size_t>PyBytes_GET_SIZE(key), digest)
+    return PyBytes_FromStringAndSize(<char *>digest, 32)
+
+
+cdef inline object _trie_key(object key, bint secured):
+    if secured:
+        return _keccak(key)
+    if not isinstance(key, bytes):
+        raise NeedsSpec("a key that is not bytes")
+    return key
+
+
+cdef object _leaf(ForkCodec codec, object value):
+    encoded = codec.encode_value(value)
+    if PyBytes_GET_SIZE(encoded) == 0:
+        raise NeedsSpec("an empty leaf encoding")      # the spec asserts; mpt would take it as a deletion
+    return encoded
+
+
+cpdef bytes trie_root(ForkCodec codec, object trie):
+    """The root of a spec trie holding no accounts; cached on its TrackingDict and brought up to date from the
+    keys written since."""
+    cdef TrackingDict td
+    cdef PyObject *found
+    cdef bint secured
+    if type(trie) is not codec.trie_type:
+        raise NeedsSpec("not the fork's Trie")
+    secured = bool(trie.secured)
+    td = _tracked(trie, "_data", trie._data)
+    if td.codec is codec and td.secured == secured and td.changed is not None:
+        if not td.changed:
+            if td.root is not None:
+                return <bytes>td.root
+        elif td.mirror is not None and type(td.mirror) is _Trie:
+            mirror = td.mirror
+            for key in td.changed:
+                found = PyDict_GetItem(td, key)
+                if found == NULL:
+                    mirror.delete(_trie_key(key, secured))
+                else:
+                    mirror.update(_trie_key(key, secured), _leaf(codec, <object>found))
+            td.root = mirror.hash()
+            td.changed = CLEAN
+            codec.syncs += 1
+            return <bytes>td.root
+    codec.full_builds += 1
+    root = None
+    mirror = None
+    if secured and PyDict_Size(td) <= SMALL_MAX:
+        root = _small_secure_root(codec, td)
+    if root is None:
+        mirror = _Trie()
+        for key, value in td.items():
+            mirror.update(_trie_key(key, secured), _leaf(codec, value))
+        root = mirror.hash()
+    td.root = root
+    td.mirror = mirror
+    td.codec = codec
+    td.secured = secured
+    td.changed = CLEAN
+    return <bytes>root
+
+
+cpdef bytes account_trie_root(ForkCodec codec, object trie, object get_storage_root):
+    """root(trie, get_storage_root) of the spec: built in full (the storage roots come from an opaque callback)."""
+    cdef bint secured
+    if type(trie) is not codec.trie_type:
+        raise NeedsSpec("not the fork's Trie")
+    secured = bool(trie.secured)
+    data = trie._data
+    if not isinstance(data, dict):
+        raise NeedsSpec("_data is not a dict")
+    codec.full_builds += 1
+    mirror = _Trie()
+    address_type = codec.address_type
+    account_type = codec.account_type
+    for key, value in data.items():
+        if isinstance(value, account_type):
+            encoded = codec.encode_account(value, get_storage_root(address_type(key)))
+        else:
+            encoded = _leaf(codec, value)
+        if PyBytes_GET_SIZE(encoded) == 0:
+            raise NeedsSpec("an empty leaf encoding")
+        mirror.update(_trie_key(key, secured), encoded)
+    return mirror.hash()
+
+
+@cython.final
+cdef class AccountMirror:
+    """The state trie of one spec State as an mpt.Trie, with the storage roots its accounts were encoded with."""
+    cdef object trie                 # mpt.Trie: keccak(address) -> account RLP
+    cdef dict storage_roots          # address -> storage root in that account's encoding
+    cdef dict storage_seen           # address -> the storage TrackingDict the root came from
+    cdef DirtySet dirty              # addresses whose storage was written since the last sync
+    cdef set unbound                 # addresses whose storage dict reports elsewhere: rechecked every sync
+    cdef object storage_map          # the _storage_tries TrackingDict synced against; None: reconcile first
+
+    def __cinit__(self):
+        self.trie = _Trie()
+        self.storage_roots = {}
+        self.storage_seen = {}
+        self.dirty = DirtySet()
+        self.unbound = set()
+        self.storage_map = None
+
+    def __dealloc__(self):
+        if self.dirty is not None:
+            self.dirty.alive = False
+
+    def copy(self):
+        cdef AccountMirror twin = AccountMirror.__new__(AccountMirror)
+        twin.trie = self.trie.copy()
+        twin.storage_roots = dict(self.storage_roots)
+        twin.storage_seen = dict(self.storage_seen)
+        twin.dirty.keys = set(self.dirty.keys)
+        twin.unbound = set(self.unbound)
+        twin.storage_map = None          # the storage dicts report to self, not twin: reconcile on first use
+        return twin
+
+
+cdef object _storage_root(ForkCodec codec, AccountMirror m, object storage_tries, object address):
+    """The storage root of address for m, binding its storage dict to report writes to m."""
+    cdef PyObject *found = PyDict_GetItem(storage_tries, address)
+    cdef TrackingDict td
+    if found == NULL:
+        m.storage_seen.pop(address, None)
+        return EMPTY_ROOT
+    storage_trie = <object>found
+    root = trie_root(codec, storage_trie)
+    _bind_storage(m, <TrackingDict>storage_trie._data, address)
+    return root
+
+
+cdef int _bind_storage(AccountMirror m, TrackingDict td, object address) except -1:
+    """Have td (address's storage dict) report its writes to m, or have m recheck address every sync."""
+    m.storage_seen[address] = td
+    if td.sink is m.dirty:
+        if td.sink_key != address:       # one storage dict under two addresses: only one is told
+            m.unbound.add(address)
+    elif td.sink is None or not td.sink.alive:
+        td.sink = m.dirty
+        td.sink_key = address
+    else:                                # another state's mirror is told of its writes
+        m.unbound.add(address)
+    return 0
+
+
+cdef int _full_state_build(ForkCodec codec, AccountMirror m, TrackingDict accounts,
+                           TrackingDict storage_tries) except -1:
+    """Every account encoded with its storage root, the small storage tries hashed together (SmallTries)."""
+    cdef SmallTries batch = SmallTries(codec, 2 * PyDict_Size(accounts) + 16)
+    cdef Py_ssize_t n = PyDict_Size(accounts), i = 0, index
+    cdef list records = []
+    cdef TrackingDict td
+    cdef PyObject *found
+    cdef object trie_type = codec.trie_type, account_type = codec.account_type
+    cdef Py_ssize_t position = 0
+    cdef PyObject *key_ref
+    cdef PyObject *value_ref
+    while PyDict_Next(accounts, &position, &key_ref, &value_ref):
+        address = <object>key_ref
+        account = <object>value_ref
+        if not isinstance(address, bytes) or PyBytes_GET_SIZE(address) != 20:
+            raise NeedsSpec("an address that is not 20 bytes")
+        if type(account) is not account_type:
+            raise NeedsSpec("a state value that is not the fork's Account")
+        found = PyDict_GetItem(storage_tries, address)
+        if found == NULL:
+            records.append((address, account, None, EMPTY_ROOT, -1))
+            continue
+        storage_trie = <object>found
+        if type(storage_trie) is not trie_type:
+            raise NeedsSpec("not the fork's Trie")
+        td = _tracked(storage_trie, "_data", storage_trie._data)
+        index = -1
+        root = None
+        if (td.codec is codec and td.changed is not None and not td.changed and td.root is not None
+                and td.secured == bool(storage_trie.secured)):
+            root = td.root
+        elif storage_trie.secured is True:
+            index = batch.add(td)
+        if root is None and index < 0:
+            root = trie_root(codec, storage_trie)
+        records.append((address, account, td, root, index))
+    batch.finish()
+    encodings = []
+    for i in range(n):
+        address, account, storage, root, index = <tuple>records[i]
+        if index >= 0:
+            root = batch.roots[index]
+            td = <TrackingDict>storage
+            td.root = root
+            td.mirror = None
+            td.codec = codec
+            td.secured = True
+            td.changed = CLEAN
+        if storage is not None:
+            _bind_storage(m, <TrackingDict>storage, address)
+        m.storage_roots[address] = root
+        encodings.append(codec.encode_account(account, root))
+    # The state trie built here too, its nodes handed to an mpt.Trie as its node database: the mirror reads the
+    # nodes it needs from there when accounts change, and the build costs no mpt.Trie insert.
+    if n:
+        accounts_batch = SmallTries(codec, n)
+        accounts_batch.collect_nodes = True
+        accounts_batch.add_encoded([(<tuple>r)[0] for r in records], encodings)
+        accounts_batch.finish()
+        m.trie = _Trie(accounts_batch.node_store, accounts_batch.roots[0])
+    return 0
+
+
+cdef int _sync_account(ForkCodec codec, AccountMirror m, TrackingDict accounts, object storage_tries,
+                       object address, bint account_changed) except -1:
+    cdef PyObject *found = PyDict_GetItem(accounts, address)
+    if found == NULL:
+        m.trie.delete(_keccak(address))
+        m.storage_roots.pop(address, None)
+        m.storage_seen.pop(address, None)
+        return 0
+    if not isinstance(address, bytes) or PyBytes_GET_SIZE(address) != 20:
+        raise NeedsSpec("an address that is not 20 bytes")
+    account = <object>found
+    if type(account) is not codec.account_type:
+        raise NeedsSpec("a state value that is not the fork's Account")
+    root = _storage_root(codec, m, storage_tries, address)
+    if account_changed or m.storage_roots.get(address) != root:
+        m.trie.update(_keccak(address), codec.encode_account(account, root))
+        m.storage_roots[address] = root
+    return 0
+
+
+cdef int _reconcile(AccountMirror m, TrackingDict storage_tries) except -1:
+    """After _storage_tries was replaced (a rollback, a copied state): every address whose storage dict is not the
+    one last synced is dirty. O(number of storage tries)."""
+    cdef set dirty = m.dirty.keys
+    cdef dict seen = m.storage_seen
+    cdef PyObject *found
+    for address, storage_trie in storage_tries.items():
+        found = PyDict_GetItem(seen, address)
+        if found == NULL or getattr(storage_trie, "_data", None) is not <object>found:
+            dirty.add(address)
+        else:
+            td = <object>found
+            if (<TrackingDict>td).sink is not m.dirty:
+                dirty.add(address)
+    for address in seen:
+        if PyDict_GetItem(storage_tries, address) == NULL:
+            dirty.add(address)
+    return 0
+
+
+cpdef bytes state_root_of(ForkCodec codec, object state):
+    """state_root(state) of the spec, from the account mirror kept on the state trie's TrackingDict: accounts
+    written since the last root, and accounts whose storage was written, are encoded again; nothing else is."""
+    cdef TrackingDict accounts, storage_tries
+    cdef AccountMirror m
+    cdef set todo
+    cdef object changed
+    if type(state) is not codec.state_type:
+        raise NeedsSpec("not the fork's State")
+    if state._snapshots:
+        raise NeedsSpec("a state inside a transaction")     # the spec asserts
+    main = state._main_trie
+    if type(main) is not codec.trie_type or main.secured is not True or main.default is not None:
+        raise NeedsSpec("an unusual state trie")
+    accounts = _tracked(main, "_data", main._data)
+    storage_tries = _tracked(state, "_storage_tries", state._storage_tries)
+    changed = accounts.changed
+    if (accounts.codec is codec and changed is not None and type(accounts.mirror) is AccountMirror):
+        m = <AccountMirror>accounts.mirror
+        if m.storage_map is not storage_tries:
+            _reconcile(m, storage_tries)
+        todo = set(m.dirty.keys)
+        todo.update(changed)
+        todo.update(m.unbound)
+        if not todo and accounts.root is not None and m.storage_map is storage_tries:
+            return <bytes>accounts.root
+        m.unbound.clear()
+        for address in todo:
+            _sync_account(codec, m, accounts, storage_tries, address, address in changed)
+        codec.syncs += 1
+    else:
+        codec.full_builds += 1
+        m = AccountMirror()
+        # The build allocates a few containers per account and makes no cycles: without this, the cyclic
+        # collector would walk the spec's whole state (millions of objects) several times over.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            _full_state_build(codec, m, accounts, storage_tries)
+        finally:
+            if collecting:
+                gc.enable()
+    _bind_storage_map(m, storage_tries)
+    m.dirty.keys.clear()
+    accounts.root = m.trie.hash()
+    accounts.mirror = m
+    accounts.codec = codec
+    accounts.secured = True
+    accounts.changed = CLEAN
+    return <bytes>accounts.root
+
+
+cdef int _bind_storage_map(AccountMirror m, TrackingDict storage_tries) except -1:
+    if storage_tries.sink is m.dirty and storage_tries.sink_key is KEY_ITSELF:
+        m.storage_map = storage_tries
+    elif storage_tries.sink is None or not storage_tries.sink.alive:
+        storage_tries.sink = m.dirty
+        storage_tries.sink_key = KEY_ITSELF
+        m.storage_map = storage_tries
+    else:
+        m.storage_map = None            # another mirror is told of its writes: reconcile every time
+    return 0
+
+
+def leaf_encoding(ForkCodec codec, value):
+    """The compiled encoding of a non-account leaf value (what the fork's encode_node(value) gives)."""
+    return bytes(codec.encode_value(value))
+
+
+def account_encoding(ForkCodec codec, account, storage_root):
+    """The compiled encoding of an account leaf (what the fork's encode_node(account, storage_root) gives)."""
+    return codec.encode_account(account, storage_root)
+
