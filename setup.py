@@ -1,13 +1,20 @@
 """Build the Cython extensions of mpt.
 
-`MPT_DEBUG=1` turns on line tracing (for coverage) and keeps assertions and bounds checks on.
-`MPT_SANITIZE=address,undefined` (any `-fsanitize=` list) compiles and links every extension and the Keccak
-library with those sanitizers (scripts/asan.sh, `make asan`; docs/memory_safety.rst).
+One table (EXTENSIONS) names every compiled module and what it links; two switches change the build:
+`MPT_DEBUG=1` (line tracing for coverage, assertions and bounds checks on) and `MPT_SANITIZE` (a checked build:
+`address,undefined` or any `-fsanitize=` list for every extension and C library, scripts/asan.sh and
+`make asan`; `valgrind` for the release build with debug information, scripts/valgrind.sh;
+docs/memory_safety.rst).
 
 Build speed (README.md "Set-up times"): Cython runs only when something is compiled (never for an sdist), on
-every core; the C compiles run on every core; the objects of the C libraries and the compiled modules of an
-in-place or editable build are reused while their sources and flags are unchanged, so a second
-`pip install -e .` compiles nothing.
+every core; the C compiles run on every core. The incremental rebuild is the part below from PersistentBuildClib
+to ParallelBuildExt.build_extension: the objects of the C libraries, each module's Cython run and, in an
+in-place or editable build, each compiled module are reused while a digest of their sources, headers and flags
+is unchanged, so a second `pip install -e .` compiles nothing. Neither maintained tool covers that: setuptools
+gives an editable install a new temporary build folder each time and keeps no cache of its own, and ccache
+(`CC="ccache gcc"`, which works with this build and whose compiler name is part of the digest) caches C
+compiles only: it would still re-run Cython on every module (an isolated pip build installs Cython afresh, so
+Cython's own timestamp check sees every .pxd of its own as new) and link every module again.
 """
 import glob
 import hashlib
@@ -21,87 +28,103 @@ from setuptools.command.build_clib import build_clib
 from setuptools.command.build_ext import build_ext
 from setuptools.command.egg_info import egg_info, manifest_maker
 
-DEBUG = os.environ.get("MPT_DEBUG") == "1"
 
-KECCAK_SOURCES = ["mpt/_keccak/keccak.c", "mpt/_keccak/keccak_lanes.c"]
-KECCAK_INCLUDE = ["mpt/_keccak"]
+KECCAK_SOURCES = ["mpt/core/_keccak/keccak.c", "mpt/core/_keccak/keccak_lanes.c"]
+KECCAK_INCLUDE = ["mpt/core/_keccak"]
 
-SHA256_SOURCES = ["mpt/_sha256/sha256.c"]
-SHA256_INCLUDE = ["mpt/_sha256"]
+SHA256_SOURCES = ["mpt/core/_sha256/sha256.c"]
+SHA256_INCLUDE = ["mpt/core/_sha256"]
 
-# Modules that call our C Keccak link the static library built once from keccak.c; the rest are plain Cython.
-MODULES = {
-    "mpt._keccak.binding": True,
-    "mpt.rlp": False,
-    "mpt.encoding": False,
-    "mpt.node": False,
-    "mpt.runtime": True,
-    "mpt.hasher": True,
-    "mpt.committer": False,
-    "mpt.trie": True,
-    "mpt.iterator": False,
-    "mpt.secure": True,
-    "mpt.stacktrie": True,
-    "mpt.derive": True,
-    "mpt.proof": True,
-    "mpt.rangeproof": True,
-    "mpt.bench._alloc": True,
-    "mpt._sha256.binding": False,
-    "mpt.merkle": False,
-    "mpt.iavl.node": False,
-    "mpt.iavl.nodedb": False,
-    "mpt.iavl.tree": False,
-    "mpt.iavl.proof": False,
-    "mpt.iavl.export": False,
-    "mpt.shards.sort": False,
-    "mpt.shards.partition": False,
-    "mpt.shards.read": False,
-    "mpt.shards.build": False,
-    "mpt.ics23.wire": False,
-    # execution-specs' leaf encodings and root syncs (mpt.compat.execution_specs; the spec itself is an extra).
-    "mpt.compat.execution_specs._fast": True,
-    "mpt.compat.pytrie._core": True,
+# Every compiled module, with what it links beyond Python: "keccak" and "sha256" are the static libraries built
+# once from our C (mpt/core/_keccak, mpt/core/_sha256); "openmp" spreads its hashing over threads (the Ethereum
+# hasher a level's keccaks, the CometBFT tree a root's chunks of leaves). The source is the module's .pyx.
+EXTENSIONS = {
+    # the core
+    "mpt.core._keccak.binding": ("keccak",),
+    "mpt.core._sha256.binding": ("sha256",),
+    "mpt.core.rlp": (),
+    "mpt.core.bytes_like": (),
+    "mpt.core.runtime": ("keccak",),
+    # Ethereum
+    "mpt.ethereum.encoding": (),
+    "mpt.ethereum.node": (),
+    "mpt.ethereum.hasher": ("keccak", "openmp"),
+    "mpt.ethereum.committer": (),
+    "mpt.ethereum.trie": ("keccak",),
+    "mpt.ethereum.iterator": (),
+    "mpt.ethereum.secure": ("keccak",),
+    "mpt.ethereum.stacktrie": ("keccak",),
+    "mpt.ethereum.derive": ("keccak",),
+    "mpt.ethereum.proof": ("keccak",),
+    "mpt.ethereum.rangeproof": ("keccak",),
+    "mpt.ethereum.shards.sort": (),
+    "mpt.ethereum.shards.partition": (),
+    "mpt.ethereum.shards.read": (),
+    "mpt.ethereum.shards.build": (),
+    # CometBFT
+    "mpt.merkle.tree": ("sha256", "openmp"),
+    "mpt.merkle.proof": ("sha256",),
+    "mpt.merkle.rpc": (),
+    "mpt.merkle.multistore": (),
+    # IAVL
+    "mpt.iavl.node": ("sha256",),
+    "mpt.iavl.nodedb": (),
+    "mpt.iavl.tree": ("sha256",),
+    "mpt.iavl.proof": (),
+    "mpt.iavl.export": (),
+    # ICS23
+    "mpt.ics23.wire": ("sha256",),
+    "mpt.ics23.verify": (),
+    # execution-specs' leaf encodings and root syncs (mpt.compat.execution_specs; the spec itself is an extra)
+    "mpt.compat.execution_specs._fast": ("keccak",),
+    # py-trie's HexaryTrie algorithm, compiled (mpt.compat.pytrie; py-trie itself is an extra)
+    "mpt.compat.pytrie._core": ("keccak",),
+    # the benchmarks' Keccak floor
+    "mpt.bench._alloc": ("keccak",),
 }
 
-# Modules that were compiled once and are plain Python now: an in-place or editable build deletes their old
-# compiled file beside the .py, which Python would otherwise import instead of it (and the .c Cython left).
-RETIRED_MODULES = ["mpt.parallel"]
+# Modules that were compiled once and are plain Python, a package, or gone now: an in-place or editable build
+# deletes their old compiled file (and the .c Cython left), which Python would otherwise import instead. Most are
+# the old paths of modules that moved into mpt/core and mpt/ethereum (issue 31; mpt/_deprecation.py serves them).
+RETIRED_MODULES = ["mpt.parallel", "mpt.rlp", "mpt.encoding", "mpt.node", "mpt.runtime", "mpt.hasher", "mpt.committer",
+                   "mpt.trie", "mpt.iterator", "mpt.secure", "mpt.stacktrie", "mpt.derive", "mpt.proof",
+                   "mpt.rangeproof", "mpt.merkle"]
 
-# Modules that call our C SHA-256 link the static library built once from sha256.c ("mpt_sha256").
-SHA256_MODULES = {"mpt._sha256.binding", "mpt.merkle", "mpt.iavl.node", "mpt.iavl.tree", "mpt.ics23.wire"}
-
+# The two build switches (everything else is the release build):
+#   MPT_DEBUG=1       -O0 -g, line tracing (coverage), assertions, bounds and wraparound checks;
+#   MPT_SANITIZE=...  a checked build: a -fsanitize= list (address,undefined: scripts/asan.sh) added to every
+#                     compile and link, or "valgrind" (scripts/valgrind.sh): the release build with debug
+#                     information, which valgrind's reports need. The scripts also set it for the test run.
+DEBUG = os.environ.get("MPT_DEBUG") == "1"
+SANITIZE = os.environ.get("MPT_SANITIZE", "").strip()
 # -O2 for the Cython modules (it compiles faster, and HashFixedSize/10K, MerkleRoot/10K and the IAVLNode codecs
 # measured no slower than with -O3); the hand-written C libraries (Keccak, SHA-256) keep -O3 (HOT_C_ARGS).
-# MPT_OPT / MPT_HOT_OPT override the two levels for such comparisons.
 # -g0 undoes the -g of CPython's own CFLAGS: debug information is a third of the compile time of the large
-# generated C files and nothing a user runs reads it; MPT_DEBUG_INFO=1 keeps it (scripts/valgrind.sh sets it).
-DEBUG_INFO = ["-g"] if os.environ.get("MPT_DEBUG_INFO") == "1" else ["-g0"]
-extra_compile_args = [os.environ.get("MPT_OPT", "-O2"), "-fno-strict-aliasing"] + DEBUG_INFO
-HOT_C_ARGS = [os.environ.get("MPT_HOT_OPT", "-O3"), "-fno-strict-aliasing"] + DEBUG_INFO
+# generated C files and nothing a user runs reads it; the checked builds keep it.
+DEBUG_INFO = ["-g"] if SANITIZE else ["-g0"]
+extra_compile_args = ["-O2", "-fno-strict-aliasing"] + DEBUG_INFO
+HOT_C_ARGS = ["-O3", "-fno-strict-aliasing"] + DEBUG_INFO
 define_macros = []
 if DEBUG:
     extra_compile_args = HOT_C_ARGS = ["-O0", "-g"]
     define_macros = [("CYTHON_TRACE", "1"), ("CYTHON_TRACE_NOGIL", "1")]
 
 # Hand-written C headers and templates the generated C of the modules includes: a change rebuilds every module.
-C_HEADERS = sorted(glob.glob("mpt/_keccak/*.h") + glob.glob("mpt/_keccak/*.inc") + glob.glob("mpt/_sha256/*.h")
-                   + glob.glob("mpt/_sha256/*.inc"))
-
-# The hasher spreads a level's keccaks over threads with OpenMP, mpt.merkle a root's chunks of leaves.
-OPENMP_MODULES = {"mpt.hasher", "mpt.merkle"}
+C_HEADERS = sorted(glob.glob("mpt/core/_keccak/*.h") + glob.glob("mpt/core/_keccak/*.inc")
+                   + glob.glob("mpt/core/_sha256/*.h") + glob.glob("mpt/core/_sha256/*.inc"))
 
 extensions = [
     Extension(
         name,
         sources=[name.replace(".", "/") + ".pyx"],
         include_dirs=KECCAK_INCLUDE + SHA256_INCLUDE,
-        libraries=(["mpt_keccak"] if needs_keccak else []) + (["mpt_sha256"] if name in SHA256_MODULES else []),
-        extra_compile_args=extra_compile_args + (["-fopenmp"] if name in OPENMP_MODULES else []),
-        extra_link_args=["-fopenmp"] if name in OPENMP_MODULES else [],
+        libraries=["mpt_" + lib for lib in ("keccak", "sha256") if lib in links],
+        extra_compile_args=extra_compile_args + (["-fopenmp"] if "openmp" in links else []),
+        extra_link_args=["-fopenmp"] if "openmp" in links else [],
         define_macros=define_macros,
         depends=C_HEADERS,
     )
-    for name, needs_keccak in MODULES.items()
+    for name, links in EXTENSIONS.items()
 ]
 
 # keccak.c is compiled once (build_clib) instead of once per extension.
@@ -188,7 +211,7 @@ class ParallelBuildExt(build_ext):
     def _remove_retired(self):
         for name in RETIRED_MODULES:
             stem = name.replace(".", "/")
-            if os.path.exists(stem + ".py") and not os.path.exists(stem + ".pyx"):
+            if not os.path.exists(stem + ".pyx"):
                 for path in glob.glob(stem + ".*.so") + glob.glob(stem + ".*.pyd") + [stem + ".c"]:
                     if os.path.exists(path):
                         os.remove(path)
@@ -296,8 +319,7 @@ directives = {
 # as in the release build even with MPT_DEBUG=1: an out-of-range index must reach ASan, not become an IndexError
 # (or, negative, silently wrap around) only in the checked build. Line tracing (coverage) is left out: it only
 # makes the C larger and its compilation slower.
-SANITIZE = os.environ.get("MPT_SANITIZE", "").strip()
-if SANITIZE:
+if SANITIZE and SANITIZE != "valgrind":
     sanitize_args = ["-fsanitize=" + SANITIZE, "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-fno-wrapv",
                      "-g"]
     for extension in extensions:

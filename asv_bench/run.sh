@@ -87,7 +87,8 @@ asv machine --yes --machine "$MACHINE" --config "$CONF" >&2
 
 # --- the harness: the current checkout's mpt/bench, its allocator hook compiled on its own --------------------------
 # The hand-written Keccak (not binding.c, which Cython generates next to it in an in-place build).
-KECCAK_FILES=(mpt/_keccak/keccak.c mpt/_keccak/keccak_lanes.c mpt/_keccak/*.h mpt/_keccak/*.inc mpt/_keccak/keccak.pxd)
+KECCAK_FILES=(mpt/core/_keccak/keccak.c mpt/core/_keccak/keccak_lanes.c mpt/core/_keccak/*.h mpt/core/_keccak/*.inc
+              mpt/core/_keccak/keccak.pxd)
 HARNESS_FILES=(mpt/bench/*.py mpt/bench/cases/*.py mpt/bench/*.json mpt/bench/_alloc.pyx "${KECCAK_FILES[@]}")
 HARNESS="$BUILD_ROOT/harness-$(cat "${HARNESS_FILES[@]}" | sha256sum | cut -c1-16)"
 PREBUILT="${MPT_ASV_PREBUILT:-}"
@@ -103,18 +104,19 @@ if [[ ! -f "$HARNESS/.built" && -n "$PREBUILT" ]]; then
     touch "$HARNESS/mpt/__init__.py" "$HARNESS/.built"
 elif [[ ! -f "$HARNESS/.built" ]]; then
     say "building the harness's allocator hook ($HARNESS)"
-    rm -rf "$HARNESS" && mkdir -p "$HARNESS/mpt/bench/cases" "$HARNESS/mpt/_keccak"
+    rm -rf "$HARNESS" && mkdir -p "$HARNESS/mpt/bench/cases" "$HARNESS/mpt/core/_keccak"
     cp mpt/bench/*.py mpt/bench/*.json mpt/bench/_alloc.pyx "$HARNESS/mpt/bench/"
     cp mpt/bench/cases/*.py "$HARNESS/mpt/bench/cases/"
-    cp "${KECCAK_FILES[@]}" "$HARNESS/mpt/_keccak/"
-    touch "$HARNESS/mpt/__init__.py" "$HARNESS/mpt/_keccak/__init__.py"
+    cp "${KECCAK_FILES[@]}" "$HARNESS/mpt/core/_keccak/"
+    touch "$HARNESS/mpt/__init__.py" "$HARNESS/mpt/core/__init__.py" "$HARNESS/mpt/core/_keccak/__init__.py"
     # setup.py's flags; the Keccak C sources are linked into the module, so the .so works in any commit's tree.
     cat >"$HARNESS/build_alloc.py" <<'PY'
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-ext = Extension("mpt.bench._alloc", ["mpt/bench/_alloc.pyx", "mpt/_keccak/keccak.c", "mpt/_keccak/keccak_lanes.c"],
-                include_dirs=["mpt/_keccak"],
+ext = Extension("mpt.bench._alloc", ["mpt/bench/_alloc.pyx", "mpt/core/_keccak/keccak.c",
+                                     "mpt/core/_keccak/keccak_lanes.c"],
+                include_dirs=["mpt/core/_keccak"],
                 extra_compile_args=["-O3", "-fno-strict-aliasing"])
 setup(name="mpt-bench-harness", ext_modules=cythonize([ext], compiler_directives={"language_level": "3"}))
 PY

@@ -10,7 +10,7 @@ import re
 
 try:
     import mpt
-    import mpt.trie  # noqa: F401  - a compiled module: fails early and clearly when the build is missing
+    import mpt.ethereum.trie  # noqa: F401  - a compiled module: fails early and clearly when the build is missing
 except ImportError as e:  # pragma: no cover - depends on the environment
     raise RuntimeError(
         "the documentation imports the compiled mpt package; build it first: pip install -e '.[docs]' (%s)" % e

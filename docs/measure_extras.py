@@ -12,7 +12,7 @@ import tracemalloc
 import gc
 from Crypto.Hash import keccak as pyc
 from mpt import Trie, StackTrie, derive_sha, derive_sha_trie
-from mpt._keccak.binding import _permutations
+from mpt.core._keccak.binding import _permutations
 from mpt.bench._alloc import keccak_floor
 from mpt.bench import workloads as W
 from mpt.db import MemoryDB, LMDBStore

@@ -15,7 +15,7 @@ import json
 import re
 
 from mpt import EMPTY_CODE_HASH, EMPTY_ROOT, SecureTrie, keccak256
-from mpt.eip1186 import Account, get_proof, verify_get_proof_response
+from mpt.ethereum.eip1186 import Account, get_proof, verify_get_proof_response
 from mpt.errors import ProofError
 
 from fuzz_support import FuzzInput, real_or_hostile, run_fuzzer

@@ -15,7 +15,7 @@ verifier proves nothing the object verifier refuses.
 """
 import hashlib
 
-from mpt._varint import uvarint
+from mpt.core.uvarint import uvarint
 from mpt.errors import ProofError
 from mpt.ics23 import (
     IAVL_SPEC, TENDERMINT_SPEC, CommitmentProof, ExistenceProof, HashOp, InnerOp, LeafOp, LengthOp,

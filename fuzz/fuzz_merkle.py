@@ -15,7 +15,7 @@ import hashlib
 import json
 
 from mpt import merkle
-from mpt import _merkle_reference as ref
+from mpt.merkle import _reference as ref
 from mpt.errors import ProofError
 
 from fuzz_support import FuzzInput, real_or_hostile, run_fuzzer

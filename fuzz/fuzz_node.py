@@ -5,7 +5,7 @@ whose encoding() is the input itself (decoding is strict: one encoding per node)
 """
 from mpt import keccak256
 from mpt.errors import NodeDecodeError
-from mpt.node import decode_node
+from mpt.ethereum.node import decode_node
 
 from fuzz_support import HASH_LENGTH, answers, both_accept, describe_node, reference_decode_node, run_fuzzer
 

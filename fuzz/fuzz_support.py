@@ -320,7 +320,7 @@ def reference_decode_node(blob: bytes) -> tuple:
 
 def describe_node(node) -> NodeDescription:
     """The same description for one of mpt's node objects."""
-    from mpt.node import FullNode, HashNode, ShortNode, ValueNode
+    from mpt.ethereum.node import FullNode, HashNode, ShortNode, ValueNode
 
     if node is None:
         return None
@@ -342,7 +342,7 @@ def key_to_hex(key: bytes) -> bytes:
 
 def reference_verify_proof(root: bytes, key: bytes, proof: Sequence[bytes], keccak) -> Optional[bytes]:
     """geth's VerifyProof over the reference node decoder: the proven value, None for proven absence."""
-    from mpt._reference import EMPTY_ROOT
+    from mpt.ethereum._reference import EMPTY_ROOT
 
     if root == EMPTY_ROOT:
         return None
@@ -453,10 +453,10 @@ def ics23_verdicts(spec, ref_spec, root: bytes, proof: bytes, key: bytes, value:
 
     if value is not None:
         claim = (spec, root, proof, key, value)
-        return (wire.wire_verdict_membership(*claim), verdict(verify_membership, *claim),
+        return (wire.proves_membership(*claim), verdict(verify_membership, *claim),
                 verdict(ops.verify_membership_objects, *claim), ref.verify_membership(ref_spec, *claim[1:]))
     claim = (spec, root, proof, key)
-    return (wire.wire_verdict_non_membership(*claim), verdict(verify_non_membership, *claim),
+    return (wire.proves_non_membership(*claim), verdict(verify_non_membership, *claim),
             verdict(ops.verify_non_membership_objects, *claim), ref.verify_non_membership(ref_spec, *claim[1:]))
 
 

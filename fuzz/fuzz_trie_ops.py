@@ -8,7 +8,7 @@ model in key order, proofs verify, and every copy still holds what it held when 
 nodes copy-on-write).
 """
 from mpt import Trie, verify_proof
-from mpt._reference import trie_root
+from mpt.ethereum._reference import trie_root
 from mpt.db import MemoryDB
 
 from fuzz_support import FuzzInput, draw_value, run_fuzzer

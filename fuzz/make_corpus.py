@@ -18,7 +18,7 @@ FUZZ_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(FUZZ_DIR))
 
 from mpt import SecureTrie, Trie, keccak256, rlp  # noqa: E402
-from mpt.eip1186 import get_proof  # noqa: E402
+from mpt.ethereum.eip1186 import get_proof  # noqa: E402
 
 import fuzz_eip1186  # noqa: E402
 import fuzz_iavl_import  # noqa: E402  (the seeds name its edits by their index in EDITS)

@@ -16,8 +16,8 @@ if __name__ == "__main__":
 # run(args) -> exit status; mpt.cli.run_command gives them all the same error handling. A new command is a new
 # module and one line here.
 COMMANDS = (
-    "mpt.inspectcli",
-    "mpt.rootcli",
+    "mpt.cli.inspect",
+    "mpt.cli.root",
     "mpt.iavl.cli",
     "mpt.ics23.cli",
 )

@@ -43,7 +43,7 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:allocator_may_return_null=1:
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:report_error_type=1}:log_path=$LOGS/ubsan"
 export PYTHONMALLOC=malloc
 export PYTHONFAULTHANDLER=1
-export MPT_SANITIZER=asan          # tests may check it (scripts/sanitizer_profile.py skips a few by name)
+export MPT_SANITIZE="$SANITIZE"   # the build switch, also for the tests (scripts/sanitizer_profile.py skips a few)
 export PYTHONPATH="$HERE${PYTHONPATH:+:$PYTHONPATH}"
 
 [ "$#" -gt 0 ] || set -- -q

@@ -11,10 +11,10 @@ import sys
 import time
 
 from mpt.bench.workloads import shuffled_account_pairs as _shuffled_account_pairs
-from mpt.parallel import choose_shard_nibbles, run_shards
-from mpt.shards.build import combine, current_backend
-from mpt.shards.partition import Partition
-from mpt.shards.read import read_pairs
+from mpt.ethereum.parallel import choose_shard_nibbles, run_shards
+from mpt.ethereum.shards.build import combine, current_backend
+from mpt.ethereum.shards.partition import Partition
+from mpt.ethereum.shards.read import read_pairs
 
 
 def phases(pairs, workers):

@@ -20,7 +20,7 @@ import time
 from mpt.bench import _alloc
 from mpt.bench.cases.ethereum import filled_trie as _filled_trie, hashed_blobs as _hashed_blobs
 from mpt.bench.workloads import hashed_accounts as _accounts
-from mpt.runtime import set_keccak_backend
+from mpt.core.runtime import set_keccak_backend
 
 
 def hash_time(pairs, repeat):

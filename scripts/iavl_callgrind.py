@@ -48,7 +48,7 @@ CHILD = r"""
 import sys
 from itertools import repeat
 from mpt.iavl import LeafNode, decode_node, node_key
-from mpt.rlp import WriteBuffer
+from mpt.core.rlp import WriteBuffer
 SMALL = LeafNode(b"key", b"value", 3)
 LARGE = LeafNode(b"key", b"value", 2**32 - 1)
 VB_SMALL, VB_LARGE = SMALL.to_bytes("vbyte"), LARGE.to_bytes("vbyte")

@@ -16,7 +16,7 @@ sys.path.insert(0, ".")
 from mpt import merkle  # noqa: E402
 from mpt.bench.peers import hashlib_merkle_root as hashlib_root  # noqa: E402
 from mpt.bench.workloads import merkle_leaves as _merkle_leaves  # noqa: E402
-from mpt.runtime import set_hash_threads  # noqa: E402
+from mpt.core.runtime import set_hash_threads  # noqa: E402
 
 
 CLOCK = time.perf_counter

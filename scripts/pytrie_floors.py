@@ -58,7 +58,7 @@ def main(argv=None) -> int:
                         "counts: valgrind --tool=callgrind; subtract a run with --repeat 0)")
     args = p.parse_args(argv)
     from mpt.bench.cases import pytrie as cases
-    from mpt.hasher import keccak256_many
+    from mpt.ethereum.hasher import keccak256_many
 
     if cases.MISSING:
         print(cases.MISSING)
@@ -112,7 +112,7 @@ def main(argv=None) -> int:
     db = trie_mine.db
     dict_get = best(lambda: [db[k] for k in reads], args.repeat)
     proof_keys = keys[:1000]
-    from mpt.rlp import encode
+    from mpt.core.rlp import encode
 
     # get_from_proof stores (so hashes) every node of the proof; the nodes of one proof are independent, so they
     # may share the SIMD lanes: one keccak256_many call per proof, on the default backend

@@ -32,7 +32,7 @@ SKIP = {
 
 
 def pytest_collection_modifyitems(config, items):
-    tool = os.environ.get("MPT_SANITIZER", "a checked build")
+    tool = os.environ.get("MPT_SANITIZE", "a checked build")
     for item in items:
         reason = SKIP.get(item.nodeid)
         if reason is not None:

@@ -67,7 +67,7 @@ ROOT_CHECK = textwrap.dedent(
     import mpt
     from mpt import StackTrie, Trie
     from mpt.bench.workloads import ACCOUNT_ROOTS, account_keys, make_accounts
-    from mpt.runtime import keccak_backend
+    from mpt.core.runtime import keccak_backend
 
     site = {pathlib.Path(sysconfig.get_paths()[k]).resolve() for k in ("purelib", "platlib")}
     location = pathlib.Path(mpt.__file__).resolve()

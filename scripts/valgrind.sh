@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make valgrind`: the test suite under valgrind memcheck, against mpt built with the flags it ships with plus
-# debug information (MPT_DEBUG_INFO=1: -g, which release builds drop), so that reports name source lines.
+# debug information (MPT_SANITIZE=valgrind: -g, which release builds drop), so that reports name source lines.
 #
 #   bash scripts/valgrind.sh                                  # the whole suite (slow: see docs/memory_safety.rst)
 #   bash scripts/valgrind.sh tests/test_rlp.py -k decode      # any pytest arguments
@@ -44,13 +44,13 @@ fi
 echo "valgrind.sh: interpreter $PYTHON ($("$PYTHON" -V))"
 
 OUT="${MPT_VALGRIND_DIR:-$ROOT/build/valgrind}"
-sandbox_build "$OUT" MPT_DEBUG_INFO=1
+sandbox_build "$OUT" MPT_SANITIZE=valgrind
 LOGS="$(cd "$OUT" && pwd)/logs"
 rm -rf "$LOGS"
 mkdir -p "$LOGS"
 
 export PYTHONMALLOC=malloc
-export MPT_SANITIZER=valgrind      # tests may check it (scripts/sanitizer_profile.py skips a few by name)
+export MPT_SANITIZE=valgrind   # the build switch, also for the tests (scripts/sanitizer_profile.py skips a few)
 export PYTHONPATH="$HERE${PYTHONPATH:+:$PYTHONPATH}"
 [ "$#" -gt 0 ] || set -- -q
 start=$(date +%s)

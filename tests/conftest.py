@@ -116,7 +116,7 @@ def vectors():
 def sha256_backend(request):
     """Each SHA-256 backend this CPU and build can run, made the process-wide choice for the test (the previous
     choice is put back after it); a backend that cannot run here is a skip."""
-    from mpt.runtime import set_sha256_backend, sha256_backends
+    from mpt.core.runtime import set_sha256_backend, sha256_backends
 
     if request.param not in sha256_backends():
         pytest.skip(f"this CPU or build cannot run the {request.param} backend")
@@ -130,7 +130,7 @@ def sha256_backend(request):
 def hash_threads(request):
     """The test runs with this many hashing threads (2, or the value of an indirect parametrization:
     ``@pytest.mark.parametrize("hash_threads", [1, 2], indirect=True)``); the previous setting is put back."""
-    from mpt.runtime import set_hash_threads
+    from mpt.core.runtime import set_hash_threads
 
     n = getattr(request, "param", 2)
     old = set_hash_threads(n)

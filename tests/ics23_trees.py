@@ -8,7 +8,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from mpt._varint import uvarint
+from mpt.core.uvarint import uvarint
 from mpt.ics23 import (
     TENDERMINT_SPEC, CommitmentProof, ExistenceProof, HashOp, InnerOp, LeafOp, LengthOp, NonExistenceProof,
 )

@@ -1,6 +1,7 @@
 """mpt.ics23.verify_abci_query: CometBFT abci_query answers (prove=true) against an app hash, and
 mpt.ics23.verify_ibc_merkle_proof: ibc-go MerkleProofs. Data: tests/vectors/cosmos/abci (see its README: Go-made
 IAVL proofs chained with a multistore map proof)."""
+import array
 import base64
 import copy
 import json
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mpt import merkle
-from mpt._varint import uvarint
+from mpt.core.uvarint import uvarint
 from mpt.errors import ProofError
 from mpt.ics23 import _reference as ics23_reference
 from mpt.ics23 import verify_abci_query, verify_ibc_merkle_proof
@@ -60,7 +61,8 @@ def test_present_every_input_form(form):
 
 
 @pytest.mark.parametrize("app_hash", [APP_HASH, bytearray(APP_HASH), memoryview(APP_HASH), APP_HASH.hex(),
-                                      APP_HASH.hex().upper()])
+                                      APP_HASH.hex().upper(), "0x" + APP_HASH.hex(), "0X" + APP_HASH.hex().upper(),
+                                      array.array("B", APP_HASH)])
 def test_app_hash_forms(app_hash):
     assert verify_abci_query(load("present.json"), app_hash) == PRESENT_VALUE
 
@@ -200,7 +202,8 @@ def test_bad_base64():
     assert good    # the untouched answer has a value
 
 
-@pytest.mark.parametrize("bad", ["0x" + APP_HASH.hex(), APP_HASH.hex()[:-1], APP_HASH.hex() + "00",
+@pytest.mark.parametrize("bad", ["0x0x" + APP_HASH.hex(), "0x", "0x" + APP_HASH.hex()[:-2], APP_HASH.hex()[:-1],
+                                 APP_HASH.hex() + "00",
                                  APP_HASH.hex()[:32] + " " + APP_HASH.hex()[32:],
                                  APP_HASH.hex()[:32] + "_" + APP_HASH.hex()[32:], "zz" * 32, "",
                                  "\uff10" * 64])
@@ -245,9 +248,85 @@ def test_response_shape():
         resp = response_of(load("present.json"))
         resp["height"] = height
         refused(resp, match)
+    # The height only names the header whose app hash to take (H + 1): an answer without one is verified the
+    # same, and a mismatch says so without the hint.
+    for missing in ("del", None):
+        resp = response_of(load("present.json"))
+        if missing == "del":
+            del resp["height"]
+        else:
+            resp["height"] = missing
+        assert verify_abci_query(resp, APP_HASH) == PRESENT_VALUE
+        with pytest.raises(ProofError, match=r"calculated root hash is invalid: expected [0-9A-F]{64} but got "
+                                             r"[0-9A-F]{64}$"):
+            verify_abci_query(resp, bytes(32))
     resp = response_of(load("present.json"))
-    del resp["height"]
-    refused(resp, "no height")
+    with pytest.raises(ProofError, match=r"\(the app hash of a query at height \d+ is in header \d+\)"):
+        verify_abci_query(resp, bytes(32))
+
+
+def test_a_flipped_sibling_in_the_iavl_op_names_op_0_s_computed_root():
+    """A flipped bit in a sibling hash of op #0 (ics23:iavl) makes op #0 compute another store root; op #1
+    (ics23:simple) then fails to prove it. The message says so, instead of blaming op #1 alone."""
+    from mpt.ics23 import CommitmentProof
+
+    env = load("present.json")
+    op = ops_of(env)[0]
+    proof = CommitmentProof.from_bytes(base64.b64decode(op["data"]))
+    inner = proof.exist.path[0]
+    side = "suffix" if len(inner.suffix) == 33 else "prefix"
+    tampered = bytearray(getattr(inner, side))
+    tampered[-1] ^= 0x01                    # the last byte of the 32-byte sibling hash
+    setattr(inner, side, bytes(tampered))
+    op["data"] = b64(proof.to_bytes())
+    computed = proof.calculate_root().hex().upper()
+    with pytest.raises(ProofError, match=r"^proof op #1 \(ics23:simple\): op #0's computed root is %s, but this "
+                                         r"proof holds [0-9A-F]{64} for key 'bank'" % computed) as e:
+        verify_abci_query(env, APP_HASH)
+    assert "is not what this proof proves" in str(e.value)
+
+
+def test_a_refused_answer_is_decoded_once_and_not_run_through_the_wire_reader_again(monkeypatch):
+    """The wire reader tries the whole chain once (abci.proven_on_the_wire); when it refuses, each proof is
+    decoded once into messages and the object verifier alone decides and explains: no second wire attempt
+    (ops.proves_*), no re-encoding of the decoded proofs."""
+    from mpt.ics23 import abci, messages, ops
+
+    calls = {"chain": 0, "wire": 0, "decode": 0, "encode": 0}
+    real_chain, real_decode = abci.proven_on_the_wire, ops.decode_commitment_fast
+    real_to_bytes = messages.CommitmentProof.to_bytes
+
+    def counting(name, real):
+        def f(*a, **k):
+            calls[name] += 1
+            return real(*a, **k)
+        return f
+    monkeypatch.setattr(abci, "proven_on_the_wire", counting("chain", real_chain))
+    monkeypatch.setattr(abci, "proves_membership", counting("wire", abci.proves_membership))
+    monkeypatch.setattr(abci, "proves_non_membership", counting("wire", abci.proves_non_membership))
+    monkeypatch.setattr(ops, "decode_commitment_fast", counting("decode", real_decode))
+    monkeypatch.setattr(messages.CommitmentProof, "to_bytes", counting("encode", real_to_bytes))
+    env = load("present.json")
+    with pytest.raises(ProofError, match="calculated root hash is invalid"):
+        verify_abci_query(env, bytes(32))
+    # The wire reader read each proof at most once (the chain stops at the first proof it does not prove).
+    assert calls["chain"] == 1 and 1 <= calls["wire"] <= 2
+    assert calls["decode"] == 2 and calls["encode"] == 0
+
+
+def test_cli_text_form_and_0x(capsys):
+    path = str(VECTORS / "present.json")
+    code, out, err = run_cli(capsys, path, "--app-hash", "0x" + APP_HASH.hex())
+    assert code == 0 and out.strip() == PRESENT_VALUE.hex()
+    code, out, err = run_cli(capsys, path, "--app-hash", APP_HASH.hex(), "--key", "0x" + PRESENT_KEY.hex())
+    assert code == 0 and out.strip() == PRESENT_VALUE.hex()
+    code, out, err = run_cli(capsys, path, "--app-hash", APP_HASH.hex(), "--text")
+    from mpt.ics23.cli import printable_text
+    shown = printable_text(PRESENT_VALUE)
+    assert code == 0 and out.strip() == (shown if shown is not None else PRESENT_VALUE.hex())
+    assert printable_text(b"stake") == "stake" and printable_text(b"\x00\x01") is None
+    assert printable_text("h\u00e9".encode()) == "h\u00e9" and printable_text(b"\xff") is None
+    assert printable_text(b"") is None and printable_text(b"a\nb") is None
 
 
 def _flip_every_byte(env, op_index):
@@ -370,7 +449,8 @@ def test_ibc_refusals():
     ibc_refused("illegal tag 0", proof + b"\x02\x00", APP_HASH, path, value)
     ibc_refused("truncated|runs past the end", proof[:-1], APP_HASH, path, value)
     ibc_refused("root", proof, b"\x00" * 31, path, value)
-    ibc_refused("root: .* is not hex data", proof, "0x" + APP_HASH.hex(), path, value)
+    ibc_refused("root: .* is not hex data", proof, "0x0x" + APP_HASH.hex(), path, value)
+    assert verify_ibc_merkle_proof(proof, "0x" + APP_HASH.hex(), path, value) is True
     assert first_len is None or first_len > 0
 
 
@@ -455,7 +535,7 @@ def test_cli_failures(capsys):
 def test_cli_usage_errors(capsys, tmp_path):
     code, out, err = run_cli(capsys, str(tmp_path / "missing.json"), "--app-hash", APP_HASH.hex())
     assert code == 2 and err.startswith(ERR + "cannot read") and "Traceback" not in err
-    for bad in ("0x" + APP_HASH.hex(), "zz", APP_HASH.hex()[:-2], APP_HASH.hex() + " "):
+    for bad in ("0x0x" + APP_HASH.hex(), "zz", APP_HASH.hex()[:-2], APP_HASH.hex() + " "):
         code, out, err = run_cli(capsys, str(VECTORS / "present.json"), "--app-hash", bad)
         assert code == 2 and err.startswith(ERR + "--app-hash"), (bad, err)
     code, out, err = run_cli(capsys, str(VECTORS / "present.json"), "--app-hash", APP_HASH.hex(), "--key", "x")
@@ -492,13 +572,13 @@ def test_wire_fast_path_is_taken_and_agrees_with_op_by_op(monkeypatch):
 
     pytest.importorskip("mpt.ics23.wire")
     taken = []
-    real = abci._verified_on_the_wire
-    monkeypatch.setattr(abci, "_verified_on_the_wire", lambda *a: taken.append(real(*a)) or taken[-1])
+    real = abci.proven_on_the_wire
+    monkeypatch.setattr(abci, "proven_on_the_wire", lambda *a: taken.append(real(*a)) or taken[-1])
     assert verify_abci_query(load("present.json"), APP_HASH) == PRESENT_VALUE
     assert verify_abci_query(load("absent.json"), APP_HASH) is None
     assert taken == [True, True]
     # The same answers, and the same refusals, with the compiled verifier out of the way.
-    monkeypatch.setattr(abci, "_verified_on_the_wire", lambda *a: False)
+    monkeypatch.setattr(abci, "proven_on_the_wire", lambda *a: False)
     assert verify_abci_query(load("present.json"), APP_HASH) == PRESENT_VALUE
     assert verify_abci_query(load("absent.json"), APP_HASH) is None
     for name in ("present.json", "absent.json"):

@@ -13,11 +13,11 @@ import pytest
 from Crypto.Hash import keccak as pycryptodome_keccak
 
 from mpt import StackTrie
-from mpt._keccak.binding import keccak256
-from mpt._reference import trie_root
-from mpt.hasher import Hasher, HasherPool, keccak256_many
-from mpt.runtime import keccak_backend, keccak_backends, set_hash_threads, set_keccak_backend
-from mpt.node import ShortNode, ValueNode
+from mpt.core._keccak.binding import keccak256
+from mpt.ethereum._reference import trie_root
+from mpt.ethereum.hasher import Hasher, HasherPool, keccak256_many
+from mpt.core.runtime import keccak_backend, keccak_backends, set_hash_threads, set_keccak_backend
+from mpt.ethereum.node import ShortNode, ValueNode
 
 from conftest import in_background, trie_of
 
@@ -124,16 +124,16 @@ def run_python(code, **env):
 
 
 def test_environment_variable_forces_a_backend():
-    out = run_python("from mpt.runtime import keccak_backend; print(keccak_backend())",
+    out = run_python("from mpt.core.runtime import keccak_backend; print(keccak_backend())",
                      MPT_KECCAK_BACKEND="scalar")
     assert out.stdout.strip() == "scalar"
-    out = run_python("from mpt.runtime import keccak_backend; print(keccak_backend())", MPT_KECCAK_BACKEND="auto")
+    out = run_python("from mpt.core.runtime import keccak_backend; print(keccak_backend())", MPT_KECCAK_BACKEND="auto")
     assert out.stdout.strip() == widest_automatic()
 
 
 def test_environment_variable_naming_an_unusable_backend_warns_and_falls_back():
     code = ("import warnings; warnings.simplefilter('always')\n"
-            "from mpt.runtime import keccak_backend; print(keccak_backend())")
+            "from mpt.core.runtime import keccak_backend; print(keccak_backend())")
     out = run_python(code, MPT_KECCAK_BACKEND="sse9")
     assert "MPT_KECCAK_BACKEND ignored" in out.stderr
     assert out.stdout.strip() in keccak_backends()

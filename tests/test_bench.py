@@ -509,7 +509,7 @@ def test_merkle_cases_report_sha_ratio_and_constant_allocations(capsys):
 def test_merkle_root_on_hash_threads(capsys):
     """--hash-threads N reaches mpt.merkle: MerkleRoot/10K (above 2048 leaves) runs its chunks on N OpenMP threads,
     its root checked against the reference, with the same O(1) allocations."""
-    from mpt.runtime import get_hash_threads, set_hash_threads
+    from mpt.core.runtime import get_hash_threads, set_hash_threads
 
     old = get_hash_threads()
     try:

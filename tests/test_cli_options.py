@@ -40,6 +40,6 @@ def test_memory_limit_names_a_bad_size(alloc_file, tmp_path, value, message):
 @pytest.mark.parametrize("value, size", [("512M", 512 << 20), ("2G", 2 << 30), ("1.5GiB", 3 << 29),
                                          ("4096", 4096), ("1KB", 1024)])
 def test_memory_limit_sizes(value, size):
-    from mpt.rootcli import _size
+    from mpt.cli.root import _size
 
     assert _size(value) == size

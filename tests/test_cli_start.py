@@ -40,7 +40,7 @@ def _env(**extra):
 
 @pytest.mark.skipif(sys.version_info < (3, 10), reason="sys.orig_argv (Python 3.10+) tells a -m start apart")
 @pytest.mark.parametrize("argv, slow_module", [
-    (["-m", "mpt", "root", "--help"], "mpt.node"),               # inside `import mpt` (the package itself)
+    (["-m", "mpt", "root", "--help"], "mpt.ethereum.node"),      # inside `import mpt` (the package itself)
     (["-m", "mpt", "root", "--help"], "mpt.cli"),                # mpt/__main__.py's own imports
     (["-m", "mpt", "iavl", "import", "--help"], "mpt.iavl.cli"),  # the command modules
     (["-m", "mpt.bench", "--list"], "mpt.bench.cases"),          # the benchmark cases

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mpt import EMPTY_ROOT, SecureTrie, ShortNode, Trie, ValueNode, decode_node, keccak256
-from mpt._reference import node_encodings, trie_root
+from mpt.ethereum._reference import node_encodings, trie_root
 from mpt.db import MemoryDB
 
 
@@ -192,7 +192,7 @@ def test_many_deleted_paths():
 
 
 def test_nodeset_built_directly():
-    from mpt.committer import NodeSet
+    from mpt.ethereum.committer import NodeSet
 
     ns = NodeSet(b"\x01" * 32, {b"": (b"\x01" * 32, b"abc")}, {b"\x02"}, None)
     assert len(ns) == 1 and ns.size == 3 and ns.nodes == {b"": (b"\x01" * 32, b"abc")} and ns.deleted == {b"\x02"}

@@ -34,7 +34,7 @@ import pytest
 import mpt
 from mpt import Trie
 from mpt.db import LMDBStore, MemoryDB
-from mpt.db.tools import copy_reachable
+from mpt.ethereum.inspect import copy_reachable
 from mpt.errors import StoreError
 
 lmdb = pytest.importorskip("lmdb")

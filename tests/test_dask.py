@@ -9,7 +9,7 @@ dask = pytest.importorskip("dask")
 distributed = pytest.importorskip("distributed")
 pytest.importorskip("pandas")
 
-from mpt.dask import build_root_dask  # noqa: E402
+from mpt.ethereum.dask import build_root_dask  # noqa: E402
 
 from conftest import root_of  # noqa: E402
 

@@ -15,7 +15,7 @@ import mpt
 from mpt import EMPTY_ROOT, FullNode, ShortNode, Trie, ValueNode, decode_node, keccak256
 from mpt.db import LMDBStore, MemoryDB, NodeDatabase, write_nodes
 from mpt.db.lmdb_store import HEAD_KEY
-from mpt.db.tools import copy_reachable, inspect_trie
+from mpt.ethereum.inspect import copy_reachable, inspect_trie
 from mpt.errors import MissingNodeError, NodeDecodeError, StoreClosedError, StoreReadOnlyError
 
 lmdb = pytest.importorskip("lmdb")

@@ -4,9 +4,9 @@ from Crypto.Hash import keccak as pycryptodome_keccak
 from hypothesis import given, settings, strategies as st
 
 from mpt import StackTrie, derive_sha, derive_sha_trie, rlp
-from mpt._reference import trie_root
+from mpt.ethereum._reference import trie_root
 from mpt.bench import workloads
-from mpt.derive import rlp_encode_index
+from mpt.ethereum.derive import rlp_encode_index
 
 
 def k(data):

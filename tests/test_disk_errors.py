@@ -270,7 +270,7 @@ def test_root_cli_on_a_full_spill_disk_is_one_line(small_disk):
 # -------------------------------------------------------------------------------------------- optional parts
 
 def test_build_root_dask_without_dask_names_the_extra(monkeypatch):
-    from mpt.dask import build_root_dask
+    from mpt.ethereum.dask import build_root_dask
 
     monkeypatch.setitem(sys.modules, "dask", None)
     monkeypatch.setitem(sys.modules, "dask.delayed", None)
@@ -284,7 +284,7 @@ def test_build_root_dask_without_dask_names_the_extra(monkeypatch):
 def test_a_fifo_named_lock_in_a_shared_spill_dir_neither_blocks_nor_is_deleted(tmp_path):
     # Anyone who can write to a shared spill directory (/tmp) can plant a FIFO named like a run's lock file:
     # opening it for reading would block the next run forever.
-    from mpt._spill import SpillDir
+    from mpt.ethereum.shards.spill import SpillDir
 
     planted = tmp_path / "mpt-build-root-planted"
     planted.mkdir()

@@ -4,7 +4,8 @@ import copy
 import pytest
 
 from mpt import EMPTY_ROOT, ProofError, SecureTrie, keccak256
-from mpt.eip1186 import Account, get_proof, verify_account_proof, verify_get_proof_response, verify_storage_proof
+from mpt.ethereum.eip1186 import (Account, get_proof, verify_account_proof, verify_get_proof_response,
+                                 verify_storage_proof)
 
 
 @pytest.fixture(scope="module")

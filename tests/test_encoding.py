@@ -4,7 +4,7 @@ import random
 import pytest
 from hypothesis import given, strategies as st
 
-from mpt.encoding import compact_to_hex, hex_to_compact, hex_to_keybytes, keybytes_to_hex
+from mpt.ethereum.encoding import compact_to_hex, hex_to_compact, hex_to_keybytes, keybytes_to_hex
 from mpt.errors import NodeDecodeError
 
 

@@ -12,7 +12,8 @@ import pathlib
 import pytest
 
 from mpt import EMPTY_ROOT, keccak256, rlp
-from mpt.eth import (
+from mpt.errors import FieldFormatError, ProofError
+from mpt.ethereum.blocks import (
     encode_receipt,
     encode_transaction,
     encode_withdrawal,
@@ -126,14 +127,14 @@ def test_empty_lists_give_the_empty_root():
 def test_verify_names_transactions_root():
     block = load("mainnet_2000004.json")
     block["transactions"][1]["value"] = "0x1"
-    with pytest.raises(ValueError, match="transactionsRoot"):
+    with pytest.raises(ProofError, match="transactionsRoot"):
         verify_block_roots(block)
 
 
 def test_verify_names_withdrawals_root():
     block = load("hive_20.json")
     block["withdrawals"][0]["amount"] = "0x65"
-    with pytest.raises(ValueError, match="withdrawalsRoot"):
+    with pytest.raises(ProofError, match="withdrawalsRoot"):
         verify_block_roots(block, block["receipts"])
 
 
@@ -141,7 +142,7 @@ def test_verify_names_receipts_root():
     block = load("hive_20.json")
     receipts = copy.deepcopy(block["receipts"])
     receipts[2]["cumulativeGasUsed"] = "0xf619"
-    with pytest.raises(ValueError, match="receiptsRoot"):
+    with pytest.raises(ProofError, match="receiptsRoot"):
         verify_block_roots(block, receipts)
 
 
@@ -149,19 +150,19 @@ def test_verify_skips_receipts_without_them():
     block = load("hive_20.json")
     block["receiptsRoot"] = "0x" + "00" * 32
     verify_block_roots(block)  # receipts not given: receiptsRoot is not checked
-    with pytest.raises(ValueError, match="receiptsRoot"):
+    with pytest.raises(ProofError, match="receiptsRoot"):
         verify_block_roots(block, block["receipts"])
 
 
 def test_hash_only_block_is_rejected():
     block = load("mainnet_2000004.json")
     block["transactions"] = [tx["hash"] for tx in block["transactions"]]
-    with pytest.raises(ValueError, match="full transactions"):
+    with pytest.raises(FieldFormatError, match="full transactions"):
         transactions_root(block)
 
 
 def test_block_without_transactions_field():
-    with pytest.raises(ValueError, match="transactions"):
+    with pytest.raises(FieldFormatError, match="transactions"):
         transactions_root({"number": "0x1"})
 
 
@@ -300,7 +301,7 @@ def test_data_and_gas_limit_aliases():
 def test_unknown_type(tx_type):
     tx = _tx("hive_2.json", 2)
     tx["type"] = tx_type
-    with pytest.raises(ValueError, match="type %s" % tx_type):
+    with pytest.raises(FieldFormatError, match="type %s" % tx_type):
         encode_transaction(tx)
 
 
@@ -327,28 +328,28 @@ def test_unknown_type(tx_type):
 def test_missing_field(which, field):
     tx = _tx(*which) if len(which) == 2 else _single(which[0])
     del tx[field]
-    with pytest.raises(ValueError, match="missing field '%s'" % field):
+    with pytest.raises(FieldFormatError, match="missing field '%s'" % field):
         encode_transaction(tx)
 
 
 def test_missing_typed_signature():
     tx = _tx("hive_2.json", 2)
     del tx["yParity"], tx["v"]
-    with pytest.raises(ValueError, match="yParity"):
+    with pytest.raises(FieldFormatError, match="yParity"):
         encode_transaction(tx)
 
 
 def test_null_field_counts_as_missing():
     tx = _tx("mainnet_2000004.json", 0)
     tx["nonce"] = None
-    with pytest.raises(ValueError, match="nonce"):
+    with pytest.raises(FieldFormatError, match="nonce"):
         encode_transaction(tx)
 
 
 def test_missing_authorization_field():
     tx = _single("0x4")
     del tx["authorizationList"][0]["address"]
-    with pytest.raises(ValueError, match=r"authorizationList\[0\].*address"):
+    with pytest.raises(FieldFormatError, match=r"authorizationList\[0\].*address"):
         encode_transaction(tx)
 
 
@@ -356,14 +357,14 @@ def test_missing_authorization_field():
 def test_blob_and_set_code_cannot_create(tx_type):
     tx = _single(tx_type)
     tx["to"] = None
-    with pytest.raises(ValueError, match="'to'"):
+    with pytest.raises(FieldFormatError, match="'to'"):
         encode_transaction(tx)
 
 
 def test_bad_y_parity():
     tx = _tx("hive_2.json", 2)
     tx["yParity"] = "0x1b"
-    with pytest.raises(ValueError, match="yParity"):
+    with pytest.raises(FieldFormatError, match="yParity"):
         encode_transaction(tx)
 
 
@@ -382,19 +383,19 @@ def test_bad_y_parity():
 def test_malformed_fields(field, value):
     tx = _tx("mainnet_2000004.json", 0)
     tx[field] = value
-    with pytest.raises(ValueError, match=r"\.%s: " % field):
+    with pytest.raises(FieldFormatError, match=r"\.%s: " % field):
         encode_transaction(tx)
 
 
 def test_storage_key_length_is_checked():
     tx = _tx("hive_2.json", 3)
     tx["accessList"][0]["storageKeys"][1] = "0x01"
-    with pytest.raises(ValueError, match=r"storageKeys\[1\]"):
+    with pytest.raises(FieldFormatError, match=r"storageKeys\[1\]"):
         encode_transaction(tx)
 
 
 def test_non_object_transaction():
-    with pytest.raises(ValueError, match="hash-only"):
+    with pytest.raises(FieldFormatError, match="hash-only"):
         encode_transaction("0x4de721391f9075bc0d5c27d09569dcba8975d78258ed527a6d287474a087bd34")
 
 
@@ -418,7 +419,7 @@ def test_receipt_status_encoding():
     receipt["status"] = "0x1"
     assert rlp.decode(encode_receipt(receipt))[0] == b"\x01"
     receipt["status"] = "0x2"
-    with pytest.raises(ValueError, match="status"):
+    with pytest.raises(FieldFormatError, match="status"):
         encode_receipt(receipt)
 
 
@@ -452,7 +453,7 @@ def test_typed_receipt_with_log():
 def test_receipt_unknown_type():
     receipt = copy.deepcopy(RECEIPTS["encoded"][0]["receipt"])
     receipt["type"] = "0x7e"
-    with pytest.raises(ValueError, match="type 0x7e"):
+    with pytest.raises(FieldFormatError, match="type 0x7e"):
         encode_receipt(receipt)
 
 
@@ -460,21 +461,21 @@ def test_receipt_unknown_type():
 def test_receipt_missing_field(field):
     receipt = copy.deepcopy(RECEIPTS["encoded"][0]["receipt"])
     del receipt[field]
-    with pytest.raises(ValueError, match=field):
+    with pytest.raises(FieldFormatError, match=field):
         encode_receipt(receipt)
 
 
 def test_receipt_bloom_length():
     receipt = copy.deepcopy(RECEIPTS["encoded"][0]["receipt"])
     receipt["logsBloom"] = receipt["logsBloom"][:-2]
-    with pytest.raises(ValueError, match="logsBloom"):
+    with pytest.raises(FieldFormatError, match="logsBloom"):
         encode_receipt(receipt)
 
 
 def test_receipt_missing_log_field():
     receipt = copy.deepcopy(RECEIPTS["encoded"][0]["receipt"])
     del receipt["logs"][1]["topics"]
-    with pytest.raises(ValueError, match=r"logs\[1\].*topics"):
+    with pytest.raises(FieldFormatError, match=r"logs\[1\].*topics"):
         encode_receipt(receipt)
 
 
@@ -494,7 +495,7 @@ def test_withdrawal_zero_index():
 def test_withdrawal_missing_field(field):
     w = dict(load("hive_20.json")["withdrawals"][0])
     del w[field]
-    with pytest.raises(ValueError, match=field):
+    with pytest.raises(FieldFormatError, match=field):
         encode_withdrawal(w)
 
 
@@ -506,9 +507,9 @@ def test_parse_quantity():
     assert parse_quantity("0x01") == 1
     assert parse_quantity(5) == 5
     for bad in ("0x", "1b", "0xg", "", None, 1.5, True):
-        with pytest.raises(ValueError):
+        with pytest.raises(FieldFormatError):
             parse_quantity(bad)
-    with pytest.raises(ValueError, match="64 bits"):
+    with pytest.raises(FieldFormatError, match="64 bits"):
         parse_quantity("0x1" + "0" * 16, "nonce", 64)
 
 
@@ -517,7 +518,26 @@ def test_parse_data():
     assert parse_data("0x0102") == b"\x01\x02"
     assert parse_data(b"\x01") == b"\x01"
     for bad in ("0x1", "0102", "0xzz", None, 7):
-        with pytest.raises(ValueError):
+        with pytest.raises(FieldFormatError):
             parse_data(bad)
-    with pytest.raises(ValueError, match="20 bytes"):
+    with pytest.raises(FieldFormatError, match="20 bytes"):
         parse_data("0x01", "address", 20)
+
+
+def test_errors_are_the_convention_table_s():
+    """A missing field and a bad hex field of one block raise the same class (FieldFormatError); a header root
+    that the block does not match is a ProofError, as every verifier's refusal."""
+    block = load("mainnet_2000004.json")
+    tx = copy.deepcopy(block["transactions"][0])
+    del tx["nonce"]
+    with pytest.raises(FieldFormatError, match="missing field 'nonce'"):
+        encode_transaction(tx)
+    tx = copy.deepcopy(block["transactions"][0])
+    tx["nonce"] = "0xzz"
+    with pytest.raises(FieldFormatError, match="nonce"):
+        encode_transaction(tx)
+    with pytest.raises(FieldFormatError, match="expected a JSON object"):
+        encode_transaction("0x" + "00" * 32)
+    block["transactions"][1]["value"] = "0x1"
+    with pytest.raises(ProofError, match="transactionsRoot mismatch"):
+        verify_block_roots(block)

@@ -8,7 +8,7 @@ import pytest
 from mpt import EMPTY_CODE_HASH, EMPTY_ROOT, Trie, keccak256, rlp
 from mpt.__main__ import main
 from mpt.errors import InputFormatError, MptError
-from mpt.eth import read_genesis_alloc, read_geth_dump, state_root, storage_root
+from mpt.ethereum.blocks import read_genesis_alloc, read_geth_dump, state_root, storage_root
 
 VECTORS = pathlib.Path(__file__).resolve().parent / "vectors"
 MAINNET_GENESIS_ROOT = bytes.fromhex("d7f8974fb5ac78d9ac099b9ad5018bedc2ce0a72dad1827a1709da30580f0544")

@@ -16,8 +16,8 @@ import mpt.iavl
 import mpt.iavl.node
 import mpt.iavl.tree
 import mpt.ics23
-import mpt.node
-import mpt.trie
+import mpt.ethereum.node
+import mpt.ethereum.trie
 from mpt import merkle
 from mpt.errors import MptError, NodeDecodeError, ProofError
 
@@ -50,7 +50,7 @@ def test_the_documented_empty_roots():
 
 @pytest.mark.parametrize("module, value", [
     (mpt, KECCAK_OF_RLP_EMPTY),
-    (mpt.trie, KECCAK_OF_RLP_EMPTY),
+    (mpt.ethereum.trie, KECCAK_OF_RLP_EMPTY),
     (merkle, SHA256_OF_NOTHING),
     (mpt.iavl, SHA256_OF_NOTHING),
     (mpt.iavl.tree, SHA256_OF_NOTHING),
@@ -276,7 +276,7 @@ def test_proof_errors_are_one_class_across_families():
 # ---------------------------------------------------------------------------------------------- decode_node
 
 def test_decode_node_names_its_family():
-    assert mpt.decode_node is mpt.node.decode_node
+    assert mpt.decode_node is mpt.ethereum.node.decode_node
     assert mpt.iavl.decode_node is mpt.iavl.node.decode_node
     assert "Ethereum" in mpt.decode_node.__doc__
     leaf = mpt.iavl.LeafNode(b"key", b"value", 1)

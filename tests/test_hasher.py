@@ -2,8 +2,8 @@
 import pytest
 
 from mpt import FullNode, ShortNode, Trie, ValueNode
-from mpt._reference import trie_root
-from mpt.hasher import Hasher, HasherPool, get_default_pool
+from mpt.ethereum._reference import trie_root
+from mpt.ethereum.hasher import Hasher, HasherPool, get_default_pool
 
 
 def test_pool_reuses_grown_buffers():
@@ -61,7 +61,7 @@ def test_hasher_hash_matches_trie():
 def test_level_parallel_path_matches_recursive_hashing():
     import random
 
-    from mpt.runtime import set_hash_threads, set_keccak_backend
+    from mpt.core.runtime import set_hash_threads, set_keccak_backend
 
     rng = random.Random(4)
     big = None
@@ -107,9 +107,9 @@ def test_level_parallel_path_matches_recursive_hashing():
 
 _UNKNOWN_NODES = r"""
 import sys
-from mpt.node import FullNode, HashNode, Node, ShortNode, ValueNode
-from mpt.hasher import get_default_pool
-from mpt.runtime import set_hash_threads
+from mpt.ethereum.node import FullNode, HashNode, Node, ShortNode, ValueNode
+from mpt.ethereum.hasher import get_default_pool
+from mpt.core.runtime import set_hash_threads
 
 class Sub(Node):
     pass
@@ -164,9 +164,9 @@ def test_unknown_node_types_raise_instead_of_crashing(tmp_path):
 _MANY_THREADS = r"""
 import os
 from mpt import Trie, merkle
-from mpt._merkle_reference import root as ref_root
-from mpt._reference import trie_root
-from mpt.runtime import set_hash_threads
+from mpt.merkle._reference import root as ref_root
+from mpt.ethereum._reference import trie_root
+from mpt.core.runtime import set_hash_threads
 
 set_hash_threads(256)
 leaves = [i.to_bytes(10, "big") for i in range(2048)]
@@ -186,7 +186,7 @@ def test_thread_count_is_bounded(tmp_path):
     import subprocess
     import sys
 
-    from mpt.runtime import get_hash_threads, set_hash_threads
+    from mpt.core.runtime import get_hash_threads, set_hash_threads
 
     before = get_hash_threads()
     for n in (257, 2**31 - 1):

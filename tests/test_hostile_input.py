@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mpt import MptError, SecureTrie, Trie, decode_node, keccak256, rlp, verify_proof, verify_range_proof
-from mpt.eip1186 import get_proof, verify_get_proof_response
+from mpt.ethereum.eip1186 import get_proof, verify_get_proof_response
 from mpt.errors import NodeDecodeError, ProofError, RLPDecodeError
 
 # mpt/rlp.pxd: lists nested deeper than this are refused by the decoder (and the encoder).

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from mpt.errors import NodeDecodeError, NodeEncodeError
 from mpt.iavl import InnerNode, LeafNode, decode_node, node_key
 from mpt.iavl import _reference as ref
-from mpt.rlp import WriteBuffer
+from mpt.core.rlp import WriteBuffer
 
 from conftest import load_vector
 
@@ -350,7 +350,7 @@ def test_hashes_follow_the_sha256_backend_switch():
     import hashlib
 
     import mpt.merkle  # noqa: F401 - another module holding a copy
-    from mpt._sha256 import binding, set_sha256_backend, sha256_backends
+    from mpt.core._sha256 import binding, set_sha256_backend, sha256_backends
 
     leaf = LeafNode(b"key", b"value", 3)
     # sha256(varint(0) varint(1) varint(3) EncodeBytes(key) 0x20 sha256(value)), varints zigzagged

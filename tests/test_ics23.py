@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ics23_trees import ICS23_DIR, SimpleTree, iavl_store, vector_cases  # noqa: E402
 
 from mpt import keccak256  # noqa: E402
-from mpt._varint import uvarint  # noqa: E402
+from mpt.core.uvarint import uvarint  # noqa: E402
 from mpt.errors import ProofError  # noqa: E402
 from mpt.ics23 import (  # noqa: E402
     IAVL_SPEC, MAX_INNER_OPS, SMT_SPEC, TENDERMINT_SPEC, BatchEntry, BatchProof, CommitmentProof,

@@ -316,4 +316,4 @@ def test_wire_verdicts_refuse_none(which):
     args = dict(root=root, proof=proof, key=key, value=value)
     args[which] = None
     with pytest.raises(TypeError):
-        wire.wire_verdict_membership(spec, args["root"], args["proof"], args["key"], args["value"])
+        wire.proves_membership(spec, args["root"], args["proof"], args["key"], args["value"])

@@ -6,7 +6,7 @@ before the update; the trie itself must give the reference root.
 import random
 
 from mpt import Trie
-from mpt._reference import trie_root
+from mpt.ethereum._reference import trie_root
 from mpt.db import MemoryDB
 
 from conftest import trie_of

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from mpt import Trie, keccak256
-from mpt._reference import node_encodings
+from mpt.ethereum._reference import node_encodings
 
 from conftest import load_vector
 

@@ -10,10 +10,10 @@ import re
 import pytest
 
 from mpt import SecureTrie, eth, merkle
-from mpt.eip1186 import get_proof, verify_get_proof_response
+from mpt.ethereum.eip1186 import get_proof, verify_get_proof_response
 from mpt.errors import FieldFormatError, InputFormatError, ProofError
-from mpt.ethstate import read_genesis_alloc, state_root
-from mpt.jsonrpc import parse_base64, parse_data, parse_decimal, parse_number, parse_quantity
+from mpt.ethereum.state import read_genesis_alloc, state_root
+from mpt.core.jsonrpc import parse_base64, parse_data, parse_decimal, parse_number, parse_quantity
 
 # ------------------------------------------------------------------------------------------------ the parsers
 

@@ -4,7 +4,7 @@ import random
 import pytest
 from Crypto.Hash import keccak as crypto_keccak
 
-from mpt._keccak import keccak256
+from mpt.core._keccak import keccak256
 
 RATE = 136  # bytes absorbed per permutation for Keccak-256
 
@@ -118,7 +118,7 @@ def test_type_error_names_type(value, type_name):
 
 
 def test_permutation_helper_runs():
-    from mpt._keccak.binding import _permutations
+    from mpt.core._keccak.binding import _permutations
 
     assert _permutations(0) is None
     assert _permutations(10) is None

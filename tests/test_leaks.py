@@ -33,10 +33,10 @@ import pytest
 
 import mpt
 from mpt import MissingNodeError, ProofError, SecureTrie, StackTrie, Trie, derive_sha, verify_proof
-from mpt._reference import secure_trie_root, trie_root
+from mpt.ethereum._reference import secure_trie_root, trie_root
 from mpt.db import MemoryDB
-from mpt.db.tools import copy_reachable
-from mpt.hasher import HasherPool, get_default_pool
+from mpt.ethereum.inspect import copy_reachable
+from mpt.ethereum.hasher import HasherPool, get_default_pool
 
 MiB = 1 << 20
 PKG_PARENT = str(pathlib.Path(mpt.__file__).resolve().parent.parent)
@@ -354,7 +354,7 @@ def test_default_pool_stays_bounded_under_stacktries_and_threads():
 BIG_VALUE_SCRIPT = r'''
 import gc, json, sys, tracemalloc
 from mpt import StackTrie, Trie, verify_proof
-from mpt.hasher import get_default_pool
+from mpt.ethereum.hasher import get_default_pool
 
 def rss_anon():
     with open("/proc/self/status") as f:

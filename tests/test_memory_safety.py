@@ -8,7 +8,7 @@ import pytest
 
 from mpt import EMPTY_ROOT, MptError, ProofError, SecureTrie, Trie, keccak256, rlp, verify_proof, verify_range_proof
 from mpt import encoding, iterator
-from mpt.encoding import hex_to_compact
+from mpt.ethereum.encoding import hex_to_compact
 
 
 def _compact(nibbles, leaf=False):

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from conftest import load_vector
 from mpt import merkle
-from mpt import _merkle_reference as ref
-from mpt._sha256 import binding as sha_binding
-from mpt._sha256 import set_sha256_backend
+from mpt.merkle import _reference as ref
+from mpt.core._sha256 import binding as sha_binding
+from mpt.core._sha256 import set_sha256_backend
 from mpt.errors import MptError, ProofError
 from mpt.merkle import Proof
 
@@ -138,7 +138,7 @@ def test_chunked_and_threaded_roots_match_reference(sha256_backend, hash_threads
 
 
 def test_hashing_threads_context_manager():
-    from mpt.runtime import get_hash_threads
+    from mpt.core.runtime import get_hash_threads
 
     before = get_hash_threads()
     leaves = [i.to_bytes(100, "big") for i in range(5000)]
@@ -154,7 +154,7 @@ def test_hashing_threads_context_manager():
 
 def test_threaded_roots_from_many_python_threads():
     """Python threads calling root() at once, each running its own OpenMP team without the GIL."""
-    from mpt.runtime import set_hash_threads
+    from mpt.core.runtime import set_hash_threads
 
     rng = random.Random(99)
     trees = [random_leaves(rng, 3000 + 517 * i, max_len=80) for i in range(4)]
@@ -522,7 +522,7 @@ def test_tx_proof_failures_say_what_failed():
 
 
 def test_hashing_threads_refuses_counts_below_one():
-    from mpt.runtime import get_hash_threads
+    from mpt.core.runtime import get_hash_threads
 
     before = get_hash_threads()
     for n in (0, -1):

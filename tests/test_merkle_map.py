@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mpt import errors as ics23_errors, merkle
-from mpt._varint import uvarint
+from mpt.core.uvarint import uvarint
 
 
 # ---- reference (hashlib only) --------------------------------------------------------------------------------

@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from mpt import FullNode, HashNode, ShortNode, Trie, ValueNode, decode_node, keccak256, rlp
-from mpt._reference import node_encodings
+from mpt.ethereum._reference import node_encodings
 from mpt.errors import MptError, NodeDecodeError
 
 
@@ -129,7 +129,7 @@ def test_trie_nodes_match_reference_encodings():
 
 
 def test_constructors_take_only_the_four_node_kinds():
-    from mpt.node import Node
+    from mpt.ethereum.node import Node
 
     class Sub(Node):
         pass
@@ -148,7 +148,7 @@ def test_constructors_take_only_the_four_node_kinds():
 def test_nodes_made_with_new_and_never_initialized_are_refused():
     """cls.__new__ leaves None where the encoder and the hashing pass read bytes (they would read the None
     object's memory as a key, value or hash): such a node is refused as a child, as a root and when encoded."""
-    from mpt.hasher import Hasher, encode_node
+    from mpt.ethereum.hasher import Hasher, encode_node
     bare_short = ShortNode.__new__(ShortNode)
     bare_value = ValueNode.__new__(ValueNode)
     bare_hash = HashNode.__new__(HashNode)

@@ -68,8 +68,8 @@ def test_sdist_file_list_has_every_source_and_nothing_generated(tmp_path):
                    check=True, capture_output=True)
     sources = (tmp_path / "mpt_engine.egg-info" / "SOURCES.txt").read_text().split()
     assert check_dist.check_file_list(sources) == []
-    assert "mpt/_keccak/keccak_lanes_template.inc" in sources and "mpt/_keccak/keccak.c" in sources
-    assert "mpt/trie.pyx" in sources and "mpt/trie.c" not in sources
+    assert "mpt/core/_keccak/keccak_lanes_template.inc" in sources and "mpt/core/_keccak/keccak.c" in sources
+    assert "mpt/ethereum/trie.pyx" in sources and "mpt/ethereum/trie.c" not in sources
     assert not any(path.startswith("tests/") for path in sources)
 
 
@@ -194,7 +194,13 @@ def test_metadata_and_sdist_run_no_cython(tmp_path):
 def test_build_flags_and_reuse_are_set_up():
     """-O2 for the Cython modules, -O3 only for the hand-written Keccak and SHA-256; a persistent build folder."""
     setup_py = (ROOT / "setup.py").read_text()
-    assert 'extra_compile_args = [os.environ.get("MPT_OPT", "-O2")' in setup_py
+    assert 'extra_compile_args = ["-O2", "-fno-strict-aliasing"]' in setup_py
+    # One table of the compiled modules, and only the two documented switches.
+    assert re.findall(r'os\.environ\.get\("(MPT_\w+)"', setup_py) == ["MPT_DEBUG", "MPT_SANITIZE"]
+    table = re.search(r"^EXTENSIONS = \{(.*?)^\}", setup_py, re.M | re.S).group(1)
+    names = set(re.findall(r'^    "([\w.]+)":', table, re.M))
+    pyx = {str(p.relative_to(ROOT).with_suffix("")).replace("/", ".") for p in (ROOT / "mpt").rglob("*.pyx")}
+    assert names == pyx
     assert '"cflags": HOT_C_ARGS + ["-fPIC"]' in setup_py
     assert 'PERSISTENT_BUILD = os.path.join("build", "reuse-"' in setup_py
     assert subprocess.run(["git", "check-ignore", "-q", "build/reuse-cpython-311/x"], cwd=ROOT).returncode in (0, 128)

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mpt import EMPTY_ROOT, build_root, keccak256
 from mpt.bench import workloads
-from mpt.parallel import build_shard_records, choose_shard_nibbles
+from mpt.ethereum.parallel import build_shard_records, choose_shard_nibbles
 
 from conftest import process_pool, root_of
 
@@ -135,8 +135,8 @@ def test_spilling_with_a_tiny_memory_budget(tmp_path):
 
 
 def test_spill_files_are_used(tmp_path):
-    from mpt.shards.partition import Partition
-    from mpt.shards.read import read_pairs
+    from mpt.ethereum.shards.partition import Partition
+    from mpt.ethereum.shards.read import read_pairs
 
     part = Partition(1, str(tmp_path), 1000)
     read_pairs(part, [(bytes([i]) * 32, b"v" * 50) for i in range(100)])
@@ -165,7 +165,7 @@ def _die(*args):
 def test_a_dead_worker_raises():
     from concurrent.futures.process import BrokenProcessPool
 
-    import mpt.parallel as parallel
+    import mpt.ethereum.parallel as parallel
 
     pairs = [(bytes([i]) * 32, b"v" * 40) for i in range(64)]
     with ProcessPoolExecutor(1) as pool:

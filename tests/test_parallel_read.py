@@ -5,10 +5,10 @@ import random
 
 import pytest
 
-import mpt.shards.read as reading
+import mpt.ethereum.shards.read as reading
 from mpt import Trie, build_root
-from mpt.shards.partition import Partition
-from mpt.shards.read import read_pairs
+from mpt.ethereum.shards.partition import Partition
+from mpt.ethereum.shards.read import read_pairs
 
 from conftest import process_pool, root_of
 

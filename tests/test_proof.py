@@ -210,7 +210,7 @@ def _walk_refuses_like_decoder(data, key):
     """Assert that verify_proof refuses the one-node proof [data] exactly when mpt.node's decoder refuses data,
     in the decoder's words; return the decoder's reason (None: accepted)."""
     from mpt.errors import NodeDecodeError
-    from mpt.node import decode_node
+    from mpt.ethereum.node import decode_node
 
     try:
         decode_node(data)
@@ -591,7 +591,7 @@ def test_whole_range_batched_leaves_match_the_reference(seed):
     # From 16 entries on, whole-range verification encodes and hashes every leaf in one batch (its path from the
     # neighbouring keys) before the builder: keys of mixed lengths, one-byte values below and above 0x80, values
     # around the 56-byte header boundary, leaves embedded in their branch (< 32 bytes).
-    from mpt._reference import trie_root
+    from mpt.ethereum._reference import trie_root
 
     rng = random.Random(seed)
     model = {}

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from trie import HexaryTrie
 
-from mpt._reference import (
+from mpt.ethereum._reference import (
     EMPTY_CODE_HASH,
     EMPTY_ROOT,
     bytes_to_nibbles,

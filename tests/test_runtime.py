@@ -8,7 +8,7 @@ import warnings
 
 import pytest
 
-import mpt.runtime as runtime
+import mpt.core.runtime as runtime
 
 KNOBS = ("MPT_HASH_THREADS", "MPT_KECCAK_BACKEND", "MPT_SHA256_BACKEND")
 
@@ -27,7 +27,8 @@ def runtime_warnings(stderr):
 
 
 def test_no_knob_no_warning():
-    out, err = run_python("import mpt, mpt.iavl; from mpt.runtime import get_hash_threads; print(get_hash_threads())")
+    out, err = run_python("import mpt, mpt.iavl; from mpt.core.runtime import get_hash_threads; "
+                          "print(get_hash_threads())")
     assert out == "1" and err == ""
 
 
@@ -40,32 +41,34 @@ def test_no_knob_no_warning():
     ("100000", "256", "MPT_HASH_THREADS='100000' is above 256; using 256 hashing threads"),
 ])
 def test_hash_threads_knob(value, used, warning):
-    out, err = run_python("from mpt.runtime import get_hash_threads; print(get_hash_threads())",
+    out, err = run_python("from mpt.core.runtime import get_hash_threads; print(get_hash_threads())",
                           MPT_HASH_THREADS=value)
     assert out == used
     assert runtime_warnings(err) == ([warning] if warning else [])
 
 
 def test_hash_threads_zero_means_every_core_up_to_8():
-    out, _ = run_python("from mpt.runtime import get_hash_threads; print(get_hash_threads())", MPT_HASH_THREADS="0")
+    out, _ = run_python("from mpt.core.runtime import get_hash_threads; print(get_hash_threads())",
+                        MPT_HASH_THREADS="0")
     assert out == str(min(os.cpu_count() or 1, 8))
 
 
 def test_keccak_backend_knob_says_what_is_used():
-    best = run_python("from mpt.runtime import keccak_backend; print(keccak_backend())")[0]
-    out, err = run_python("from mpt.runtime import keccak_backend; print(keccak_backend())",
+    best = run_python("from mpt.core.runtime import keccak_backend; print(keccak_backend())")[0]
+    out, err = run_python("from mpt.core.runtime import keccak_backend; print(keccak_backend())",
                           MPT_KECCAK_BACKEND="bogus")
     assert out == best
     assert runtime_warnings(err) == ["MPT_KECCAK_BACKEND ignored: unknown Keccak backend 'bogus' (known: scalar, avx2, "
                                      "avx512, avx2x8); using %s" % best]
-    out, err = run_python("from mpt.runtime import keccak_backend; print(keccak_backend())",
+    out, err = run_python("from mpt.core.runtime import keccak_backend; print(keccak_backend())",
                           MPT_KECCAK_BACKEND="scalar")
     assert out == "scalar" and err == ""
 
 
 @pytest.mark.parametrize("value", ["bogus", "SHANI", " scalar"])
 def test_sha256_backend_knob_warns_on_a_name_it_ignores(value):
-    out, err = run_python("from mpt.runtime import sha256_backend; print(sha256_backend())", MPT_SHA256_BACKEND=value)
+    out, err = run_python("from mpt.core.runtime import sha256_backend; print(sha256_backend())",
+                          MPT_SHA256_BACKEND=value)
     # "auto": SHA-NI or AVX-512 by a timing where the CPU has both (sha256.h), else the fastest it has.
     assert out in ("shani", "avx512", "avx2", "scalar")
     assert runtime_warnings(err) == ["MPT_SHA256_BACKEND ignored: %r is not a SHA-256 backend (known: auto, scalar, "
@@ -73,7 +76,7 @@ def test_sha256_backend_knob_warns_on_a_name_it_ignores(value):
 
 
 def test_sha256_backend_knob_is_honoured():
-    out, err = run_python("import mpt.merkle; from mpt.runtime import sha256_backend; print(sha256_backend())",
+    out, err = run_python("import mpt.merkle; from mpt.core.runtime import sha256_backend; print(sha256_backend())",
                           MPT_SHA256_BACKEND="scalar")
     assert out == "scalar" and err == ""
 
@@ -81,22 +84,22 @@ def test_sha256_backend_knob_is_honoured():
 @pytest.mark.parametrize("name", ["get_hash_threads", "set_hash_threads", "keccak_backends", "keccak_backend",
                                   "set_keccak_backend"])
 def test_old_names_in_mpt_hasher_warn_and_still_work(name):
-    import mpt.hasher
+    import mpt.ethereum.hasher
 
     with pytest.warns(DeprecationWarning, match=r"mpt\.hasher\.%s moved to mpt\.runtime\.%s" % (name, name)):
-        moved = getattr(mpt.hasher, name)
+        moved = getattr(mpt.ethereum.hasher, name)
     assert moved is getattr(runtime, name)
     with pytest.raises(AttributeError):
-        mpt.hasher.no_such_name  # noqa: B018
+        mpt.ethereum.hasher.no_such_name  # noqa: B018
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert mpt.hasher.keccak256_many([b"abc"])[0] == mpt.keccak256(b"abc")   # not moved: no warning
+        assert mpt.ethereum.hasher.keccak256_many([b"abc"])[0] == mpt.keccak256(b"abc")   # not moved: no warning
 
 
 def test_one_thread_setting_for_every_family():
     """The Ethereum hasher and mpt.merkle read the same setting: set once, both roots stay right."""
     from mpt import Trie, merkle
-    from mpt import _merkle_reference
+    from mpt.merkle import _reference as _merkle_reference
 
     leaves = [bytes([i % 256]) * 40 for i in range(5000)]
     old = runtime.set_hash_threads(2)

@@ -2,7 +2,7 @@
 import pytest
 
 from mpt import EMPTY_CODE_HASH, EMPTY_ROOT, SecureTrie, keccak256, rlp
-from mpt._reference import secure_trie_root
+from mpt.ethereum._reference import secure_trie_root
 from mpt.errors import RLPDecodeError
 
 from conftest import from_hex_or_text, load_vector

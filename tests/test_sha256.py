@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from mpt._sha256 import binding, sha256, sha256_backend, sha256_backends, sha256_prefixed, set_sha256_backend
+from mpt.core._sha256 import binding, sha256, sha256_backend, sha256_backends, sha256_prefixed, set_sha256_backend
 
 BLOCK = 64
 
@@ -167,7 +167,7 @@ def _auto_choices():
 
 @pytest.mark.parametrize("name", ["scalar", "avx2", "avx512", "shani", "auto", "bogus"])
 def test_environment_forces_backend(name):
-    code = "from mpt._sha256 import sha256, sha256_backend; import hashlib; " \
+    code = "from mpt.core._sha256 import sha256, sha256_backend; import hashlib; " \
            "assert sha256(b'x' * 100) == hashlib.sha256(b'x' * 100).digest(); print(sha256_backend())"
     env = dict(os.environ, MPT_SHA256_BACKEND=name)
     out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True).stdout

@@ -3,7 +3,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mpt import EMPTY_ROOT, StackTrie, Trie
-from mpt._reference import node_encodings, trie_root
+from mpt.ethereum._reference import node_encodings, trie_root
 from mpt.bench import workloads
 
 from conftest import load_vector

@@ -15,10 +15,10 @@ import pytest
 
 import mpt
 from mpt import SecureTrie, StackTrie, Trie, derive_sha, verify_proof, verify_range_proof
-from mpt._reference import secure_trie_root, trie_root
+from mpt.ethereum._reference import secure_trie_root, trie_root
 from mpt.db import MemoryDB
-from mpt.hasher import HasherPool, get_default_pool
-from mpt.runtime import set_hash_threads
+from mpt.ethereum.hasher import HasherPool, get_default_pool
+from mpt.core.runtime import set_hash_threads
 
 from conftest import in_background, run_in_threads, trie_of
 
@@ -374,7 +374,7 @@ def test_every_gil_release_is_documented():
     if not DOCS.is_file():
         pytest.skip("docs/threads.rst is not in this checkout")
     sites = gil_release_sites()
-    assert "mpt._keccak.binding.keccak256" in sites           # the scan itself works
+    assert "mpt.core._keccak.binding.keccak256" in sites           # the scan itself works
     text = DOCS.read_text()
     undocumented = sorted(s for s in sites if "``%s``" % s not in text)
     assert not undocumented, "GIL released in functions docs/threads.rst does not cover: %s" % undocumented
@@ -556,8 +556,8 @@ def test_forked_child_hashes_after_openmp_ran_in_parent(work):
     import warnings
 
     from mpt import merkle
-    from mpt._merkle_reference import root as merkle_root
-    from mpt.runtime import get_hash_threads
+    from mpt.merkle._reference import root as merkle_root
+    from mpt.core.runtime import get_hash_threads
 
     leaves = [i.to_bytes(40, "big") for i in range(5000)]
     items = {i.to_bytes(32, "big"): b"v" * 40 for i in range(3000)}

@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import mpt
 from mpt import EMPTY_ROOT, FullNode, ShortNode, Trie, ValueNode, keccak256
-from mpt._reference import trie_root
+from mpt.ethereum._reference import trie_root
 from mpt.bench import workloads
 from mpt.errors import MissingNodeError
 

@@ -188,7 +188,7 @@ def test_docs_say_bytes_like():
 
 @pytest.mark.parametrize("bad", ["2", 1.5, 2.0, True])
 def test_workers_must_be_an_integer(bad):
-    from mpt.ethstate import state_root
+    from mpt.ethereum.state import state_root
 
     with pytest.raises(TypeError, match=r"^workers must be an integer, not %s$" % type(bad).__name__):
         mpt.build_root(PAIRS, workers=bad)
@@ -198,7 +198,7 @@ def test_workers_must_be_an_integer(bad):
 
 @pytest.mark.parametrize("bad", [2 ** 70, 10 ** 23, 100000, 0, -1])
 def test_workers_out_of_range_is_a_value_error(bad):
-    from mpt.parallel import MAX_WORKERS
+    from mpt.ethereum.parallel import MAX_WORKERS
 
     with pytest.raises(ValueError, match=r"workers.*%d" % bad) as info:
         mpt.build_root(PAIRS, workers=bad)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mpt._reference import EMPTY_CODE_HASH, EMPTY_ROOT, keccak256, rlp_encode, trie_root
+from mpt.ethereum._reference import EMPTY_CODE_HASH, EMPTY_ROOT, keccak256, rlp_encode, trie_root
 from mpt.bench import workloads
 from mpt.bench.workloads import (
     ACCOUNT_ROOTS,

@@ -24,7 +24,7 @@ class BuildRootMemory:
         if name == "none":
             raise NotImplementedError("no BuildRoot case in this registry")
         try:
-            import mpt.parallel  # noqa: F401
+            from mpt import build_root  # noqa: F401 - the public name, before and after the package layout
         except ImportError as e:
             raise NotImplementedError(str(e)) from None
         self._measured = measure_in_subprocess(name)

@@ -38,7 +38,7 @@ from mpt.bench.report import (  # noqa: E402
     mpt_version,
 )
 from mpt.bench.runner import BarProgress, LineProgress, Result, Runner, progress  # noqa: E402
-from mpt.runtime import get_hash_threads, keccak_backend, set_hash_threads, set_keccak_backend  # noqa: E402
+from mpt.core.runtime import get_hash_threads, keccak_backend, set_hash_threads, set_keccak_backend  # noqa: E402
 
 # Older names of what moved to mpt.bench.runner and mpt.bench.report (tests and scripts import them from here).
 _BarProgress, _LineProgress, _progress, _mpt_version = BarProgress, LineProgress, progress, mpt_version

@@ -26,7 +26,7 @@ from libc.stdint cimport uint8_t
 
 from libc.string cimport memcpy
 
-from mpt._keccak.keccak cimport (
+from mpt.core._keccak.keccak cimport (
     MPT_KECCAK_BACKENDS,
     MPT_KECCAK_SCALAR,
     mpt_keccak256,

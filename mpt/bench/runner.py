@@ -189,7 +189,10 @@ class KeccakFloor:
     in one batch on its lanes), and on one lane, one encoding after another."""
 
     def __init__(self, blobs: List[bytes]):
-        from mpt.runtime import keccak_backend
+        try:
+            from mpt.core.runtime import keccak_backend
+        except ImportError:         # a commit before the package layout (asv history)
+            from mpt.runtime import keccak_backend
 
         self.blobs = blobs
         self.backend = keccak_backend()
@@ -220,7 +223,10 @@ class Sha256Floor:
     and one call per message."""
 
     def __init__(self, messages: List[bytes]):
-        from mpt._sha256.binding import _floor
+        try:
+            from mpt.core._sha256.binding import _floor
+        except ImportError:         # a commit before the package layout (asv history)
+            from mpt._sha256.binding import _floor
 
         self.floor = _floor
         self.messages = messages
@@ -232,7 +238,10 @@ class Sha256Floor:
         self.one_at_a_time.append(_timed_ns(self.floor, self.messages, calls, False) / ops)
 
     def extra(self, case_median: float) -> Dict[str, Any]:
-        from mpt._sha256 import sha256_backend
+        try:
+            from mpt.core._sha256 import sha256_backend
+        except ImportError:         # a commit before the package layout (asv history)
+            from mpt._sha256 import sha256_backend
 
         batched, single = median(self.batched), median(self.one_at_a_time)
         return dict(

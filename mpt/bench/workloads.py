@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Sequence, Tuple
 
 from mpt import EMPTY_CODE_HASH, EMPTY_ROOT, keccak256
-from mpt.rlp import encode as rlp_encode
+from mpt import rlp  # the public name, the same before and after the package layout (asv history)
 
 __all__ = [
     "GoRand",
@@ -205,7 +205,7 @@ def make_accounts(n: int) -> Tuple[List[bytes], List[bytes]]:
         nonce = rng.int63()
         balance_length = rng.uint32() % 33  # 0..32 bytes; geth avoids big.Rand, which is not portable
         balance = int.from_bytes(rng.read(balance_length), "big")
-        accounts.append(rlp_encode([nonce, balance, EMPTY_ROOT, EMPTY_CODE_HASH]))
+        accounts.append(rlp.encode([nonce, balance, EMPTY_ROOT, EMPTY_CODE_HASH]))
     return addresses, accounts
 
 
@@ -368,7 +368,7 @@ def merkle_leaves(n: int, size: int, seed: int = MERKLE_LEAVES_DEFAULT_SEED) -> 
 def merkle_reference_root(leaves: Tuple[bytes, ...]) -> bytes:
     """The CometBFT root of ``leaves`` by the pure-Python reference (mpt._merkle_reference), cached: the
     known root of a :func:`merkle_leaves` workload."""
-    from mpt import _merkle_reference
+    from mpt.merkle import _reference as _merkle_reference
 
     return _merkle_reference.root(list(leaves))
 

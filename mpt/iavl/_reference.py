@@ -9,7 +9,7 @@ Written from iavl's node.go / PR #673 independently of mpt.iavl.node, for differ
 """
 import hashlib
 
-from mpt._varint import uvarint
+from mpt.core.uvarint import uvarint
 
 FORMATS = ("legacy", "v1", "vbyte")
 

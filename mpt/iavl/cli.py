@@ -24,7 +24,13 @@ import os
 import re
 import sys
 
-from mpt.cli import ArgumentParser, CommandError, UsageError
+from mpt.cli import ArgumentParser, CommandError, UsageError, is_gzip_error, open_text_input
+from mpt.db import LevelDBStore, LMDBStore
+from mpt.errors import VersionError
+from mpt.iavl.export import ExportNode
+from mpt.iavl.inspect import module_stores
+from mpt.iavl.tree import MutableTree
+
 
 STORES = ("leveldb", "lmdb")
 _LINE = '{"key":"%s","value":%s,"version":%d,"height":%d}\n'
@@ -141,15 +147,9 @@ def _open_store(args, write):
     prefix = os.fsencode(args.prefix)
     try:
         if kind == "lmdb":
-            from mpt.db import LMDBStore
-
             if prefix:
                 raise UsageError("--prefix selects a module store of a LevelDB; %s is an LMDB store" % args.db)
             return LMDBStore(args.db, readonly=not write, hash_keys=False)
-        try:
-            from mpt.db import LevelDBStore
-        except ImportError:
-            raise UsageError("this mpt has no LevelDB store (mpt.db.LevelDBStore)") from None
         return LevelDBStore(args.db, create=write, readonly=not write, prefix=prefix)
     except CommandError:
         raise
@@ -162,10 +162,6 @@ def _open_store(args, write):
 # --------------------------------------------------------------------------------------------------- export
 
 def _export(args):
-    from mpt.errors import VersionError
-    from mpt.iavl import MutableTree
-    from mpt.iavl.inspect import module_stores
-
     store = _open_store(args, write=False)
     try:
         tree = MutableTree(store)
@@ -224,9 +220,6 @@ def _ranges(versions):
 # --------------------------------------------------------------------------------------------------- import
 
 def _import(args):
-    from mpt.cli import is_gzip_error, open_text_input
-    from mpt.iavl import MutableTree
-
     name = "<stdin>" if args.input == "-" else args.input
     before = _folder_contents(args.db)
     source = open_text_input(args.input)        # before anything is created: an unreadable FILE changes nothing
@@ -285,8 +278,6 @@ def _remove_new_store(path, before):
 
 
 def _read_lines(source, name):
-    from mpt.iavl import ExportNode
-
     for number, line in enumerate(source, 1):
         if not line.strip():
             continue

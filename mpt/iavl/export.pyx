@@ -32,7 +32,7 @@ from cpython.mem cimport PyMem_Calloc, PyMem_Free
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp
 
-from mpt.bytes_like cimport as_bytes, as_bytes_or_none
+from mpt.core.bytes_like cimport as_bytes, as_bytes_or_none
 from mpt.iavl.node cimport (
     FORMAT_LEGACY,
     FORMAT_V1,

@@ -8,7 +8,14 @@ import json
 import os
 from collections import Counter
 
+from mpt.cli import EXIT_FAILURE, CommandError, UsageError
+from mpt.db.leveldb_store import LevelDBStore
+from mpt.db.lmdb_store import LMDBStore
 from mpt.db.memory import prefix_range
+from mpt.errors import CorruptTreeError, MissingNodeError, NodeDecodeError, StoreError
+from mpt.iavl.nodedb import STORAGE_VERSION_KEY, NodeDB, cosmos_store_names
+from mpt.iavl.tree import MutableTree
+
 
 _NODE_KEY_LENGTH = 13       # b"s" + version (8) + nonce (4)
 
@@ -17,9 +24,6 @@ def inspect_iavl(store):
     """A dict describing the IAVL tree in store: storage version, versions with root hash, size and height,
     stored node and root-record counts by the version in their key, fast and legacy node counts. The latest
     version is walked in full (MissingNodeError / CorruptTreeError if it is damaged)."""
-    from mpt.iavl.nodedb import NodeDB, STORAGE_VERSION_KEY
-    from mpt.iavl.tree import MutableTree
-
     ndb = NodeDB(store)
     nodes = Counter()
     references = Counter()
@@ -55,7 +59,6 @@ def inspect_iavl(store):
         tree.load_version(versions[-1]["version"])
         walked = sum(1 for _ in tree.items())
         if walked != versions[-1]["size"]:
-            from mpt.errors import CorruptTreeError
             raise CorruptTreeError("version %d holds %d keys, but its root says %d"
                                    % (versions[-1]["version"], walked, versions[-1]["size"]))
     raw = store.get(STORAGE_VERSION_KEY)
@@ -75,8 +78,6 @@ def inspect_iavl(store):
 def looks_like_iavl(store):
     """Whether store holds IAVL records (a storage-version record, a node or root key ``s`` + version + nonce,
     or a legacy root ``r`` + version): three seeks, no scan. An Ethereum trie's keys are 32-byte hashes."""
-    from mpt.iavl.nodedb import STORAGE_VERSION_KEY
-
     if store.get(STORAGE_VERSION_KEY) is not None:
         return True
     for low, high, length in ((b"s", b"t", _NODE_KEY_LENGTH), (b"r", b"s", 9)):
@@ -88,8 +89,6 @@ def looks_like_iavl(store):
 
 def module_stores(store, limit=100):
     """The module-store prefixes (``s/k:<name>/``, as text) of a Cosmos multistore, one seek each."""
-    from mpt.iavl.nodedb import cosmos_store_names
-
     return ["s/k:%s/" % name for name in cosmos_store_names(store, limit)]
 
 
@@ -129,10 +128,6 @@ def wants_iavl(args):
 def _refuse_multistore(path):
     """A Cosmos node's application.db holds one IAVL tree per module under s/k:<name>/: without --prefix there is
     no tree to show, so name the module stores found."""
-    from mpt.cli import UsageError
-    from mpt.db.leveldb_store import LevelDBStore
-    from mpt.errors import StoreError
-
     try:
         with LevelDBStore(path, readonly=True) as store:
             prefixes = module_stores(store)
@@ -146,21 +141,14 @@ def _refuse_multistore(path):
 
 def run_inspect(args):
     """The IAVL half of ``python -m mpt inspect``; raises mpt.cli's UsageError / CommandError on errors."""
-    from mpt.cli import EXIT_FAILURE, CommandError, UsageError
-    from mpt.errors import MissingNodeError, NodeDecodeError, StoreError
-
     leveldb = not os.path.isfile(os.path.join(args.db, "data.mdb"))
     if leveldb and not args.prefix:
         _refuse_multistore(args.db)
     try:
         if leveldb:
-            from mpt.db.leveldb_store import LevelDBStore
-
             store = LevelDBStore(args.db, readonly=True, prefix=os.fsencode(args.prefix))
             kind = "LevelDB"
         else:
-            from mpt.db.lmdb_store import LMDBStore
-
             if args.prefix:
                 raise UsageError("--prefix selects a module store of a LevelDB; %s is an LMDB store" % args.db)
             store = LMDBStore(args.db, readonly=True, hash_keys=False)

@@ -5,7 +5,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport int64_t, uint8_t, uint32_t
 from libc.string cimport memcmp
 
-from mpt.rlp cimport WriteBuffer
+from mpt.core.rlp cimport WriteBuffer
 
 cdef enum NodeFormat:
     FORMAT_LEGACY = 0       # iavl v0.x: hash-keyed, children by hash

@@ -2,7 +2,7 @@
 from _typeshed import ReadableBuffer
 from typing import Literal, final
 
-from mpt.rlp import WriteBuffer
+from mpt.core.rlp import WriteBuffer
 
 Format = Literal["legacy", "v1", "vbyte", 0, 1, 2]  # an int is an index into FORMATS
 FORMATS: tuple[str, str, str]

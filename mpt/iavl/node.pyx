@@ -33,9 +33,9 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
-from mpt.bytes_like cimport as_bytes, as_bytes_or_none, get_bytes_view
-from mpt.rlp cimport WriteBuffer
-from mpt.varint cimport (
+from mpt.core.bytes_like cimport as_bytes, as_bytes_or_none, get_bytes_view
+from mpt.core.rlp cimport WriteBuffer
+from mpt.core.varint cimport (
     MAX_VARINT_LEN64,
     VARINT_NON_CANONICAL,
     VARINT_OVERFLOW,
@@ -53,7 +53,7 @@ from mpt.varint cimport (
     varint_size,
 )
 
-from mpt._sha256.sha256 cimport (
+from mpt.core._sha256.sha256 cimport (
     mpt_sha256,
     mpt_sha256_ctx,
     mpt_sha256_final,

@@ -47,7 +47,7 @@ from mpt.iavl.node cimport (
     c_decode_node,
     make_node_key,
 )
-from mpt.varint cimport (
+from mpt.core.varint cimport (
     MAX_VARINT_LEN64,
     put_be32,
     put_be64,

@@ -33,9 +33,9 @@ from cpython.ref cimport Py_INCREF, Py_XDECREF
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.string cimport memcpy
 
-from mpt.bytes_like cimport as_bytes
+from mpt.core.bytes_like cimport as_bytes
 from mpt.iavl.node cimport HASH_SIZE, InnerNode, Node
-from mpt.varint cimport put_uvarint, put_varint, uvarint_size, varint_size
+from mpt.core.varint cimport put_uvarint, put_varint, uvarint_size, varint_size
 
 from mpt.errors import ProofError
 from mpt.iavl.tree import MutableTree

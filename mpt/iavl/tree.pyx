@@ -31,7 +31,7 @@ from cpython.object cimport PyObject
 from libc.stdint cimport int64_t, uint8_t, uint32_t
 from libc.string cimport memcmp
 
-from mpt.bytes_like cimport as_bytes, as_bytes_or_none
+from mpt.core.bytes_like cimport as_bytes, as_bytes_or_none
 from mpt.iavl.node cimport (
     FORMAT_LEGACY,
     FORMAT_V1,
@@ -53,6 +53,7 @@ import warnings
 from mpt._deprecation import renamed_attributes as _renamed_attributes
 from mpt.db.memory import MemoryDB, check_database
 from mpt.errors import CorruptTreeError, VersionError
+from mpt.iavl.export import Exporter, import_nodes
 
 
 cdef bytes _empty_hash():
@@ -856,7 +857,6 @@ cdef class MutableTree:
         order, as :class:`~mpt.iavl.ExportNode` objects: depth-first post-order, left subtree first. An iterator;
         changing or saving the tree meanwhile does not change what it yields. VersionError if the version is
         not saved."""
-        from mpt.iavl.export import Exporter
         cdef bint found
         cdef int64_t v
         cdef Node root
@@ -882,7 +882,6 @@ cdef class MutableTree:
         exporter order, e.g. another tree's ``export(version)``) and save it as ``version`` with Go's node keys,
         writing as it reads (batches of 10,000 nodes: memory holds the open subtrees, not the tree). Returns the
         root hash. A malformed stream raises ExportImportError, and what was written of it is deleted again."""
-        from mpt.iavl.export import import_nodes
         return import_nodes(self, nodes, version, self.storage == FORMAT_LEGACY)
 
     def _export_children(self, Node node):

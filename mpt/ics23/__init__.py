@@ -4,17 +4,20 @@ A Cosmos store proves ``key -> value`` (or ``key`` absent) with a ``CommitmentPr
 ``verify_non_membership`` check one against a root with the same acceptance as cosmos/ics23's Go
 ``VerifyMembership`` / ``VerifyNonMembership`` and raise :class:`mpt.errors.ProofError` saying what failed.
 Given the proof's wire bytes they verify straight from the bytes (compiled, SHA-256 in C).
+
+The modules, each importing only those before it: ``messages`` (the protobuf messages and their codec),
+``specs`` (IAVL_SPEC, TENDERMINT_SPEC, SMT_SPEC), ``wire`` (the compiled reader: the verifier's fast path),
+``ops`` (the verifier on message objects), ``verify`` (the entry points: the fast path, then ops), ``abci`` and
+``ibc`` (Cosmos queries and IBC proofs on top).
 """
 from mpt.ics23.messages import (
     MAX_ENTRIES, MAX_INNER_OPS, BatchEntry, BatchProof, CommitmentProof, CompressedBatchEntry, CompressedBatchProof,
     CompressedExistenceProof, CompressedNonExistenceProof, ExistenceProof, HashOp, InnerOp, InnerSpec, LeafOp,
     LengthOp, NonExistenceProof, ProofSpec,
 )
-from mpt.ics23.ops import (
-    DEFAULT_MAX_DEPTH, IAVL_SPEC, SMT_SPEC, TENDERMINT_SPEC, decompress, do_hash, is_left_most, is_left_neighbor,
-    is_right_most,
-)
-from mpt.ics23.wire import calculate_root, verify_membership, verify_non_membership
+from mpt.ics23.ops import DEFAULT_MAX_DEPTH, decompress, do_hash, is_left_most, is_left_neighbor, is_right_most
+from mpt.ics23.specs import IAVL_SPEC, SMT_SPEC, TENDERMINT_SPEC
+from mpt.ics23.verify import calculate_root, verify_membership, verify_non_membership
 
 __all__ = [
     "BatchEntry", "BatchProof", "calculate_root", "CommitmentProof", "CompressedBatchEntry", "CompressedBatchProof",

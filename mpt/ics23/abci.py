@@ -18,8 +18,13 @@ import json
 from collections.abc import Mapping
 from typing import Any, Optional, Union
 
+from mpt.core.bytes_like import bytes_arg
+from mpt.core.jsonrpc import parse_base64, parse_data, parse_decimal
 from mpt.errors import ProofError
-from mpt.jsonrpc import parse_base64, parse_data, parse_decimal
+from mpt.ics23.messages import CommitmentProof
+from mpt.ics23.ops import verify_membership_objects, verify_non_membership_objects
+from mpt.ics23.specs import IAVL_SPEC, TENDERMINT_SPEC
+from mpt.ics23.wire import proves_membership, proves_non_membership
 
 __all__ = ["verify_abci_query"]
 
@@ -44,25 +49,30 @@ def _int64(value, what):
     return parse_decimal(value, what, 63, signed=True, error=ProofError)
 
 
+# The rule for str arguments of the ICS23 entry points (verify_abci_query, verify_ibc_merkle_proof, the CLI): a
+# str is read as what a person would type for that argument. A hash (app_hash, root) is never text: a str is its
+# hex, with or without 0x. A key or store name (key, store, path keys) is text: a str is its UTF-8 bytes (Cosmos
+# keys and store names are Go strings). Bytes-like values (bytes, bytearray, memoryview, array.array, ...) are
+# taken as the bytes themselves under the package's one bytes-like policy.
+
 def parse_hash_argument(value, what):
-    """A 32-byte hash given as bytes-like or as plain hex text (no 0x, no spaces or underscores)."""
-    if not isinstance(value, (str, bytes, bytearray, memoryview)):
-        raise TypeError(f"{what} must be bytes or a hex string, not {type(value).__name__}")
-    return parse_data(value, what, 32, prefix=False, error=ProofError)
+    """A 32-byte hash given as bytes-like or as hex text (``0x`` optional; no spaces or underscores)."""
+    if isinstance(value, str):
+        return parse_data(value, what, 32, prefix=None, error=ProofError)
+    value = bytes_arg(value, what)
+    if len(value) != 32:
+        raise ProofError(f"{what}: expected 32 bytes, got {len(value)}")
+    return value
 
 
 def key_argument(value, what):
-    """A store key given as bytes-like or str (UTF-8)."""
+    """A store key given as bytes-like or str (its UTF-8 bytes)."""
     if isinstance(value, str):
         try:
             return value.encode("utf-8")
         except UnicodeEncodeError as e:
             raise ProofError(f"{what} {value!r:.60} is not encodable as UTF-8: {e.reason}") from None
-    if isinstance(value, (bytes, bytearray)):
-        return bytes(value)
-    if isinstance(value, memoryview):
-        return value.tobytes()
-    raise TypeError(f"{what} must be bytes or str, not {type(value).__name__}")
+    return bytes_arg(value, what)
 
 
 def _json_object(obj, what, text=False):
@@ -124,8 +134,6 @@ def _proof_ops(resp):
 # ---------------------------------------------------------------------------------------------------------------
 
 def _decode_proof(data, where):
-    from mpt.ics23 import CommitmentProof
-
     if not data:
         raise ProofError(f"{where}: the op carries no proof")
     try:
@@ -169,11 +177,11 @@ def _check_compressed_depth(spec, proof, where):
                                  f"ops, more than the spec's limit of {limit}")
 
 
-def run_commitment_op(spec, proof, key, value, where):
+def run_commitment_op(spec, proof, key, value, where, value_from=None):
     """The SDK's CommitmentOp.Run: the proof's own root, after checking it proves key -> value (value None:
-    proves key absent)."""
-    from mpt.ics23 import verify_membership, verify_non_membership
-
+    proves key absent). proof is the decoded CommitmentProof, checked by the object verifier alone: the wire
+    reader has had its try on the bytes already. value_from names where value came from ("op #0's computed
+    root") for the message when the proof holds another value for key."""
     _check_compressed_depth(spec, proof, where)
     root = _calculate(proof, where)
     if value is None and proof.nonexist is not None and proof.nonexist.key != key:
@@ -181,11 +189,17 @@ def run_commitment_op(spec, proof, key, value, where):
         # to the key proven absent, so a different one is a forged or mixed-up proof, not a chain's answer.
         raise ProofError(f"{where}: the non-existence proof is for key {show_key(proof.nonexist.key)}, not "
                          f"{show_key(key)}")
+    if value_from is not None and value is not None:
+        exist = proof.exist
+        if exist is not None and exist.key == key and exist.value != value:
+            raise ProofError(f"{where}: {value_from} is {value.hex().upper()}, but this proof holds "
+                             f"{exist.value.hex().upper()} for key {show_key(key)}: {value_from} is not what this "
+                             f"proof proves (the earlier proof does not lead to this one)")
     try:
         if value is None:
-            verify_non_membership(spec, root, proof, key)
+            verify_non_membership_objects(spec, root, proof, key)
         else:
-            verify_membership(spec, root, proof, key, value)
+            verify_membership_objects(spec, root, proof, key, value)
     except ProofError as e:
         if value is None:
             raise ProofError(f"{where}: proof did not verify absence of key {show_key(key)}: {e}") from None
@@ -240,25 +254,12 @@ def _wire_peek_nonexist_key(data):
     return None if key is None else data[key[0]:key[1]]
 
 
-_WIRE = None    # (IAVL_SPEC, TENDERMINT_SPEC, the compiled verdicts), or False without the compiled module
-
-
-def _verified_on_the_wire(store_data, multi_data, key, store_name, value, app_hash):
-    """True when the compiled verifier proves the whole chain straight from the proofs' bytes: the simple proof
-    proves store_name -> X under app_hash, and the IAVL proof proves key -> value (or key absent) under X.
-    That is the acceptance of running the ops one after another (each op's computed root is the next op's
-    value, the last one is the app hash). False means "not decided here": the op-by-op check runs and explains."""
-    global _WIRE
-    if _WIRE is None:
-        try:
-            from mpt.ics23 import IAVL_SPEC, TENDERMINT_SPEC
-            from mpt.ics23.wire import wire_verdict_membership, wire_verdict_non_membership
-            _WIRE = (IAVL_SPEC, TENDERMINT_SPEC, wire_verdict_membership, wire_verdict_non_membership)
-        except ImportError:         # not compiled: the object path alone
-            _WIRE = False
-    if not _WIRE:
-        return False
-    IAVL_SPEC, TENDERMINT_SPEC, wire_verdict_membership, wire_verdict_non_membership = _WIRE
+def proven_on_the_wire(store_data, multi_data, key, store_name, value, app_hash):
+    """True when the compiled reader proves the whole chain of an SDK query straight from the proofs' bytes: the
+    simple proof proves store_name -> X under app_hash, and the IAVL proof proves key -> value (or key absent)
+    under X. That is the acceptance of running the ops one after another (each op's computed root is the next
+    op's value, the last one is the app hash). False means "not decided here": the op-by-op check decodes each
+    proof once and explains (verify_abci_query, and verify_ibc_merkle_proof with the SDK's specs)."""
     peeked = _wire_peek_exist(multi_data)
     if peeked is None or peeked[0] != store_name:
         return False
@@ -266,20 +267,18 @@ def _verified_on_the_wire(store_data, multi_data, key, store_name, value, app_ha
     if value is None:
         if _wire_peek_nonexist_key(store_data) != key:
             return False
-        if not wire_verdict_non_membership(IAVL_SPEC, store_root, store_data, key):
+        if not proves_non_membership(IAVL_SPEC, store_root, store_data, key):
             return False
-    elif not wire_verdict_membership(IAVL_SPEC, store_root, store_data, key, value):
+    elif not proves_membership(IAVL_SPEC, store_root, store_data, key, value):
         return False
-    return wire_verdict_membership(TENDERMINT_SPEC, app_hash, multi_data, store_name, store_root)
+    return proves_membership(TENDERMINT_SPEC, app_hash, multi_data, store_name, store_root)
 
 
 def _spec_for(op_type):
-    import mpt.ics23 as ics23
-
     if op_type == OP_IAVL:
-        return ics23.IAVL_SPEC
+        return IAVL_SPEC
     if op_type == OP_SIMPLE:
-        return ics23.TENDERMINT_SPEC
+        return TENDERMINT_SPEC
     if op_type == OP_SMT:
         raise ProofError("ics23:smt proof ops (the SDK's experimental SMT store) are not supported: the SDK's "
                          "DefaultProofRuntime takes only ics23:iavl and ics23:simple")
@@ -299,11 +298,14 @@ def verify_abci_query(response: Union[Mapping[str, Any], str, bytes, bytearray, 
     ``type`` / base64 ``key`` / base64 ``data``, ``height`` as a decimal string), strictly: non-canonical base64,
     a non-zero ``code`` or a missing field is an error, never a guess.
 
-    ``app_hash`` (32 bytes, or plain hex) is the app hash you trust, taken from a verified block header. The
-    state a query at height H reads is committed by the app hash in the header of block **H + 1** (a block's
-    header carries the app hash of the state *before* it), so for an answer with ``"height": "H"`` take the app
-    hash of header H + 1. ``key`` (bytes or str), if given, must be the key the answer is about; ``store``
-    (the store name, e.g. ``"bank"``), if given, must be the store its second op proves.
+    ``app_hash`` (32 bytes, or hex text with or without ``0x``) is the app hash you trust, taken from a verified
+    block header. The state a query at height H reads is committed by the app hash in the header of block
+    **H + 1** (a block's header carries the app hash of the state *before* it), so for an answer with
+    ``"height": "H"`` take the app hash of header H + 1. ``key`` (bytes, or str: its UTF-8 text), if given,
+    must be the key the answer is about; ``store`` (the store name, e.g. ``"bank"``), if given, must be the
+    store its second op proves. The rule for str: a hash is hex, a key or name is text; bytes-like values are the
+    bytes themselves. An answer without ``height`` is verified the same (the height only names the header to
+    take the app hash from); a malformed or non-positive one is refused.
 
     A missing, null or empty ``value`` claims the key absent (ics23 cannot prove an empty value). Returns the
     value (bytes) or None for a proven absence. Raises :class:`mpt.errors.ProofError` naming what
@@ -332,11 +334,11 @@ def verify_abci_query(response: Union[Mapping[str, Any], str, bytes, bytearray, 
     empty_value = value is not None and len(value) == 0
     if empty_value:
         value = None
-    if "height" not in resp:
-        raise ProofError("the response has no height")
-    height = _int64(resp["height"], "response height")
-    if height <= 0:
-        raise ProofError(f"the response height must be positive, got {height}")
+    height = None
+    if resp.get("height") is not None:
+        height = _int64(resp["height"], "response height")
+        if height <= 0:
+            raise ProofError(f"the response height must be positive, got {height}")
     ops = _proof_ops(resp)
 
     if len(ops) != 2:
@@ -362,7 +364,7 @@ def verify_abci_query(response: Union[Mapping[str, Any], str, bytes, bytearray, 
         raise ProofError(f"key mismatch on operation #1: the proof is for store {show_key(multi_op_key)}, "
                          f"not {show_key(want_store)}")
 
-    if _verified_on_the_wire(store_data, multi_data, resp_key, multi_op_key, value, expected_root):
+    if proven_on_the_wire(store_data, multi_data, resp_key, multi_op_key, value, expected_root):
         return value
     store_proof = _decode_proof(store_data, f"proof op #0 ({store_type})")
     multi_proof = _decode_proof(multi_data, f"proof op #1 ({multi_type})")
@@ -373,9 +375,11 @@ def verify_abci_query(response: Union[Mapping[str, Any], str, bytes, bytearray, 
             raise ProofError(f"the response value is empty, which ics23 cannot prove, and the proof does not prove "
                              f"the key absent: {e}") from None
         raise
-    app_root = run_commitment_op(multi_spec, multi_proof, multi_op_key, store_root, f"proof op #1 ({multi_type})")
+    app_root = run_commitment_op(multi_spec, multi_proof, multi_op_key, store_root, f"proof op #1 ({multi_type})",
+                                 value_from="op #0's computed root")
     if app_root != expected_root:
+        hint = "" if height is None else (f" (the app hash of a query at height {height} is in header "
+                                           f"{height + 1})")
         raise ProofError(f"calculated root hash is invalid: expected {expected_root.hex().upper()} but got "
-                         f"{app_root.hex().upper()} (the app hash of a query at height {height} is in "
-                         f"header {height + 1})")
+                         f"{app_root.hex().upper()}{hint}")
     return value

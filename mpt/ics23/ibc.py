@@ -9,7 +9,12 @@ second).
 """
 from typing import Any, Iterable, Optional, Sequence, Union
 
+from mpt.core.bytes_like import bytes_arg
 from mpt.errors import ProofError
+from mpt.ics23.abci import key_argument, parse_hash_argument, proven_on_the_wire, run_commitment_op
+from mpt.ics23.messages import (WIRE_BYTES, CommitmentProof, ProofSpec, int32, message_bytes, read_length,
+                                read_varint, skip_field)
+from mpt.ics23.specs import IAVL_SPEC, TENDERMINT_SPEC
 
 __all__ = ["decode_merkle_proof", "verify_ibc_merkle_proof"]
 
@@ -23,34 +28,30 @@ def _split_merkle_proof(proof):
 
     Read as ibc-go's gogoproto ``Unmarshal`` reads it, with the ICS23 codec's own readers: varints of up to 10
     bytes (a non-minimal one too), unknown fields skipped; field 1 in another wire type is an error."""
-    from mpt.ics23.messages import _WIRE_BYTES, _int32, _read_length, _read_varint, _skip_field, message_bytes
-
     data = message_bytes(proof, "proof")
     end = len(data)
     parts = []
     pos = 0
     while pos < end:
         tag_at = pos
-        tag, pos = _read_varint(data, pos, end, "MerkleProof tag")
-        field = _int32(tag >> 3)
+        tag, pos = read_varint(data, pos, end, "MerkleProof tag")
+        field = int32(tag >> 3)
         wire = tag & 7
         if field <= 0:
             raise ProofError(f"MerkleProof: illegal tag {field} (wire type {wire}) at offset {tag_at}")
         if field != 1:
-            pos = _skip_field(data, pos, end, wire, field)
+            pos = skip_field(data, pos, end, wire, field)
             continue
-        if wire != _WIRE_BYTES:
+        if wire != WIRE_BYTES:
             raise ProofError(f"MerkleProof: wrong wire type {wire} for field 1 (proofs) at offset {tag_at}")
         if len(parts) == _MAX_PROOFS:
             raise ProofError(f"MerkleProof holds more than {_MAX_PROOFS} proofs")
-        start, pos = _read_length(data, pos, end, f"MerkleProof proof #{len(parts)}")
+        start, pos = read_length(data, pos, end, f"MerkleProof proof #{len(parts)}")
         parts.append(data[start:pos])
     return parts
 
 
 def _decode_parts(parts):
-    from mpt.ics23 import CommitmentProof
-
     proofs = []
     for i, part in enumerate(parts):
         try:
@@ -67,8 +68,6 @@ def decode_merkle_proof(proof):
 
 
 def _path_keys(path):
-    from mpt.ics23.abci import key_argument
-
     if isinstance(path, (str, bytes, bytearray, memoryview)):
         raise TypeError("path must be a list of keys (prefix first), not a single "
                         f"{type(path).__name__}")
@@ -82,11 +81,9 @@ def _path_keys(path):
     return [key_argument(k, f"path[{i}]") for i, k in enumerate(keys)]
 
 
-def _chained_membership(root, specs, proofs, keys, value, index):
+def _chained_membership(root, specs, proofs, keys, value, index, value_from=None):
     """ibc-go verifyChainedMembershipProof: proofs[index:] each prove the previous subroot (or value) under
     their key; the last subroot must be root."""
-    from mpt.ics23.abci import run_commitment_op
-
     subroot = value
     for i in range(index, len(proofs)):
         kind = proofs[i].which()
@@ -95,8 +92,9 @@ def _chained_membership(root, specs, proofs, keys, value, index):
         if kind != "exist":
             raise ProofError(f"expected an existence proof at index {i}, got {kind or 'an empty proof'}")
         key = keys[len(keys) - 1 - i]
-        subroot = run_commitment_op(specs[i], proofs[i], key, value, f"proof #{i}")
+        subroot = run_commitment_op(specs[i], proofs[i], key, value, f"proof #{i}", value_from=value_from)
         value = subroot
+        value_from = f"proof #{i}'s computed root"
     if subroot != root:
         raise ProofError(f"proof did not commit to expected root: {root.hex().upper()}, got: "
                          f"{subroot.hex().upper()}")
@@ -106,7 +104,8 @@ def verify_ibc_merkle_proof(proof: Any, root: Union[bytes, bytearray, memoryview
                             path: Iterable[Union[bytes, bytearray, memoryview, str]],
                             value: Union[bytes, bytearray, memoryview, None] = None, *,
                             specs: Optional[Sequence[Any]] = None) -> bool:
-    """Verify an ibc-go ``MerkleProof`` against ``root`` (the 32-byte commitment root, bytes or plain hex; on a
+    """Verify an ibc-go ``MerkleProof`` against ``root`` (the 32-byte commitment root, bytes or hex text with or
+    without ``0x``; on a
     Cosmos SDK chain the app hash) for ``path`` (a list of keys, prefix first, each bytes or str; or a
     MerklePath message object with ``key_path``).
 
@@ -119,9 +118,6 @@ def verify_ibc_merkle_proof(proof: Any, root: Union[bytes, bytearray, memoryview
 
     Returns True, or raises :class:`mpt.errors.ProofError` saying what failed (TypeError for arguments of the
     wrong type)."""
-    from mpt.ics23 import IAVL_SPEC, TENDERMINT_SPEC, ProofSpec
-    from mpt.ics23.abci import parse_hash_argument
-
     sdk_specs = specs is None
     if specs is None:
         spec_list = [IAVL_SPEC, TENDERMINT_SPEC]
@@ -136,9 +132,7 @@ def verify_ibc_merkle_proof(proof: Any, root: Union[bytes, bytearray, memoryview
     root_hash = parse_hash_argument(root, "root")
     keys = _path_keys(path)
     if value is not None:
-        if not isinstance(value, (bytes, bytearray, memoryview)):
-            raise TypeError(f"value must be bytes, not {type(value).__name__}")
-        value = bytes(value)
+        value = bytes_arg(value, "value")
     parts = _split_merkle_proof(proof)
     if not parts:
         raise ProofError("proof cannot be empty")
@@ -150,11 +144,9 @@ def verify_ibc_merkle_proof(proof: Any, root: Union[bytes, bytearray, memoryview
         raise ProofError("path keys must not be empty")
     if value is not None and len(value) == 0:
         raise ProofError("empty value in membership proof")
-    from mpt.ics23.abci import _verified_on_the_wire
-
     # The compiled verifier proves the usual chain from the bytes; anything it does not prove is checked (and
     # explained) proof by proof below, as ibc-go does.
-    if sdk_specs and _verified_on_the_wire(parts[0], parts[1], keys[1], keys[0], value, root_hash):
+    if sdk_specs and proven_on_the_wire(parts[0], parts[1], keys[1], keys[0], value, root_hash):
         return True
     proofs = _decode_parts(parts)
     if value is not None:
@@ -165,8 +157,6 @@ def verify_ibc_merkle_proof(proof: Any, root: Union[bytes, bytearray, memoryview
         raise ProofError("got ExistenceProof in VerifyNonMembership: the key is present (or the path is wrong)")
     if kind != "nonexist":
         raise ProofError(f"expected a non-existence proof at index 0, got {kind or 'an empty proof'}")
-    from mpt.ics23.abci import run_commitment_op
-
     subroot = run_commitment_op(spec_list[0], proofs[0], keys[-1], None, "proof #0")
-    _chained_membership(root_hash, spec_list, proofs, keys, subroot, 1)
+    _chained_membership(root_hash, spec_list, proofs, keys, subroot, 1, value_from="proof #0's computed root")
     return True

@@ -19,7 +19,7 @@ import json
 from enum import IntEnum
 from typing import Any, Dict, Optional, Tuple
 
-from mpt._varint import uvarint
+from mpt.core.uvarint import uvarint
 from mpt.errors import ProofError
 
 __all__ = [
@@ -37,6 +37,27 @@ MAX_ENTRIES = 1 << 16
 MAX_CHILD_ORDER = 256
 # Unknown fields may hold groups (wire types 3 and 4); protobuf skips them, we refuse nesting deeper than this.
 MAX_GROUP_DEPTH = 64
+
+
+# The Go methods of these messages (``Apply``, ``Calculate``, ``Verify``, ``CheckAgainstSpec``, ``SpecEquals``,
+# ``Decompress``) are ICS23's semantics, which live one layer up in the verifier (mpt.ics23.ops), and so does the
+# compiled reader that decodes Go-made proofs fast (mpt.ics23.wire). The verifier lends them to the messages with
+# register_verifier() when it is imported, which `import mpt.ics23` does before anything else: imports run one
+# way (ops -> wire -> messages), and this module stays the messages and their codec.
+_verifier = None
+
+
+def register_verifier(verifier) -> None:
+    """Give the messages their Go methods: verifier is mpt.ics23.ops (its apply_leaf, verify_existence, ...,
+    and decode_commitment_fast, the compiled reader's decoder)."""
+    global _verifier
+    _verifier = verifier
+
+
+def _ops():
+    if _verifier is None:           # only if this module was loaded alone, outside the package
+        raise RuntimeError("the ICS23 verifier is not loaded: import mpt.ics23")
+    return _verifier
 
 
 class HashOp(IntEnum):
@@ -66,15 +87,18 @@ class LengthOp(IntEnum):
     REQUIRE_64_BYTES = 8
 
 
-# Value -> member of each enum (a dict lookup: calling the IntEnum class costs a microsecond per field).
-_ENUM_MEMBERS = {HashOp: {m.value: m for m in HashOp}, LengthOp: {m.value: m for m in LengthOp}}
+# Value -> member of each enum (a dict lookup: calling the IntEnum class costs a microsecond per field); the
+# compiled reader (mpt.ics23.wire) builds its messages with them too.
+ENUM_MEMBERS = {HashOp: {m.value: m for m in HashOp}, LengthOp: {m.value: m for m in LengthOp}}
 
 # Field kinds of the schema tables below.
 _BYTES, _ENUM, _INT32, _BOOL, _MSG, _MSG_REPEATED, _INT32_REPEATED, _ONEOF = range(8)
 
-_WIRE_VARINT, _WIRE_FIXED64, _WIRE_BYTES, _WIRE_START_GROUP, _WIRE_END_GROUP, _WIRE_FIXED32 = range(6)
-_WIRE_OF_KIND = {_BYTES: _WIRE_BYTES, _ENUM: _WIRE_VARINT, _INT32: _WIRE_VARINT, _BOOL: _WIRE_VARINT,
-                 _MSG: _WIRE_BYTES, _MSG_REPEATED: _WIRE_BYTES, _ONEOF: _WIRE_BYTES}
+# Protobuf's wire types. The codec's readers (read_varint, read_length, skip_field) and encode_varint are public for
+# the other readers of protobuf in this package (mpt.ics23.ibc's MerkleProof).
+WIRE_VARINT, WIRE_FIXED64, WIRE_BYTES, WIRE_START_GROUP, WIRE_END_GROUP, WIRE_FIXED32 = range(6)
+_WIRE_OF_KIND = {_BYTES: WIRE_BYTES, _ENUM: WIRE_VARINT, _INT32: WIRE_VARINT, _BOOL: WIRE_VARINT,
+                 _MSG: WIRE_BYTES, _MSG_REPEATED: WIRE_BYTES, _ONEOF: WIRE_BYTES}
 _WIRE_NAMES = ("varint", "fixed64", "length-delimited", "start-group", "end-group", "fixed32", "6", "7")
 
 
@@ -100,10 +124,10 @@ def _as_int(value, name: str) -> int:
 
 def _enum_value(enum_cls, value: int):
     """An enum member, or the plain number for a value the enum does not name (proto3 keeps unknown values)."""
-    return _ENUM_MEMBERS[enum_cls].get(value, value)
+    return ENUM_MEMBERS[enum_cls].get(value, value)
 
 
-def _int32(value: int) -> int:
+def int32(value: int) -> int:
     """Go's int32(uint64) conversion: the low 32 bits, signed."""
     value &= 0xFFFFFFFF
     return value - (1 << 32) if value >= 1 << 31 else value
@@ -138,15 +162,15 @@ def commitment_bytes(proof, name: str = "proof") -> bytes:
         full_name = getattr(getattr(proof, "DESCRIPTOR", None), "full_name", "")
         if isinstance(full_name, str):
             if full_name.endswith(".NonExistenceProof"):
-                return b"\x12" + _varint(len(raw)) + raw
+                return b"\x12" + encode_varint(len(raw)) + raw
             if full_name.endswith(".ExistenceProof"):
-                return b"\x0a" + _varint(len(raw)) + raw
+                return b"\x0a" + encode_varint(len(raw)) + raw
     return raw
 
 
 # ------------------------------------------------------------------------------------------- wire decoding
 
-def _read_varint(data: bytes, pos: int, end: int, what: str) -> Tuple[int, int]:
+def read_varint(data: bytes, pos: int, end: int, what: str) -> Tuple[int, int]:
     """(value, position after it). Like gogoproto: up to 10 bytes, bits past 64 dropped, a non-minimal
     encoding accepted."""
     result = 0
@@ -164,9 +188,9 @@ def _read_varint(data: bytes, pos: int, end: int, what: str) -> Tuple[int, int]:
         shift += 7
 
 
-def _read_length(data: bytes, pos: int, end: int, what: str) -> Tuple[int, int]:
+def read_length(data: bytes, pos: int, end: int, what: str) -> Tuple[int, int]:
     """(start, stop) of a length-delimited payload whose length varint is at pos."""
-    length, start = _read_varint(data, pos, end, what + " length")
+    length, start = read_varint(data, pos, end, what + " length")
     if length >= 1 << 63:
         raise ProofError("negative length (%s) at offset %d" % (what, pos))
     if length > end - start:
@@ -175,38 +199,38 @@ def _read_length(data: bytes, pos: int, end: int, what: str) -> Tuple[int, int]:
     return start, start + length
 
 
-def _skip_field(data: bytes, pos: int, end: int, wire: int, field: int) -> int:
+def skip_field(data: bytes, pos: int, end: int, wire: int, field: int) -> int:
     """Skip an unknown field's payload (protobuf keeps no unknown field we need); return the position after."""
-    if wire == _WIRE_VARINT:
-        return _read_varint(data, pos, end, "field %d" % field)[1]
-    if wire == _WIRE_FIXED64 or wire == _WIRE_FIXED32:
-        size = 8 if wire == _WIRE_FIXED64 else 4
+    if wire == WIRE_VARINT:
+        return read_varint(data, pos, end, "field %d" % field)[1]
+    if wire == WIRE_FIXED64 or wire == WIRE_FIXED32:
+        size = 8 if wire == WIRE_FIXED64 else 4
         if end - pos < size:
             raise ProofError("truncated fixed%d field %d at offset %d" % (size * 8, field, pos))
         return pos + size
-    if wire == _WIRE_BYTES:
-        return _read_length(data, pos, end, "field %d" % field)[1]
-    if wire == _WIRE_START_GROUP:
+    if wire == WIRE_BYTES:
+        return read_length(data, pos, end, "field %d" % field)[1]
+    if wire == WIRE_START_GROUP:
         # Iterative: groups nest through tags only, and hostile input may nest them deeply.
         depth = 1
         while True:
             if depth > MAX_GROUP_DEPTH:
                 raise ProofError("unknown groups nested deeper than %d levels at offset %d" % (MAX_GROUP_DEPTH, pos))
-            tag, pos = _read_varint(data, pos, end, "tag in group")
+            tag, pos = read_varint(data, pos, end, "tag in group")
             inner_wire = tag & 7
             if tag >> 3 == 0:
                 raise ProofError("illegal field number 0 in a group at offset %d" % pos)
-            if inner_wire == _WIRE_START_GROUP:
+            if inner_wire == WIRE_START_GROUP:
                 depth += 1
-            elif inner_wire == _WIRE_END_GROUP:
+            elif inner_wire == WIRE_END_GROUP:
                 depth -= 1
                 if depth == 0:
                     return pos
             elif inner_wire in (6, 7):
                 raise ProofError("illegal wire type %d at offset %d" % (inner_wire, pos))
             else:
-                pos = _skip_field(data, pos, end, inner_wire, tag >> 3)
-    if wire == _WIRE_END_GROUP:
+                pos = skip_field(data, pos, end, inner_wire, tag >> 3)
+    if wire == WIRE_END_GROUP:
         raise ProofError("end-group tag without a group (field %d) at offset %d" % (field, pos))
     raise ProofError("illegal wire type %d (field %d) at offset %d" % (wire, field, pos))
 
@@ -222,28 +246,28 @@ def _decode_into(msg, data: bytes, pos: int, end: int) -> None:
         if tag < 0x80:
             pos += 1
         else:
-            tag, pos = _read_varint(data, pos, end, name + " tag")
-        field = _int32(tag >> 3)
+            tag, pos = read_varint(data, pos, end, name + " tag")
+        field = int32(tag >> 3)
         wire = tag & 7
         if field <= 0:
             raise ProofError("%s: illegal tag %d (wire type %d) at offset %d" % (name, field, wire, tag_at))
         entry = schema.get(field)
         if entry is None:
-            if wire == _WIRE_END_GROUP:
+            if wire == WIRE_END_GROUP:
                 raise ProofError("%s: end-group tag without a group at offset %d" % (name, tag_at))
-            pos = _skip_field(data, pos, end, wire, field)
+            pos = skip_field(data, pos, end, wire, field)
             continue
         attr, kind, arg = entry
         if kind == _INT32_REPEATED:
             values = getattr(msg, attr)
-            if wire == _WIRE_VARINT:
-                value, pos = _read_varint(data, pos, end, "%s.%s" % (name, attr))
-                values.append(_int32(value))
-            elif wire == _WIRE_BYTES:
-                start, stop = _read_length(data, pos, end, "%s.%s" % (name, attr))
+            if wire == WIRE_VARINT:
+                value, pos = read_varint(data, pos, end, "%s.%s" % (name, attr))
+                values.append(int32(value))
+            elif wire == WIRE_BYTES:
+                start, stop = read_length(data, pos, end, "%s.%s" % (name, attr))
                 while start < stop:
-                    value, start = _read_varint(data, start, stop, "packed %s.%s" % (name, attr))
-                    values.append(_int32(value))
+                    value, start = read_varint(data, start, stop, "packed %s.%s" % (name, attr))
+                    values.append(int32(value))
                 pos = stop
             else:
                 raise ProofError("%s: wrong wire type %s for field %s at offset %d"
@@ -255,19 +279,19 @@ def _decode_into(msg, data: bytes, pos: int, end: int) -> None:
             raise ProofError("%s: wrong wire type %s for field %s at offset %d"
                              % (name, _WIRE_NAMES[wire], attr, tag_at))
         if kind == _BYTES:
-            start, pos = _read_length(data, pos, end, "%s.%s" % (name, attr))
+            start, pos = read_length(data, pos, end, "%s.%s" % (name, attr))
             object.__setattr__(msg, attr, data[start:pos])
         elif kind == _ENUM:
-            value, pos = _read_varint(data, pos, end, "%s.%s" % (name, attr))
-            object.__setattr__(msg, attr, _enum_value(arg, _int32(value)))
+            value, pos = read_varint(data, pos, end, "%s.%s" % (name, attr))
+            object.__setattr__(msg, attr, _enum_value(arg, int32(value)))
         elif kind == _INT32:
-            value, pos = _read_varint(data, pos, end, "%s.%s" % (name, attr))
-            object.__setattr__(msg, attr, _int32(value))
+            value, pos = read_varint(data, pos, end, "%s.%s" % (name, attr))
+            object.__setattr__(msg, attr, int32(value))
         elif kind == _BOOL:
-            value, pos = _read_varint(data, pos, end, "%s.%s" % (name, attr))
+            value, pos = read_varint(data, pos, end, "%s.%s" % (name, attr))
             object.__setattr__(msg, attr, value != 0)
         elif kind == _MSG:
-            start, pos = _read_length(data, pos, end, "%s.%s" % (name, attr))
+            start, pos = read_length(data, pos, end, "%s.%s" % (name, attr))
             sub = getattr(msg, attr)
             if sub is None:
                 sub = arg.__new__(arg)
@@ -276,7 +300,7 @@ def _decode_into(msg, data: bytes, pos: int, end: int) -> None:
             _decode_into(sub, data, start, pos)
         elif kind == _MSG_REPEATED:
             sub_cls, limit = arg
-            start, pos = _read_length(data, pos, end, "%s.%s" % (name, attr))
+            start, pos = read_length(data, pos, end, "%s.%s" % (name, attr))
             values = getattr(msg, attr)
             if len(values) >= limit:
                 raise ProofError("%s.%s has more than %d entries" % (name, attr, limit))
@@ -285,7 +309,7 @@ def _decode_into(msg, data: bytes, pos: int, end: int) -> None:
             _decode_into(sub, data, start, pos)
             values.append(sub)
         else:  # _ONEOF: gogoproto replaces the case with a freshly decoded message
-            start, pos = _read_length(data, pos, end, "%s.%s" % (name, attr))
+            start, pos = read_length(data, pos, end, "%s.%s" % (name, attr))
             sub = arg.__new__(arg)
             sub._clear()
             _decode_into(sub, data, start, pos)
@@ -296,7 +320,7 @@ def _decode_into(msg, data: bytes, pos: int, end: int) -> None:
 
 # ------------------------------------------------------------------------------------------- wire encoding
 
-def _varint(value: int) -> bytes:
+def encode_varint(value: int) -> bytes:
     # Negative int32 / enum values: sign-extended to 10 bytes, as Go writes them.
     return uvarint(value & 0xFFFFFFFFFFFFFFFF)
 
@@ -308,13 +332,13 @@ def _length_field(tag: bytes, value: bytes, out: list) -> None:
     """Append a length-delimited field (tag, length, value) to out, a list of parts."""
     n = len(value)
     out.append(tag)
-    out.append(_SMALL_VARINTS[n] if n < 128 else _varint(n))
+    out.append(_SMALL_VARINTS[n] if n < 128 else encode_varint(n))
     out.append(value)
 
 
 def _varint_field(tag: bytes, value: int, out: list) -> None:
     out.append(tag)
-    out.append(_SMALL_VARINTS[value] if 0 <= value < 128 else _varint(value))
+    out.append(_SMALL_VARINTS[value] if 0 <= value < 128 else encode_varint(value))
 
 
 def _encode(msg, out: bytearray) -> None:
@@ -322,34 +346,34 @@ def _encode(msg, out: bytearray) -> None:
         value = getattr(msg, attr)
         if kind == _BYTES:
             if value:
-                out += _varint(field << 3 | 2)
-                out += _varint(len(value))
+                out += encode_varint(field << 3 | 2)
+                out += encode_varint(len(value))
                 out += value
         elif kind in (_ENUM, _INT32):
             if value:
-                out += _varint(field << 3)
-                out += _varint(int(value))
+                out += encode_varint(field << 3)
+                out += encode_varint(int(value))
         elif kind == _BOOL:
             if value:
-                out += _varint(field << 3)
+                out += encode_varint(field << 3)
                 out.append(1)
         elif kind in (_MSG, _ONEOF):
             if value is not None:
                 sub = value.to_bytes()
-                out += _varint(field << 3 | 2)
-                out += _varint(len(sub))
+                out += encode_varint(field << 3 | 2)
+                out += encode_varint(len(sub))
                 out += sub
         elif kind == _MSG_REPEATED:
             for item in value:
                 sub = item.to_bytes()
-                out += _varint(field << 3 | 2)
-                out += _varint(len(sub))
+                out += encode_varint(field << 3 | 2)
+                out += encode_varint(len(sub))
                 out += sub
         else:  # _INT32_REPEATED, packed
             if value:
-                packed = b"".join(_varint(v) for v in value)
-                out += _varint(field << 3 | 2)
-                out += _varint(len(packed))
+                packed = b"".join(encode_varint(v) for v in value)
+                out += encode_varint(field << 3 | 2)
+                out += encode_varint(len(packed))
                 out += packed
 
 
@@ -622,12 +646,10 @@ class LeafOp(_Message):
 
     def apply(self, key, value) -> bytes:
         """The leaf hash of key and value (Go ``LeafOp.Apply``); ProofError on an empty key or value."""
-        from mpt.ics23.ops import apply_leaf
-        return apply_leaf(self, _as_bytes(key, "key"), _as_bytes(value, "value"))
+        return _ops().apply_leaf(self, _as_bytes(key, "key"), _as_bytes(value, "value"))
 
     def check_against_spec(self, spec) -> None:
-        from mpt.ics23.ops import check_leaf_against_spec
-        check_leaf_against_spec(self, spec)
+        _ops().check_leaf_against_spec(self, spec)
 
 
 class InnerOp(_Message):
@@ -653,12 +675,10 @@ class InnerOp(_Message):
 
     def apply(self, child) -> bytes:
         """The parent hash of child (Go ``InnerOp.Apply``); ProofError on an empty child."""
-        from mpt.ics23.ops import apply_inner
-        return apply_inner(self, _as_bytes(child, "child"))
+        return _ops().apply_inner(self, _as_bytes(child, "child"))
 
     def check_against_spec(self, spec, layer: int) -> None:
-        from mpt.ics23.ops import check_inner_against_spec
-        check_inner_against_spec(self, spec, _as_int(layer, "layer"))
+        _ops().check_inner_against_spec(self, spec, _as_int(layer, "layer"))
 
 
 class ExistenceProof(_Message):
@@ -690,17 +710,14 @@ class ExistenceProof(_Message):
 
     def calculate_root(self) -> bytes:
         """The root this proof leads to (Go ``ExistenceProof.Calculate``), checked against no spec."""
-        from mpt.ics23.ops import calculate_existence_root
-        return calculate_existence_root(self, None)
+        return _ops().calculate_existence_root(self, None)
 
     def check_against_spec(self, spec) -> None:
         """ProofError unless the leaf and every inner op have the form spec demands (Go ``CheckAgainstSpec``)."""
-        from mpt.ics23.ops import check_existence_against_spec
-        check_existence_against_spec(self, spec)
+        _ops().check_existence_against_spec(self, spec)
 
     def verify(self, spec, root, key, value) -> bool:
-        from mpt.ics23.ops import verify_existence
-        return verify_existence(self, spec, _as_bytes(root, "root"), _as_bytes(key, "key"),
+        return _ops().verify_existence(self, spec, _as_bytes(root, "root"), _as_bytes(key, "key"),
                                 _as_bytes(value, "value"))
 
 
@@ -716,12 +733,10 @@ class NonExistenceProof(_Message):
         self.right = _check_message(right, ExistenceProof, "right")
 
     def calculate_root(self) -> bytes:
-        from mpt.ics23.ops import calculate_nonexistence_root
-        return calculate_nonexistence_root(self)
+        return _ops().calculate_nonexistence_root(self)
 
     def verify(self, spec, root, key) -> bool:
-        from mpt.ics23.ops import verify_nonexistence
-        return verify_nonexistence(self, spec, _as_bytes(root, "root"), _as_bytes(key, "key"))
+        return _ops().verify_nonexistence(self, spec, _as_bytes(root, "root"), _as_bytes(key, "key"))
 
 
 class _OneOf(_Message):
@@ -837,14 +852,9 @@ class CommitmentProof(_OneOf):
         raw = message_bytes(data)
         if cls is CommitmentProof:
             # Go-made (canonical) existence and non-existence proofs: read by the compiled wire reader.
-            try:
-                from mpt.ics23.wire import decode_commitment
-            except ImportError:
-                pass
-            else:
-                decoded = decode_commitment(raw)
-                if decoded is not None:
-                    return decoded
+            decoded = _ops().decode_commitment_fast(raw)
+            if decoded is not None:
+                return decoded
         return super().from_bytes(raw)
 
     @classmethod
@@ -854,12 +864,10 @@ class CommitmentProof(_OneOf):
 
     def decompressed(self) -> "CommitmentProof":
         """This proof with a compressed batch expanded into a plain batch (Go ``Decompress``); else itself."""
-        from mpt.ics23.ops import decompress
-        return decompress(self)
+        return _ops().decompress(self)
 
     def calculate_root(self) -> bytes:
-        from mpt.ics23.ops import calculate_commitment_root
-        return calculate_commitment_root(self)
+        return _ops().calculate_commitment_root(self)
 
 
 class InnerSpec(_Message):
@@ -896,8 +904,11 @@ class InnerSpec(_Message):
 class ProofSpec(_Message):
     """What a verifier demands of a tree's proofs (the leaf format, the inner-node shape, depth limits)."""
 
+    # compiled_form: what the compiled verifier (mpt.ics23.wire) made of this spec, kept on a read-only spec
+    # (keep_compiled_form) and cleared by any change; None before. A slot, read on every verification.
     __slots__ = ("leaf_spec", "inner_spec", "max_depth", "min_depth", "prehash_key_before_comparison", "_frozen",
-                 "_compiled")
+                 "compiled_form")
+    compiled_form: Any
     _SCHEMA = {1: ("leaf_spec", _MSG, LeafOp), 2: ("inner_spec", _MSG, InnerSpec), 3: ("max_depth", _INT32, None),
                4: ("min_depth", _INT32, None), 5: ("prehash_key_before_comparison", _BOOL, None)}
 
@@ -916,20 +927,46 @@ class ProofSpec(_Message):
     def _clear(self) -> None:
         super()._clear()
         object.__setattr__(self, "_frozen", False)
-        object.__setattr__(self, "_compiled", None)
+        object.__setattr__(self, "compiled_form", None)
 
     def __setattr__(self, name, value) -> None:
         if getattr(self, "_frozen", False):
             raise AttributeError("%s is read-only (a shared spec constant); build a new ProofSpec" % name)
         object.__setattr__(self, name, value)
         # A changed spec must not keep the compiled form of its old value.
-        object.__setattr__(self, "_compiled", None)
+        object.__setattr__(self, "compiled_form", None)
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this is a shared constant (IAVL_SPEC, ...: see frozen()), which refuses changes."""
+        return self._frozen
+
+    def keep_compiled_form(self, form) -> None:
+        """Keep the compiled verifier's form of this spec, if the spec is read-only (a changeable one is compiled
+        again at every use: any change would make the kept form stale)."""
+        if self._frozen:
+            object.__setattr__(self, "compiled_form", form)
 
     def spec_equals(self, other: "ProofSpec") -> bool:
         """Go ``SpecEquals``: the hash ops, length op, prefix lengths, child size and number of children agree
         (prefixes and depths are not compared)."""
-        from mpt.ics23.ops import spec_equals
-        return spec_equals(self, other)
+        a, b = self, other
+        if (a.leaf_spec is None) != (b.leaf_spec is None):
+            return False
+        if a.leaf_spec is not None:
+            la, lb = a.leaf_spec, b.leaf_spec
+            if not (la.hash == lb.hash and la.prehash_key == lb.prehash_key and la.prehash_value == lb.prehash_value
+                    and la.length == lb.length):
+                return False
+        if (a.inner_spec is None) != (b.inner_spec is None):
+            return False
+        if a.inner_spec is not None:
+            ia, ib = a.inner_spec, b.inner_spec
+            if not (ia.hash == ib.hash and ia.min_prefix_length == ib.min_prefix_length
+                    and ia.max_prefix_length == ib.max_prefix_length and ia.child_size == ib.child_size
+                    and len(ia.child_order) == len(ib.child_order)):
+                return False
+        return True
 
 
 # ------------------------------------------------------------------------------------- frozen spec constants

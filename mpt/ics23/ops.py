@@ -1,4 +1,9 @@
-"""ICS23 semantics on the message objects: hashing, leaf and inner ops, spec checks, membership and non-membership.
+"""The ICS23 verifier: hashing, leaf and inner ops, spec checks, membership and non-membership.
+
+The entry points (mpt.ics23.verify: ``verify_membership``, ``verify_non_membership``, ``calculate_root``) try the
+compiled wire reader first (mpt.ics23.wire: a proof it proves from the wire bytes is accepted there) and leave
+everything else to this module, which decides on the message objects, with the error text of that one decode.
+The messages get their Go methods from here (register_verifier below).
 
 Mirrors cosmos/ics23's Go (``ops.go``, ``proof.go``, ``ics23.go``, ``compress.go``; v0.11 with the
 ``MaxPrefixLength < MinPrefixLength + ChildSize`` guard and the Tendermint inner-prefix check of its main line):
@@ -7,16 +12,20 @@ panics (neighbour checks on paths that never diverge, a child that no padding fi
 a branch missing from child_order) we raise ProofError instead.
 """
 import hashlib
+import sys
 from typing import List, Optional
 
-from mpt._keccak import keccak256
-from mpt._sha256 import sha256
-from mpt._varint import uvarint
+from mpt.core._keccak import keccak256
+from mpt.core._sha256 import sha256
+from mpt.core.uvarint import uvarint
 from mpt.errors import ProofError
+from mpt.core.bytes_like import bytes_arg
 from mpt.ics23.messages import (
     BatchEntry, BatchProof, CommitmentProof, CompressedExistenceProof, ExistenceProof, HashOp, InnerOp, InnerSpec,
-    LeafOp, LengthOp, NonExistenceProof, ProofSpec, commitment_bytes, frozen,
+    LeafOp, LengthOp, NonExistenceProof, ProofSpec, commitment_bytes, register_verifier,
 )
+from mpt.ics23.specs import IAVL_SPEC, SMT_SPEC, TENDERMINT_SPEC  # noqa: F401 - importable from here as before
+from mpt.ics23.wire import decode_commitment
 
 # Go's ExistenceProof.CheckAgainstSpec reads max_depth 0 as this.
 DEFAULT_MAX_DEPTH = 128
@@ -78,7 +87,7 @@ def do_hash(hash_op, data) -> bytes:
             raise TypeError("hash_op must be a HashOp or int, not %s" % type(hash_op).__name__)
         raise ProofError("unsupported hashop: %d" % int(hash_op))
     if type(data) is not bytes:
-        data = _arg_bytes(data, "data")
+        data = bytes_arg(data, "data")
     return fn(data)
 
 
@@ -145,23 +154,8 @@ def apply_inner(op: InnerOp, child: bytes) -> bytes:
 # ------------------------------------------------------------------------------------------- spec checks
 
 def spec_equals(a: ProofSpec, b: ProofSpec) -> bool:
-    """Go ``ProofSpec.SpecEquals``."""
-    if (a.leaf_spec is None) != (b.leaf_spec is None):
-        return False
-    if a.leaf_spec is not None:
-        la, lb = a.leaf_spec, b.leaf_spec
-        if not (la.hash == lb.hash and la.prehash_key == lb.prehash_key and la.prehash_value == lb.prehash_value
-                and la.length == lb.length):
-            return False
-    if (a.inner_spec is None) != (b.inner_spec is None):
-        return False
-    if a.inner_spec is not None:
-        ia, ib = a.inner_spec, b.inner_spec
-        if not (ia.hash == ib.hash and ia.min_prefix_length == ib.min_prefix_length
-                and ia.max_prefix_length == ib.max_prefix_length and ia.child_size == ib.child_size
-                and len(ia.child_order) == len(ib.child_order)):
-            return False
-    return True
+    """Go ``ProofSpec.SpecEquals`` (the comparison is the spec's own: ``ProofSpec.spec_equals``)."""
+    return a.spec_equals(b)
 
 
 def _read_go_varint(data: bytes, pos: int):
@@ -289,6 +283,7 @@ def check_existence_against_spec(proof: ExistenceProof, spec: Optional[ProofSpec
         check_leaf_against_spec(leaf, spec)
     except ProofError as exc:
         raise ProofError("leaf, %s" % exc) from None
+    assert spec is not None         # refused by check_leaf_against_spec
     depth = len(proof.path)
     if spec.min_depth > 0 and depth < spec.min_depth:
         raise ProofError("innerOps depth too short: %d" % depth)
@@ -575,54 +570,13 @@ def nonexistence_proof_for_key(spec: ProofSpec, proof: CommitmentProof, key: byt
     return None
 
 
-# ------------------------------------------------------------------------------------------------- specs
-
-IAVL_SPEC = frozen(ProofSpec(
-    leaf_spec=LeafOp(prefix=b"\x00", prehash_key=HashOp.NO_HASH, hash=HashOp.SHA256, prehash_value=HashOp.SHA256,
-                     length=LengthOp.VAR_PROTO),
-    inner_spec=InnerSpec(child_order=[0, 1], min_prefix_length=4, max_prefix_length=12, child_size=33,
-                         empty_child=b"", hash=HashOp.SHA256),
-))
-
-TENDERMINT_SPEC = frozen(ProofSpec(
-    leaf_spec=LeafOp(prefix=b"\x00", prehash_key=HashOp.NO_HASH, hash=HashOp.SHA256, prehash_value=HashOp.SHA256,
-                     length=LengthOp.VAR_PROTO),
-    inner_spec=InnerSpec(child_order=[0, 1], min_prefix_length=1, max_prefix_length=1, child_size=32,
-                         hash=HashOp.SHA256),
-))
-
-SMT_SPEC = frozen(ProofSpec(
-    leaf_spec=LeafOp(hash=HashOp.SHA256, prehash_key=HashOp.SHA256, prehash_value=HashOp.SHA256,
-                     length=LengthOp.NO_PREFIX, prefix=b"\x00"),
-    inner_spec=InnerSpec(child_order=[0, 1], child_size=32, min_prefix_length=1, max_prefix_length=1,
-                         empty_child=bytes(32), hash=HashOp.SHA256),
-    max_depth=256,
-    prehash_key_before_comparison=True,
-))
-
-
 # ---------------------------------------------------------------------------------------------- the API
-# verify_membership / verify_non_membership are mpt.ics23.wire's (which come back here for anything but a proof
-# it proves from the wire bytes); these are the object verifiers behind them.
+# The object verifiers behind the entry points of mpt.ics23.verify, which try the wire reader first.
 
 def _check_spec(spec) -> ProofSpec:
     if not isinstance(spec, ProofSpec):
         raise TypeError("spec must be a ProofSpec (IAVL_SPEC, TENDERMINT_SPEC, ...), not %s" % type(spec).__name__)
     return spec
-
-
-def _arg_bytes(value, name: str) -> bytes:
-    """value as bytes under the package's one bytes-like policy (mpt/bytes_like.pxd, here for the pure-Python
-    verifier): any C-contiguous buffer is copied; anything else is a TypeError naming the argument."""
-    if type(value) is bytes:
-        return value
-    try:
-        view = memoryview(value)
-    except TypeError:
-        raise TypeError("%s must be a bytes-like object, not %s" % (name, type(value).__name__)) from None
-    if not view.c_contiguous:
-        raise TypeError("%s must be a bytes-like object, not %s (not C-contiguous)" % (name, type(value).__name__))
-    return view.tobytes()
 
 
 def _commitment(proof) -> CommitmentProof:
@@ -638,9 +592,9 @@ def _commitment(proof) -> CommitmentProof:
 def verify_membership_objects(spec, root, proof, key, value) -> bool:
     """verify_membership on the decoded messages (any proof form)."""
     _check_spec(spec)
-    root = _arg_bytes(root, "root")
-    key = _arg_bytes(key, "key")
-    value = _arg_bytes(value, "value")
+    root = bytes_arg(root, "root")
+    key = bytes_arg(key, "key")
+    value = bytes_arg(value, "value")
     cp = decompress(_commitment(proof))
     ep = existence_proof_for_key(cp, key)
     if ep is None:
@@ -651,10 +605,19 @@ def verify_membership_objects(spec, root, proof, key, value) -> bool:
 def verify_non_membership_objects(spec, root, proof, key) -> bool:
     """verify_non_membership on the decoded messages (any proof form)."""
     _check_spec(spec)
-    root = _arg_bytes(root, "root")
-    key = _arg_bytes(key, "key")
+    root = bytes_arg(root, "root")
+    key = bytes_arg(key, "key")
     cp = decompress(_commitment(proof))
     np = nonexistence_proof_for_key(spec, cp, key)
     if np is None:
         raise ProofError("proof holds no non-existence proof whose neighbours enclose key %s" % key.hex())
     return verify_nonexistence(np, spec, root, key)
+
+
+def decode_commitment_fast(data: bytes) -> Optional[CommitmentProof]:
+    """CommitmentProof.from_bytes's fast path: the compiled reader's decode of a canonical existence or
+    non-existence proof, None for anything else (the schema decoder's job)."""
+    return decode_commitment(data)
+
+
+register_verifier(sys.modules[__name__])

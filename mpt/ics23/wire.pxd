@@ -58,3 +58,9 @@ cdef class CompiledSpec:
 
     @staticmethod
     cdef CompiledSpec new(spec)
+
+
+# The fast path of mpt.ics23.verify's entry points: True when proof (CommitmentProof bytes) proves the claim
+# under root; False means "not decided here". root, key, value: bytes-like (TypeError naming the argument).
+cdef bint fast_membership(spec, root, bytes proof, key, value) except -1
+cdef bint fast_non_membership(spec, root, bytes proof, key) except -1

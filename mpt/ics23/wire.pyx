@@ -4,34 +4,32 @@
 The wire verifier only ever answers "proven". It reads the canonical form Go's Marshal writes (each field
 once, in field-number order, no unknown fields, one-byte tags, enum values below 2**31) into C structs pointing
 into the input, applies every check of cosmos/ics23's ``VerifyMembership`` / ``VerifyNonMembership`` and hashes
-from the input bytes. Anything else (another encoding, a batch, a spec it cannot run, a check that fails) goes to
-the object verifier in mpt.ics23.ops, which decides with the same rules and raises ProofError saying why. So a
-refusal costs a full decode, and acceptance is the object verifier's: tests/test_ics23_wire.py checks that the
-two agree on real, random and tampered proofs (and scripts/asan.sh runs them under ASan and UBSan).
+from the input bytes. It is the fast path of the verifier's entry points (mpt.ics23.verify: verify_membership,
+verify_non_membership, calculate_root; and CommitmentProof.from_bytes through decode_commitment): anything it does
+not prove (another encoding, a batch, a spec it cannot run, a check that fails) is answered "not here", and the
+object verifier decides with the same rules and raises ProofError saying why. tests/test_ics23_wire.py checks
+that the two agree on real, random and tampered proofs (and scripts/asan.sh runs them under ASan and UBSan).
+Imports run one way: this module reads the messages and specs below it and knows nothing of the verifier.
 """
 cimport cython
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 
-from mpt.bytes_like cimport as_bytes
-from mpt._sha256.sha256 cimport (
+from mpt.core.bytes_like cimport as_bytes
+
+from mpt.core._sha256.sha256 cimport (
     mpt_sha256, mpt_sha256_ctx, mpt_sha256_final, mpt_sha256_init, mpt_sha256_many, mpt_sha256_update,
     share_sha256_backend,
 )
 
-from mpt.ics23 import ops as _ops
 from mpt.ics23.messages import ProofSpec as _ProofSpec
+from mpt.ics23.messages import ENUM_MEMBERS as _ENUM_MEMBERS
 from mpt.ics23.messages import CommitmentProof, ExistenceProof, HashOp, InnerOp, LeafOp, LengthOp, NonExistenceProof
-from mpt.ics23.messages import _ENUM_MEMBERS
-from mpt.ics23.messages import _varint as _encode_varint
-from mpt.ics23.messages import commitment_bytes as _commitment_bytes
+from mpt.ics23.specs import IAVL_SPEC, TENDERMINT_SPEC
 
 cdef dict _HASH_OPS = _ENUM_MEMBERS[HashOp]
 cdef dict _LENGTH_OPS = _ENUM_MEMBERS[LengthOp]
-
-# Proof objects go straight to the object verifier; anything else is read as wire bytes.
-cdef tuple _MESSAGES = (CommitmentProof, ExistenceProof, NonExistenceProof)
 
 share_sha256_backend()
 
@@ -69,8 +67,8 @@ cdef class CompiledSpec:
         inner = spec.inner_spec
         if leaf is None or inner is None:
             return c
-        c.is_iavl = _ops.spec_equals(spec, _ops.IAVL_SPEC)
-        c.is_tendermint = _ops.spec_equals(spec, _ops.TENDERMINT_SPEC)
+        c.is_iavl = spec.spec_equals(IAVL_SPEC)
+        c.is_tendermint = spec.spec_equals(TENDERMINT_SPEC)
         try:
             c.leaf_hash = leaf.hash
             c.leaf_prehash_key = leaf.prehash_key
@@ -110,12 +108,11 @@ cdef CompiledSpec _compiled(spec):
     cdef CompiledSpec c
     if type(spec) is not _ProofSpec:
         return None
-    cached = spec._compiled
+    cached = spec.compiled_form
     if cached is not None:
         return <CompiledSpec>cached
     c = CompiledSpec.new(spec)
-    if spec._frozen:
-        object.__setattr__(spec, "_compiled", c)
+    spec.keep_compiled_form(c)
     return c
 
 
@@ -704,121 +701,53 @@ cdef bint _non_membership(CompiledSpec s, bytes root, bytes proof, bytes key):
     return _is_left_neighbor(s, &left, &right)
 
 
-cdef object _wire_form(proof):
-    """proof (bytes or one of our messages) as CommitmentProof wire bytes, so that the wire verifier decides a
-    proof built in Python too (encoding a 10-op proof costs less than the object verifier's checks); None for a
-    message that cannot be encoded (its fields changed to wrong types), which the object verifier then reports."""
-    if type(proof) is bytes:
-        return proof
-    if isinstance(proof, CommitmentProof) and proof.exist is None and proof.nonexist is None:
-        return None         # a batch: the wire verifier reads single proofs only
-    try:
-        raw = proof.to_bytes()
-    except (TypeError, AttributeError, ValueError):
-        return None
-    if isinstance(proof, ExistenceProof):
-        return b"\x0a" + _encode_varint(len(raw)) + raw
-    if isinstance(proof, NonExistenceProof):
-        return b"\x12" + _encode_varint(len(raw)) + raw
-    return raw
-
-
-cdef inline object _proof_arg(proof):
-    """proof as bytes or one of our messages: any other bytes-like object, or a protobuf message with
-    SerializeToString(), becomes its bytes (TypeError naming proof for anything else)."""
-    if type(proof) is not bytes and not isinstance(proof, _MESSAGES):
-        return _commitment_bytes(proof, "proof")
-    return proof
-
-
-cdef bint _wire_proves(spec, root, proof, key, value, bint membership) except -1:
-    """The wire verifier's verdict for verify_membership (value: the value) or verify_non_membership (value
-    unused): True when proven; False leaves the answer to the object verifier. Bad root, key or value types
-    raise TypeError naming the argument here."""
-    cdef CompiledSpec s
-    data = _wire_form(proof)
-    if data is None:
-        return False
-    root = as_bytes(root, "root")
-    key = as_bytes(key, "key")
-    if membership:
-        value = as_bytes(value, "value")
-    s = _compiled(spec)
-    if s is None or not s.supported:
-        return False
-    if membership:
-        return _membership(s, <bytes>root, <bytes>data, <bytes>key, <bytes>value)
-    return _non_membership(s, <bytes>root, <bytes>data, <bytes>key)
-
-
-def verify_membership(spec, root, proof, key, value):
-    """True if proof proves key -> value under root in a tree of spec's form; ProofError saying why otherwise.
-
-    spec: a ProofSpec (IAVL_SPEC, TENDERMINT_SPEC, SMT_SPEC or your own); root, key, value: bytes-like; proof: a
-    CommitmentProof, its protobuf bytes (any bytes-like object), or a protobuf message with SerializeToString().
-    Same acceptance as cosmos/ics23's Go VerifyMembership; batch and compressed proofs are searched for key.
-    """
-    proof = _proof_arg(proof)
-    if _wire_proves(spec, root, proof, key, value, True):
-        return True
-    return _ops.verify_membership_objects(spec, root, proof, key, value)
-
-
-def verify_non_membership(spec, root, proof, key):
-    """True if proof proves that key is absent under root in a tree of spec's form; ProofError saying why
-    otherwise (same acceptance as cosmos/ics23's Go VerifyNonMembership). Arguments as verify_membership's."""
-    proof = _proof_arg(proof)
-    if _wire_proves(spec, root, proof, key, None, False):
-        return True
-    return _ops.verify_non_membership_objects(spec, root, proof, key)
-
-
-def wire_verdict_membership(spec, bytes root not None, bytes proof not None, bytes key not None,
-                            bytes value not None):
-    """The wire verifier's own answer (True: proven; False: left to the object verifier). For tests."""
+cdef bint fast_membership(spec, root, bytes proof, key, value) except -1:
+    cdef bytes r = as_bytes(root, "root"), k = as_bytes(key, "key"), v = as_bytes(value, "value")
     cdef CompiledSpec s = _compiled(spec)
-    return s is not None and s.supported and _membership(s, root, proof, key, value)
+    return s is not None and s.supported and _membership(s, r, proof, k, v)
 
 
-def wire_verdict_non_membership(spec, bytes root not None, bytes proof not None, bytes key not None):
-    """The wire verifier's own answer for a non-membership proof. For tests."""
+cdef bint fast_non_membership(spec, root, bytes proof, key) except -1:
+    cdef bytes r = as_bytes(root, "root"), k = as_bytes(key, "key")
     cdef CompiledSpec s = _compiled(spec)
-    return s is not None and s.supported and _non_membership(s, root, proof, key)
+    return s is not None and s.supported and _non_membership(s, r, proof, k)
 
 
+def proves_membership(spec, root, bytes proof not None, key, value):
+    """The fast path of mpt.ics23.verify_membership on wire bytes: True when proof (CommitmentProof bytes)
+    proves key -> value under root in a tree of spec's form; False means "not decided here" (the object verifier
+    then decides, and explains a refusal). root, key and value: bytes-like (TypeError naming the argument)."""
+    return fast_membership(spec, root, proof, key, value)
 
-def calculate_root(proof):
-    """The root a proof leads to (Go CommitmentProof.Calculate: the first existence proof inside; of a
-    non-existence proof its left side, else its right), checked against no spec. proof: a CommitmentProof, an
-    ExistenceProof or NonExistenceProof, or protobuf bytes (read in place when canonical and SHA-256)."""
+
+def proves_non_membership(spec, root, bytes proof not None, key):
+    """The fast path of mpt.ics23.verify_non_membership: True when proof proves key absent under root; False
+    means "not decided here". root and key: bytes-like."""
+    return fast_non_membership(spec, root, proof, key)
+
+
+def calculate_root_fast(bytes proof not None):
+    """The fast path of mpt.ics23.verify.calculate_root: the root proof (CommitmentProof bytes) leads to when it is a
+    canonical SHA-256 existence or non-existence proof (Go CommitmentProof.Calculate: the existence proof; of a
+    non-existence proof its left side, else its right); None when not decided here."""
     cdef WireExist e, right
     cdef Slice body
     cdef unsigned char h[HASH_LEN]
-    cdef const uint8_t* d
-    cdef Py_ssize_t n
+    cdef const uint8_t* d = <const uint8_t*>PyBytes_AS_STRING(proof)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(proof)
     cdef bint found = False, has_left, has_right
     cdef Slice nkey
-    proof = _proof_arg(proof)
-    if type(proof) is bytes:
-        d = <const uint8_t*>PyBytes_AS_STRING(proof)
-        n = PyBytes_GET_SIZE(proof)
-        if _parse_commitment(d, n, 0x0A, &body):
-            found = _parse_exist(body.p, 0, body.n, &e)
-            if found and _calculate(&e, h):
-                return (<char*>h)[:HASH_LEN]
-        elif _parse_commitment(d, n, 0x12, &body) and _parse_nonexist(body, &e, &has_left, &right, &has_right, &nkey):
-            # Go: the left side if there is one, else the right.
-            if has_left and _calculate(&e, h):
-                return (<char*>h)[:HASH_LEN]
-            if not has_left and has_right and _calculate(&right, h):
-                return (<char*>h)[:HASH_LEN]
-    if isinstance(proof, ExistenceProof):
-        return proof.calculate_root()
-    if isinstance(proof, NonExistenceProof):
-        return proof.calculate_root()
-    if isinstance(proof, CommitmentProof):
-        return proof.calculate_root()
-    return CommitmentProof.from_bytes(proof).calculate_root()
+    if _parse_commitment(d, n, 0x0A, &body):
+        found = _parse_exist(body.p, 0, body.n, &e)
+        if found and _calculate(&e, h):
+            return (<char*>h)[:HASH_LEN]
+    elif _parse_commitment(d, n, 0x12, &body) and _parse_nonexist(body, &e, &has_left, &right, &has_right, &nkey):
+        # Go: the left side if there is one, else the right.
+        if has_left and _calculate(&e, h):
+            return (<char*>h)[:HASH_LEN]
+        if not has_left and has_right and _calculate(&right, h):
+            return (<char*>h)[:HASH_LEN]
+    return None
 
 
 # ------------------------------------------------------------------------------------- fast decoding

@@ -65,7 +65,10 @@ def _build_root_dask(label: str, n: int) -> Case:
         return bag, client
 
     def op(state):
-        from mpt.dask import build_root_dask
+        try:
+            from mpt.ethereum.dask import build_root_dask
+        except ImportError:         # a commit before the package layout (asv history)
+            from mpt.dask import build_root_dask
 
         bag, client = state
         return build_root_dask(bag, client=client)

@@ -61,7 +61,10 @@ def _merkle_alternatives(variant: str) -> Case:
 
     if variant == "recursive":
         def op(leaves):
-            from mpt.merkle import _root_recursive
+            try:
+                from mpt.merkle.tree import _root_recursive
+            except ImportError:         # a commit before the package layout (asv history)
+                from mpt.merkle import _root_recursive
 
             return _root_recursive(leaves)
     else:

@@ -17,14 +17,14 @@ from libc.stdint cimport uint8_t, uint64_t
 from libc.string cimport memcmp, memcpy, memmove, memset
 
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
-from mpt._keccak.keccak cimport (MPT_KECCAK_BACKENDS, mpt_keccak256, mpt_keccak256_many, mpt_keccak_backend_name,
+from mpt.core._keccak.keccak cimport (MPT_KECCAK_BACKENDS, mpt_keccak256, mpt_keccak256_many, mpt_keccak_backend_name,
                                  mpt_keccak_best_backend)
-from mpt.rlp cimport put_header, uint_byte_length
+from mpt.core.rlp cimport put_header, uint_byte_length
 
 import gc
 
 import mpt
-import mpt.runtime
+import mpt.core.runtime
 
 cdef object _Trie = mpt.Trie
 cdef bytes EMPTY_ROOT = bytes(mpt.EMPTY_ROOT)
@@ -553,8 +553,8 @@ cdef inline Py_ssize_t _encoding_bound(const SmallNode *node, const SmallPair *p
 
 
 cdef int _keccak_backend() except -1:
-    """The backend mpt's batched hasher uses (mpt.runtime; the user may have chosen one)."""
-    name = mpt.runtime.keccak_backend().encode()
+    """The backend mpt's batched hasher uses (mpt.core.runtime; the user may have chosen one)."""
+    name = mpt.core.runtime.keccak_backend().encode()
     cdef int b
     for b in range(MPT_KECCAK_BACKENDS):
         if mpt_keccak_backend_name(b) == name:

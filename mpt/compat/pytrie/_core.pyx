@@ -19,14 +19,14 @@ from cpython.ref cimport Py_INCREF, PyObject
 from libc.stdint cimport uint8_t
 from libc.string cimport memcpy
 
-from mpt._keccak.keccak cimport mpt_keccak256, mpt_keccak256_many
-from mpt.runtime cimport keccak_backend_number
-from mpt.rlp cimport header_size, put_header, string_size
+from mpt.core._keccak.keccak cimport mpt_keccak256, mpt_keccak256_many
+from mpt.core.runtime cimport keccak_backend_number
+from mpt.core.rlp cimport header_size, put_header, string_size
 
 from collections import defaultdict
 
-from mpt.rlp import decode as _rlp_decode
-from mpt.rlp import encode as _rlp_encode
+from mpt.core.rlp import decode as _rlp_decode
+from mpt.core.rlp import encode as _rlp_encode
 from trie.utils.db import DELETED as _DELETED
 from trie.validation import validate_is_node as _validate_is_node
 from trie.exceptions import InvalidNode, MissingTraversalNode, MissingTrieNode, ValidationError

@@ -1,0 +1,27 @@
+# cython: language_level=3
+cimport cython
+from libc.stdint cimport int64_t
+
+
+@cython.final
+cdef class Proof:
+    cdef:
+        readonly int64_t total          # number of leaves of the tree
+        readonly int64_t index          # position of the proven leaf
+        readonly bytes leaf_hash        # sha256(0x00 || leaf)
+        readonly tuple aunts            # sibling hashes, leaf level first
+        bytes _aunts_joined             # the aunts back to back, for the C walk
+
+    @staticmethod
+    cdef Proof new(int64_t total, int64_t index, bytes leaf_hash, tuple aunts)
+
+
+# (root, proofs) of items: every proof, or only the one of index `only` (>= 0).
+cdef tuple proofs_of(items, Py_ssize_t only)
+
+# CometBFT's RPC JSON fields, refused with ProofError: an object (or JSON text), an int64 (decimal string),
+# base64 bytes, bare hex bytes.
+cdef object json_object(obj, str what)
+cdef object json_int64(value, str what)
+cdef bytes json_base64(value, str what)
+cdef bytes json_hex(value, str what)
