@@ -9,7 +9,8 @@ import re
 
 import pytest
 
-from mpt import SecureTrie, eth, merkle
+from mpt import SecureTrie, merkle
+from mpt.ethereum import blocks as eth
 from mpt.ethereum.eip1186 import get_proof, verify_get_proof_response
 from mpt.errors import FieldFormatError, InputFormatError, ProofError
 from mpt.ethereum.state import read_genesis_alloc, state_root

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from mpt import EMPTY_ROOT, MptError, ProofError, SecureTrie, Trie, keccak256, rlp, verify_proof, verify_range_proof
-from mpt import encoding, iterator
+from mpt.ethereum import encoding, iterator
 from mpt.ethereum.encoding import hex_to_compact
 
 
