@@ -67,6 +67,8 @@ EXTENSIONS = {
     "mpt.merkle.rpc": (),
     "mpt.merkle.multistore": (),
     # IAVL
+    # the stores' open state, which compiled readers check in C (mpt/db/state.pxd)
+    "mpt.db.state": (),
     "mpt.iavl.node": ("sha256",),
     "mpt.iavl.nodedb": (),
     "mpt.iavl.tree": ("sha256",),

@@ -97,6 +97,12 @@ class MemoryDB:
         self._head = None
         self._sorted = None         # sorted keys for iterate(), dropped by every write
 
+    @property
+    def records(self):
+        """The dict that holds the records (key -> value), for compiled code that reads and writes it in C (IAVL's
+        NodeDB): a writer that adds or deletes keys through it calls ``keys_changed()`` afterwards."""
+        return self._data
+
     def get(self, key, default=None):
         return self._data.get(key, default)
 

@@ -2,13 +2,15 @@
 mapping-style reads through ``get``, and being closed.
 
 A closed store raises :class:`~mpt.errors.StoreClosedError` from every method. Trees keep their own references
-to a store's reading methods (NodeDB binds ``get`` once, and a LevelDBStore's ``get`` is plyvel's own), so the
-store also keeps ``_open_flag``, a one-byte bytearray that ``close()`` clears: NodeDB reads it in C before each
-use, which costs nothing next to the Python attribute lookup ``store.closed`` would take on every cached read.
+to a store's reading methods (NodeDB binds the store's getter once, and a LevelDBStore's ``unchecked_get`` is
+plyvel's own), so the store's open state is a :class:`~mpt.db.state.StoreState`, ``store.state``, declared in
+``mpt/db/state.pxd``: NodeDB reads its one C field before each use, which costs nothing next to the Python
+attribute lookup ``store.closed`` would take on every cached read.
 """
 import importlib
 import os
 
+from mpt.db.state import StoreState
 from mpt.errors import MissingExtraError, StoreClosedError
 
 LMDB_FILES = ("data.mdb", "lock.mdb")
@@ -64,13 +66,17 @@ def import_backend(module, store, install):
 
 class PersistentStore:
     """Base of the persistent stores: ``store[key]`` and ``key in store`` through ``get``, ``keys()`` and
-    ``iter(store)`` through ``iterate``, and the closed state
-    (``closed``, ``_open_flag``, ``_check_open``). Subclasses set ``KIND`` (how errors name the store) and
-    ``path``, call ``_opened()`` once their backend is open and ``_closing()`` first thing in ``close()``."""
+    ``iter(store)`` through ``iterate``, and the closed state (``closed``, ``state``). Subclasses set ``KIND``
+    (how errors name the store) and ``path``, call ``_opened()`` once their backend is open and ``_closing()``
+    first thing in ``close()``."""
 
     KIND = "node"
-    closed = True
-    _open_flag = None
+    #: The open state compiled readers check (a StoreState, mpt/db/state.pxd); None before the backend opened.
+    state = None
+
+    @property
+    def closed(self):
+        return self.state is None or self.state.closed
 
     def __contains__(self, key):
         return self.get(key) is not None
@@ -90,15 +96,13 @@ class PersistentStore:
         return self.keys()
 
     def _opened(self):
-        self.closed = False
-        self._open_flag = bytearray(b"\x01")
+        self.state = StoreState("the %s store at %s" % (self.KIND, self.path))
 
     def _closing(self):
         """Mark the store closed; False if it was already (close() then does nothing)."""
         if self.closed:
             return False
-        self.closed = True
-        self._open_flag[0] = 0
+        self.state.close()
         return True
 
     def _check_open(self):

@@ -2,6 +2,7 @@
 """The IAVL node database (nodedb.pyx): Go iavl's key layout over an mpt node store."""
 from libc.stdint cimport int64_t, uint32_t
 
+from mpt.db.state cimport StoreState
 from mpt.iavl.node cimport Node
 
 
@@ -32,18 +33,17 @@ cdef class NodeDB:
         dict _fast_cache                # key -> value of the latest version (Go's fastNodeCache)
         readonly Py_ssize_t fast_cache_size
         int64_t _cache_newest           # the newest versionLastUpdatedAt among the cached fast nodes
-        bytearray _open_flag            # the store's open flag (None for a store without one): see check_open
+        StoreState _state               # a persistent store's open state (None for a store without one)
         bint _ours                      # check_ours passed: the store is empty or an IAVL tree's
         str _hidden_import              # why an unfinished import is hidden and writes refused (None: no such)
 
     cdef inline int check_open(self) except -1:
         """StoreClosedError once the store is closed: every tree and NodeDB entry that may touch the store
         calls it first, so a closed store is refused the same way whether or not a cache could answer."""
-        if self._open_flag is not None and not self._open_flag[0]:
-            self._raise_closed()
+        if self._state is not None:
+            self._state.check_open()
         return 0
 
-    cdef int _raise_closed(self) except -1
     cdef bint _holds_a_version(self) except -1
     cdef int _interrupted_import(self, bytes marker) except -1
 

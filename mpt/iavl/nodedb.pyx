@@ -62,13 +62,13 @@ from mpt.core.varint cimport (
 import os
 
 from mpt.db.memory import MemoryDB, prefix_range
+from mpt.db.store_base import PersistentStore
 from mpt.errors import (
     CorruptTreeError,
     ExportImportError,
     ForeignStoreError,
     MissingNodeError,
     NodeDecodeError,
-    StoreClosedError,
     StoreError,
     VersionError,
 )
@@ -570,21 +570,21 @@ cdef class NodeDB:
         self._cache_newest = 0
         self._dict = None
         self._read_failure = None
-        if type(db) is MemoryDB and type(db._data) is dict:
-            # The dict itself, read with PyDict_GetItemWithError: no call per node read. Holding it also keeps
-            # the trie committer from swapping in a new dict under us (it only replaces an unshared dict).
-            self._dict = db._data
-            self._get = db._data.get
+        if type(db) is MemoryDB and type((<object>db).records) is dict:
+            # The dict itself (MemoryDB.records), read with PyDict_GetItemWithError: no call per node read.
+            # Holding it also keeps write_nodes from handing the store another dict under us (it adopts a
+            # committer's dict only into a MemoryDB that alone holds its own).
+            self._dict = (<object>db).records
+            self._get = self._dict.get
         else:
             # A store may offer its backend's own get for readers like this one, which call it per node with no
             # Python frame in between, and translate its failures with the store's read_failure (LevelDBStore).
             unchecked = getattr(db, "unchecked_get", None)
             self._get = db.get if unchecked is None else unchecked
             self._read_failure = getattr(db, "read_failure", None)
-        # LMDBStore and LevelDBStore keep a one-byte bytearray that close() clears: read in C, it costs nothing
+        # LMDBStore and LevelDBStore keep their open state in a StoreState (mpt/db/state.pxd): one C field read
         # per call, where a Python attribute lookup (db.closed) would cost more than a cached read.
-        flag = getattr(db, "_open_flag", None)
-        self._open_flag = flag if type(flag) is bytearray and len(flag) == 1 else None
+        self._state = (<object>db).state if isinstance(db, PersistentStore) else None
         self._latest = -1
         self._legacy_latest = 0
         self.check_open()
@@ -711,12 +711,6 @@ cdef class NodeDB:
         self._legacy_latest = 0
         self.clear_fast_cache()
         return removed
-
-    cdef int _raise_closed(self) except -1:
-        check = getattr(self.db, "_check_open", None)
-        if check is not None:
-            check()             # the store's own message, naming its path
-        raise StoreClosedError("the node store %r is closed" % (self.db,))
 
     # ------------------------------------------------------------------------------------------ nodes
 
