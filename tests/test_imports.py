@@ -22,7 +22,7 @@ PACKAGE = ROOT / "mpt"
 # Third-party or platform modules a function may import where it needs them: the optional extras (pyproject.toml)
 # and what only some platforms have. Anything else is imported at the top of its module.
 OPTIONAL = {"plyvel", "lmdb", "dask", "distributed", "pyarrow", "matplotlib", "tqdm", "Crypto", "fcntl",
-            "ethereum_types", "ethereum_spec_tools", "ethereum_rlp",
+            "ethereum_types", "ethereum_spec_tools", "ethereum_rlp", "rlp",
             "_typeshed", "psutil", "trie", "eth_hash", "ethereum", "pymerkle", "asv", "atheris", "numpy"}
 
 # Imports of mpt modules inside functions that are still there, each with why. Nothing else may be added
@@ -39,9 +39,8 @@ FUNCTION_LEVEL = {
     # The lazy subpackages of mpt (mpt.iavl, mpt.ics23) and the old module paths.
     ("mpt", "*"): "PEP 562 lazy attributes of the package",
 }
-# Packages another branch has just delivered, whose function-level imports are theirs to settle (checked once they
-# are): the execution-specs layer, which loads the spec (an extra) and its own compiled part lazily.
-PENDING = {"mpt.compat"}
+# Packages exempt from the rules while another branch settles them (none now).
+PENDING = set()
 
 APPLICATIONS = ("mpt.__main__", "mpt._startup", "mpt.cli", "mpt.iavl.cli", "mpt.iavl.inspect", "mpt.ics23.cli",
                 "mpt.bench", "mpt.compat")

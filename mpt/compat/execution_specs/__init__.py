@@ -34,7 +34,7 @@ from typing import Any, Dict, Iterator, List, Optional
 
 from mpt.errors import MissingExtraError, MptError
 
-from . import _stubs
+from . import _fast, _stubs
 from ._stubs import SPEC_GLOBAL
 
 __all__ = ["SpecShapeError", "install", "uninstall", "installed", "patched", "patched_forks", "stats", "forget",
@@ -131,8 +131,6 @@ def _make_codec(tm):
     """The fork's ForkCodec, with a compiled fast path only for the types whose encoding equals encode_node's."""
     from ethereum_types import bytes as spec_bytes
     from ethereum_types import numeric
-
-    from . import _fast
 
     encode_node = tm.encode_node
     u256 = getattr(tm, "U256", numeric.U256)
@@ -331,8 +329,6 @@ def original(function):
 def forget(trie) -> None:
     """Drop the root cache of a spec ``Trie`` (its next root is built from scratch). Never needed for
     correctness through the spec's API; for code that swaps a trie's ``_data`` for another dict object."""
-    from . import _fast
-
     _fast.forget(trie)
 
 

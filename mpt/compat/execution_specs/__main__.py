@@ -5,13 +5,14 @@ roots (install() first). ``--mpt-stats`` before the tool prints the patch's coun
 import json
 import sys
 
+from mpt.compat import execution_specs
+from mpt.errors import MptError
+
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     show_stats = "--mpt-stats" in argv
     argv = [a for a in argv if a != "--mpt-stats"]
-    from mpt.compat import execution_specs
-    from mpt.errors import MptError
 
     try:
         execution_specs.install()

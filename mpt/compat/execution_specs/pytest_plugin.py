@@ -2,7 +2,8 @@
 any test is collected, for test suites and fillers that run execution-specs in the pytest process itself."""
 
 
-def pytest_configure(config):
-    from mpt.compat import execution_specs
+from mpt.compat import execution_specs
 
+
+def pytest_configure(config):
     execution_specs.install()
