@@ -3,6 +3,9 @@ tests, and fixtures that set the process-wide hashing settings for one test."""
 import json
 import os
 import pathlib
+import shutil
+import subprocess
+import sys
 import threading
 from contextlib import contextmanager
 
@@ -177,3 +180,20 @@ def in_background(target, *args, timeout=60):
     assert not thread.is_alive(), "the background thread did not finish within %s s" % timeout
     if errors:
         raise errors[0]
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 4 MiB tmpfs (needs root and mount(8)); unmounted afterwards whatever happens."""
+    if sys.platform != "linux" or os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("a small tmpfs needs root on Linux")
+    mount_point = tmp_path / "disk"
+    mount_point.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount_point)], capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here: %s" % r.stderr.strip())
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], capture_output=True)

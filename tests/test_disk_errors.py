@@ -2,7 +2,6 @@
 ``build_root(spill_dir=...)`` runs leave behind."""
 import os
 import pathlib
-import shutil
 import signal
 import subprocess
 import sys
@@ -23,23 +22,6 @@ def _env():
     env = dict(os.environ)
     env["PYTHONPATH"] = PKG_PARENT + os.pathsep + env.get("PYTHONPATH", "")
     return env
-
-
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 4 MiB tmpfs (needs root and mount(8)); unmounted afterwards whatever happens."""
-    if sys.platform != "linux" or os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("a small tmpfs needs root on Linux")
-    mount_point = tmp_path / "disk"
-    mount_point.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount_point)], capture_output=True,
-                       text=True)
-    if r.returncode != 0:
-        pytest.skip("cannot mount a tmpfs here: %s" % r.stderr.strip())
-    try:
-        yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], capture_output=True)
 
 
 def _fill(directory):

@@ -528,23 +528,6 @@ def test_lmdb_read_only_commit_is_a_store_error(tmp_path):
         assert ro.get(bytes(32)) == b"x"
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 4 MiB tmpfs (needs root and mount(8)); unmounted afterwards whatever happens."""
-    if sys.platform != "linux" or os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("a small tmpfs needs root on Linux")
-    mount_point = tmp_path / "disk"
-    mount_point.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount_point)], capture_output=True,
-                       text=True)
-    if r.returncode != 0:
-        pytest.skip("cannot mount a tmpfs here: %s" % r.stderr.strip())
-    try:
-        yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], capture_output=True)
-
-
 def test_leveldb_on_a_full_disk_is_a_store_write_error(small_disk):
     pytest.importorskip("plyvel")
     from mpt.db import LevelDBStore

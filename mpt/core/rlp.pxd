@@ -95,6 +95,17 @@ cdef inline Py_ssize_t put_header(uint8_t *out, uint8_t short_base, Py_ssize_t p
     return 1 + nbytes
 
 
+cdef inline Py_ssize_t put_string(uint8_t *out, const uint8_t *data, Py_ssize_t n) noexcept nogil:
+    """Write the RLP string of data[:n] at out (string_size(data, n) bytes); returns its size."""
+    cdef Py_ssize_t h
+    if n == 1 and data[0] < 0x80:
+        out[0] = data[0]
+        return 1
+    h = put_header(out, 0x80, n)
+    memcpy(out + h, data, <size_t>n)
+    return h + n
+
+
 cdef inline void put_header_before(uint8_t *payload, uint8_t short_base, Py_ssize_t payload_length,
                                    Py_ssize_t *header_length) noexcept:
     """Write a header so that it ends right at payload (the caller left MAX_HEADER_SIZE bytes free before it)."""

@@ -36,7 +36,7 @@ from mpt.ethereum.node cimport (FullNode, Node, ShortNode, ValueNode, check_fill
                                 node_hash_value, node_publish_hash, short_node_key, short_node_leaf_value,
                                 short_node_val, value_node_bytes)
 from mpt.ethereum.encoding cimport compact_size, write_compact
-from mpt.core.rlp cimport MAX_HEADER_SIZE, WriteBuffer, header_size, put_header, string_size
+from mpt.core.rlp cimport MAX_HEADER_SIZE, WriteBuffer, header_size, put_header, put_string, string_size
 from mpt.core.runtime cimport hash_threads, keccak_backend_by_name, keccak_backend_number, mark_openmp_used
 
 from mpt._deprecation import renamed_attributes as _renamed_attributes
@@ -274,14 +274,7 @@ cdef inline Py_ssize_t _embedded_size(PyObject *n) noexcept nogil:
 
 
 cdef inline Py_ssize_t _put_string(uint8_t *out, PyObject *b) noexcept nogil:
-    cdef const uint8_t *d = _bytes_data(b)
-    cdef Py_ssize_t n = _bytes_size(b), h
-    if n == 1 and d[0] < 0x80:
-        out[0] = d[0]
-        return 1
-    h = put_header(out, 0x80, n)
-    memcpy(out + h, d, <size_t>n)
-    return h + n
+    return put_string(out, _bytes_data(b), _bytes_size(b))
 
 
 cdef inline Py_ssize_t _put_ref(uint8_t *out, PyObject *c) noexcept nogil:

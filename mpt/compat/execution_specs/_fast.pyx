@@ -19,7 +19,7 @@ from libc.string cimport memcmp, memcpy, memmove, memset
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from mpt.core._keccak.keccak cimport (MPT_KECCAK_BACKENDS, mpt_keccak256, mpt_keccak256_many, mpt_keccak_backend_name,
                                  mpt_keccak_best_backend)
-from mpt.core.rlp cimport put_header, uint_byte_length
+from mpt.core.rlp cimport put_header, put_string, string_size, uint_byte_length
 
 import gc
 
@@ -252,22 +252,6 @@ cdef TrackingDict _tracked(object owner, str attribute, object data):
 
 # ---------------------------------------------------------------------------------------------------- encodings
 
-cdef inline Py_ssize_t _put_string(uint8_t *out, const uint8_t *data, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t h
-    if n == 1 and data[0] < 0x80:
-        out[0] = data[0]
-        return 1
-    h = put_header(out, 0x80, n)
-    memcpy(out + h, data, <size_t>n)
-    return h + n
-
-
-cdef inline Py_ssize_t _string_size(const uint8_t *data, Py_ssize_t n) noexcept nogil:
-    if n == 1 and data[0] < 0x80:
-        return 1
-    return (1 if n < 56 else 1 + uint_byte_length(<uint64_t>n)) + n
-
-
 cdef Py_ssize_t _put_uint(object number, uint8_t *out) except -1:
     """The RLP string of a non-negative int below 2**256 (big-endian, no leading zeros) at out (<= 33 bytes)."""
     cdef uint64_t x
@@ -295,7 +279,7 @@ cdef Py_ssize_t _put_uint(object number, uint8_t *out) except -1:
     if bits > 256:
         raise NeedsSpec("an integer wider than 256 bits")
     big = number.to_bytes((number.bit_length() + 7) // 8, "big")
-    return _put_string(out, <const uint8_t *>PyBytes_AS_STRING(big), PyBytes_GET_SIZE(big))
+    return put_string(out, <const uint8_t *>PyBytes_AS_STRING(big), PyBytes_GET_SIZE(big))
 
 
 @cython.final
@@ -847,15 +831,15 @@ cdef class SmallTries:
         if node.kind == LEAF:
             pair = &self.pairs[node.lo]
             c = _compact(pair.key, node.depth, 64, True, compact)
-            size = _string_size(compact, c) + _string_size(pair.value, pair.value_len)
+            size = string_size(compact, c) + string_size(pair.value, pair.value_len)
             h = put_header(out, 0xc0, size)
-            n = h + _put_string(out + h, compact, c)
-            n += _put_string(out + n, pair.value, pair.value_len)
+            n = h + put_string(out + h, compact, c)
+            n += put_string(out + n, pair.value, pair.value_len)
         elif node.kind == EXTENSION:
             c = _compact(self.pairs[node.lo].key, node.depth, node.depth + node.prefix, False, compact)
             child = &self.nodes[node.child]
-            h = put_header(out, 0xc0, _string_size(compact, c) + child.ref_len)
-            n = h + _put_string(out + h, compact, c)
+            h = put_header(out, 0xc0, string_size(compact, c) + child.ref_len)
+            n = h + put_string(out + h, compact, c)
             memcpy(out + n, child.ref, <size_t>child.ref_len)
             n += child.ref_len
         else:
