@@ -468,10 +468,46 @@ def test_proof_functions_take_only_a_mutable_tree():
     from mpt.iavl import proof as iavl_proof
 
     class FakeTree:
-        def _proof_path(self, key, version, index=None):
+        def path_to_leaf(self, key, version=None, index=None):
             return [1, 2, 3], 0
 
     for fn in (iavl_proof.membership_proof_bytes, iavl_proof.membership_proof,
                iavl_proof.non_membership_proof_bytes, iavl_proof.non_membership_proof):
         with pytest.raises(TypeError, match="tree must be an mpt.iavl.MutableTree, not FakeTree"):
             fn(FakeTree(), b"k")
+
+
+def test_path_to_leaf_is_gos_path_to_leaf_and_get_with_index():
+    tree = MutableTree()
+    assert tree.path_to_leaf(b"k") == ([], 0)
+    keys = [b"key%03d" % i for i in range(0, 200, 2)]
+    for k in keys:
+        tree.set(k, b"v" + k)
+    root_hash, version = tree.save_version()
+    tree.set(b"key001", b"new")                 # the working tree differs from the saved version
+
+    def check_chain(nodes, root):
+        assert nodes[0].hash == root
+        for parent, child in zip(nodes, nodes[1:]):
+            assert child.hash in (parent.left_hash, parent.right_hash)
+        assert nodes[-1].is_leaf and not any(n.is_leaf for n in nodes[:-1])
+
+    for k in [b"key000", b"key042", b"key041", b"key198", b"key199", b"a", b"z"]:
+        nodes, rank = tree.path_to_leaf(k, version)
+        check_chain(nodes, root_hash)
+        assert rank == bisect.bisect_left(keys, k)
+        if k in keys:
+            assert nodes[-1].key == k and nodes[-1].value == b"v" + k
+        else:                                   # a neighbour of the absent key: iavl's PathToLeaf
+            assert nodes[-1].key in keys[max(rank - 1, 0):rank + 1]
+    for i in (0, 37, len(keys) - 1):
+        nodes, rank = tree.path_to_leaf(b"", version, i)
+        check_chain(nodes, root_hash)
+        assert (nodes[-1].key, rank) == (keys[i], i)
+    nodes, rank = tree.path_to_leaf(b"key001")  # the working tree (version None): the key set since the save
+    check_chain(nodes, tree.hash())
+    assert (nodes[-1].key, nodes[-1].value, rank) == (b"key001", b"new", 1)
+    with pytest.raises(IndexError):
+        tree.path_to_leaf(b"", version, len(keys))
+    with pytest.raises(VersionError):
+        tree.path_to_leaf(b"k", version + 5)

@@ -1,6 +1,7 @@
 """The package layout of issue 31: a core, one package per tree family, and the old module paths kept for one
 release as aliases that warn."""
 import importlib
+import pathlib
 import pickle
 import subprocess
 import sys
@@ -76,6 +77,34 @@ def test_old_submodule_attributes_of_mpt_still_work():
         assert mpt.shards.build is importlib.import_module("mpt.ethereum.shards.build")
         assert mpt._keccak.binding is importlib.import_module("mpt.core._keccak.binding")
     assert mpt.rlp is importlib.import_module("mpt.core.rlp")       # mpt.rlp, in mpt.__all__, does not warn
+
+
+@pytest.mark.parametrize("name, new", [
+    ("verify_membership", "mpt.ics23.verify"), ("verify_non_membership", "mpt.ics23.verify"),
+    ("calculate_root", "mpt.ics23.verify"), ("wire_verdict_membership", "proves_membership"),
+    ("wire_verdict_non_membership", "proves_non_membership"),
+])
+def test_the_ics23_verifier_names_the_wire_module_had_warn_and_work(name, new):
+    import mpt.ics23
+    from mpt.ics23 import wire
+
+    with pytest.warns(DeprecationWarning, match=r"mpt\.ics23\.wire\.%s (moved to|is now) .*%s" % (name, new)):
+        old = getattr(wire, name)
+    assert old is (getattr(mpt.ics23, name) if new == "mpt.ics23.verify" else getattr(wire, new))
+
+
+def test_the_old_wire_verifier_names_answer_as_before_on_cosmos_testdata():
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    from ics23_trees import vector_cases
+
+    from mpt.ics23 import IAVL_SPEC, wire
+
+    name, _tree, root, proof, key, value = next(c for c in vector_cases() if c[1] == "iavl" and c[5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        assert wire.verify_membership(IAVL_SPEC, root, proof, key, value) is True, name
+        assert wire.wire_verdict_membership(IAVL_SPEC, root, proof, key, value) is True
+        assert wire.calculate_root(proof) == root
 
 
 def test_every_public_name_is_where_it_was():

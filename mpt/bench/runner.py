@@ -224,11 +224,14 @@ class Sha256Floor:
 
     def __init__(self, messages: List[bytes]):
         try:
-            from mpt.core._sha256.binding import _floor
-        except ImportError:         # a commit before the package layout (asv history)
-            from mpt._sha256.binding import _floor
+            from mpt.core._sha256.binding import sha256_floor
+        except ImportError:         # an older commit (asv history): the private name, before or after the layout
+            try:
+                from mpt.core._sha256.binding import _floor as sha256_floor
+            except ImportError:
+                from mpt._sha256.binding import _floor as sha256_floor
 
-        self.floor = _floor
+        self.floor = sha256_floor
         self.messages = messages
         self.batched: List[float] = []
         self.one_at_a_time: List[float] = []

@@ -5,6 +5,7 @@ Layout lives here so that node.pyx, hasher.pyx and trie.pyx can cimport it and t
 (the asyncpg pgproto WriteBuffer pattern: an inline small buffer, PyMem growth, one memcpy path).
 """
 cimport cython
+from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport uint8_t, uint64_t
 from libc.string cimport memcpy
 
@@ -40,6 +41,36 @@ cdef class WriteBuffer:
     cdef inline void reset(self) noexcept:
         # Keeps the (possibly grown) memory: a pooled buffer stays large.
         self._length = 0
+
+    # The window encoders in other modules write through (the fields above stay this module's): reserve with
+    # ensure(n), write n bytes at tail(), advance(n); or note length(), encode, and take_from() what was written.
+    cdef inline Py_ssize_t length(self) noexcept:
+        return self._length
+
+    cdef inline Py_ssize_t c_capacity(self) noexcept:
+        return self._size
+
+    cdef inline uint8_t *data(self) noexcept:
+        # Valid until the next ensure() or write (growing moves the memory).
+        return self._buf
+
+    cdef inline uint8_t *tail(self) noexcept:
+        # Where the next byte goes: room for what the last ensure() asked.
+        return self._buf + self._length
+
+    cdef inline void advance(self, Py_ssize_t n) noexcept:
+        # n bytes were written at tail().
+        self._length += n
+
+    cdef inline void set_length(self, Py_ssize_t n) noexcept:
+        # Cut back to n bytes, or take in bytes up to n written past the end within what ensure() reserved.
+        self._length = n
+
+    cdef inline bytes take_from(self, Py_ssize_t start):
+        # The bytes written since length() was start, as bytes, and the buffer cut back to start.
+        cdef bytes out = PyBytes_FromStringAndSize(<char *>self._buf + start, self._length - start)
+        self._length = start
+        return out
 
     cdef inline int write_byte(self, uint8_t b) except -1:
         self.ensure(1)

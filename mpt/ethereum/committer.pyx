@@ -87,7 +87,7 @@ cdef class NodeSet:
         Py_INCREF(blob)
         self._objs[2 * self._count] = <PyObject *>node_hash
         self._objs[2 * self._count + 1] = <PyObject *>blob
-        self._path_ends[self._count] = self._paths._length
+        self._path_ends[self._count] = self._paths.length()
         self._count += 1
         return 0
 
@@ -111,7 +111,7 @@ cdef class NodeSet:
         cdef Py_ssize_t i, start = 0, n = PyBytes_GET_SIZE(path)
         for i in range(self._count):
             if (self._path_ends[i] - start == n
-                    and memcmp(self._paths._buf + start, PyBytes_AS_STRING(path), <size_t>n) == 0):
+                    and memcmp(self._paths.data() + start, PyBytes_AS_STRING(path), <size_t>n) == 0):
                 return True
             start = self._path_ends[i]
         return False
@@ -128,7 +128,7 @@ cdef class NodeSet:
                 entry = (<object>self._objs[2 * i], <object>self._objs[2 * i + 1])
                 # Two bytes objects cannot form a cycle: keep the collector from walking thousands of tuples.
                 PyObject_GC_UnTrack(entry)
-                d[PyBytes_FromStringAndSize(<char *>self._paths._buf + start, self._path_ends[i] - start)] = entry
+                d[PyBytes_FromStringAndSize(<char *>self._paths.data() + start, self._path_ends[i] - start)] = entry
                 start = self._path_ends[i]
             self._nodes = d
         return self._nodes
@@ -169,9 +169,9 @@ cdef int _commit(Node n, WriteBuffer path, Py_ssize_t plen, WriteBuffer out, Nod
         for i in range(16):
             c = (<FullNode>n).slots[i]
             if _needs_commit(c):
-                path._length = plen
+                path.set_length(plen)
                 path.ensure(1)
-                path._buf[plen] = <uint8_t>i
+                path.data()[plen] = <uint8_t>i
                 _commit(<Node>c, path, plen + 1, out, ns, None)
     elif type(n) is ShortNode:
         c = <PyObject *>(<ShortNode>n).val
@@ -180,9 +180,9 @@ cdef int _commit(Node n, WriteBuffer path, Py_ssize_t plen, WriteBuffer out, Nod
         if (<ShortNode>n).leaf_value == NULL and _needs_commit(c):
             key = (<ShortNode>n).key
             nk = PyBytes_GET_SIZE(key)
-            path._length = plen
+            path.set_length(plen)
             path.ensure(nk)
-            memcpy(path._buf + plen, PyBytes_AS_STRING(key), <size_t>nk)
+            memcpy(path.data() + plen, PyBytes_AS_STRING(key), <size_t>nk)
             _commit(<Node>c, path, plen + nk, out, ns, None)
     ns._visit(n)
     if n.has_hash:
@@ -191,11 +191,10 @@ cdef int _commit(Node n, WriteBuffer path, Py_ssize_t plen, WriteBuffer out, Nod
         node_hash = root_hash
     else:
         return 0                        # embedded in its parent: stored inside the parent's blob
-    start = out._length
+    start = out.length()
     n.encode(out)
-    blob = PyBytes_FromStringAndSize(<char *>out._buf + start, out._length - start)
-    out._length = start
-    ns._add(node_hash, blob, path._buf, plen)
+    blob = out.take_from(start)
+    ns._add(node_hash, blob, path.data(), plen)
     if ns.leaves is not None and type(n) is ShortNode and (<ShortNode>n).leaf_value != NULL:
         ns.leaves.append((<bytes>(<ShortNode>n).leaf_value, node_hash))
     return 0

@@ -685,7 +685,7 @@ cdef class Hasher:
 
     cdef bytes keccak_buffer(self, Py_ssize_t start):
         """keccak256 of the buffer from start to its end, as bytes."""
-        mpt_keccak256(self.buf._buf + start, <size_t>(self.buf._length - start), self.digest)
+        mpt_keccak256(self.buf.data() + start, <size_t>(self.buf.length() - start), self.digest)
         return PyBytes_FromStringAndSize(<char *>self.digest, HASH_LENGTH)
 
     cdef bint hash_node(self, Node n, bint force) except -1:
@@ -699,16 +699,16 @@ cdef class Hasher:
             memcpy(self.digest, n.hash_value, HASH_LENGTH)
             return True
         self.hash_children(n)
-        start = self.buf._length
+        start = self.buf.length()
         n.encode(self.buf)
-        length = self.buf._length - start
+        length = self.buf.length() - start
         if length < HASH_LENGTH and not force:
-            self.buf._length = start
+            self.buf.set_length(start)
             return False
-        mpt_keccak256(self.buf._buf + start, <size_t>length, self.digest)
+        mpt_keccak256(self.buf.data() + start, <size_t>length, self.digest)
         if length >= HASH_LENGTH:
             n.set_hash(self.digest)
-        self.buf._length = start
+        self.buf.set_length(start)
         return True
 
     cdef int hash_levels(self, Node root, int threads) except -1:
@@ -787,7 +787,7 @@ cdef class Hasher:
 
     cdef Py_ssize_t largest_buffer(self) noexcept:
         # A C call, not the property: HasherPool.release runs after every proof and hash.
-        cdef Py_ssize_t size = self.buf._size
+        cdef Py_ssize_t size = self.buf.c_capacity()
         cdef int i
         for i in range(self.n_passes):
             if self.passes[i].size > size:
@@ -821,7 +821,7 @@ cdef class HasherPool:
 
     cdef void release(self, Hasher h) noexcept:
         h.buf.reset()
-        if h.buf._size > MAX_IDLE_BUFFER:
+        if h.buf.c_capacity() > MAX_IDLE_BUFFER:
             # One huge value or trie must not pin its scratch memory for the life of the process.
             h.buf = WriteBuffer.new()
         if h.largest_buffer() > MAX_IDLE_BUFFER:

@@ -44,11 +44,13 @@ cdef class Node:
         return self.encoded_size()
 
     cdef int write_ref(self, WriteBuffer w) except -1:
+        cdef uint8_t *out
         if self.has_hash:
             w.ensure(1 + HASH_LENGTH)
-            w._buf[w._length] = 0x80 + HASH_LENGTH
-            memcpy(w._buf + w._length + 1, self.hash_value, HASH_LENGTH)
-            w._length += 1 + HASH_LENGTH
+            out = w.tail()
+            out[0] = 0x80 + HASH_LENGTH
+            memcpy(out + 1, self.hash_value, HASH_LENGTH)
+            w.advance(1 + HASH_LENGTH)
             return 0
         return self.encode(w)
 
@@ -189,24 +191,24 @@ cdef class FullNode(Node):
         cdef bytes v
         cdef uint8_t *out
         w.ensure(MAX_HEADER_SIZE + payload)
-        w._length += put_header(w._buf + w._length, 0xc0, payload)
+        w.advance(put_header(w.tail(), 0xc0, payload))
         for i in range(16):
             c = self.slots[i]
             if c == NULL:
-                w._buf[w._length] = 0x80
-                w._length += 1
+                w.tail()[0] = 0x80
+                w.advance(1)
             elif (<Node>c).has_hash:
                 # Hashed child: 0xa0 + 32 bytes; the space was reserved by ensure() above.
-                out = w._buf + w._length
+                out = w.tail()
                 out[0] = 0x80 + HASH_LENGTH
                 memcpy(out + 1, (<Node>c).hash_value, HASH_LENGTH)
-                w._length += 1 + HASH_LENGTH
+                w.advance(1 + HASH_LENGTH)
             else:
                 (<Node>c).encode(w)
         c = self.slots[16]
         if c == NULL:
-            w._buf[w._length] = 0x80
-            w._length += 1
+            w.tail()[0] = 0x80
+            w.advance(1)
         else:
             v = (<ValueNode>c).value
             w.write_string(<const uint8_t *>PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))
@@ -275,10 +277,10 @@ cdef class ShortNode(Node):
         cdef Py_ssize_t ck = compact_size(k, nk)
         cdef PyObject *v = self.leaf_value
         w.ensure(2 * MAX_HEADER_SIZE + ck)
-        w._length += put_header(w._buf + w._length, 0xc0, payload)
+        w.advance(put_header(w.tail(), 0xc0, payload))
         if ck > 1:
-            w._length += put_header(w._buf + w._length, 0x80, ck)
-        w._length += write_compact(k, nk, w._buf + w._length)
+            w.advance(put_header(w.tail(), 0x80, ck))
+        w.advance(write_compact(k, nk, w.tail()))
         if v != NULL:
             return w.write_string(<const uint8_t *>PyBytes_AS_STRING(<bytes>v), PyBytes_GET_SIZE(<bytes>v))
         return self.val.write_ref(w)

@@ -76,10 +76,9 @@ cdef int _append_proof(list nodes, Hasher h, list out, set seen, bytes root_hash
         if node_hash in seen:
             continue
         seen.add(node_hash)
-        start = h.buf._length
+        start = h.buf.length()
         n.encode(h.buf)
-        blob = PyBytes_FromStringAndSize(<char *>h.buf._buf + start, h.buf._length - start)
-        h.buf._length = start
+        blob = h.buf.take_from(start)
         out.append(blob)
     return 0
 

@@ -22,10 +22,13 @@ cdef class ExportNode:
 @cython.final
 cdef class Exporter:
     cdef:
-        object _tree                # the MutableTree: loads children that are not in memory yet
-        NodeDB _ndb                 # its node database: each step checks the store is still open
+        NodeDB _ndb                 # the tree's node database: loads children not in memory yet, and each step
+                                    # checks the store is still open
         list _path                  # the nodes from the root down to the one being visited
         uint8_t _state[MAX_HEIGHT + 2]  # per level of _path: 0 left child next, 1 right child next, 2 the node
         readonly int64_t version
 
     cdef Node _child(self, InnerNode node, bint right)
+
+
+cdef Node import_tree(object tree, object nodes, object version, bint legacy)

@@ -1,6 +1,6 @@
 """IAVL export and import (cosmos/iavl export.go / import.go): the state-sync path."""
 from _typeshed import ReadableBuffer
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any, final
 
 @final
@@ -31,4 +31,3 @@ class Exporter(Iterator[ExportNode]):
 
 IMPORT_BATCH_SIZE: int
 
-def import_nodes(tree: Any, nodes: Iterable[ExportNode], version: int, legacy: bool = False) -> bytes: ...

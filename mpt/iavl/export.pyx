@@ -126,7 +126,6 @@ cdef class Exporter:
     """
 
     def __init__(self, tree, Node root, version):
-        self._tree = tree
         self._ndb = tree.ndb
         self.version = version
         self._path = []
@@ -140,8 +139,9 @@ cdef class Exporter:
     cdef Node _child(self, InnerNode node, bint right):
         cdef Node child = node.right_node if right else node.left_node
         if child is None:
-            # Not in memory yet: the tree loads it (and keeps it on the saved node, which is still unchanged).
-            child = self._tree._export_children(node)[1 if right else 0]
+            # Not in memory yet: loaded, checked and kept on the saved node (which is still unchanged), as the
+            # tree's own walks load it.
+            child = self._ndb.load_child(node, right)
         if child.height >= node.height:
             # The tree checks what it loads; a child it holds in memory gets the same check here, so no store
             # (a node naming itself or an ancestor as a child) can send the walk in circles.
@@ -162,7 +162,7 @@ cdef class Exporter:
             state = self._state[top]
             if node.height == 0 or state == 2:
                 self._path.pop()
-                return ExportNode.new(node.key, node._value, node.version, node.height)
+                return ExportNode.new(node.key, node.leaf_value, node.version, node.height)
             if state == 0:
                 # A walk of a large tree waits on memory: ask for both children and this node's key (read when
                 # the node is emitted, after its subtrees) now, so the misses overlap.
@@ -275,11 +275,11 @@ cdef class _ImportWriter:
 
     cdef int add(self, Node node, bint may_flush=True) except -1:
         if self.legacy:
-            self.pending[b"n" + node.c_hash()] = node._to_bytes(FORMAT_LEGACY)
+            self.pending[b"n" + node.c_hash()] = node.c_to_bytes(FORMAT_LEGACY)
         else:
-            self.pending[b"s" + node.node_key_bytes()] = node._to_bytes(FORMAT_V1)
+            self.pending[b"s" + node.node_key_bytes()] = node.c_to_bytes(FORMAT_V1)
         if self.fast and node.height == 0:
-            self.pending[b"f" + node.key] = encode_fast_node(self.version, node._value)
+            self.pending[b"f" + node.key] = encode_fast_node(self.version, node.leaf_value)
         node.persisted = True
         self.nodes += 1
         if may_flush and self.nodes >= IMPORT_BATCH_SIZE:
@@ -357,12 +357,13 @@ cdef int _put_all(batch, dict records) except -1:
     return 0
 
 
-def import_nodes(tree, nodes, version, legacy=False):
-    """Rebuild ``tree`` (empty) from ``nodes`` (ExportNodes in exporter order) as saved version ``version``.
+cdef Node import_tree(object tree, object nodes, object version, bint legacy):
+    """Write ``nodes`` (ExportNodes in exporter order) into the store of ``tree`` (empty) as saved version
+    ``version``, and return the root (None for an empty stream).
 
-    Called by ``MutableTree.import_nodes`` (``legacy``: the tree stores the legacy format). Returns the root
-    hash; the tree is then at ``version``. A stream that fails (a malformed node, an error raised by the
-    iterator, a failed write) deletes what was written of it and re-raises.
+    Called by ``MutableTree.import_nodes`` (``legacy``: the tree stores the legacy format), which then opens the
+    version. A stream that fails (a malformed node, an error raised by the iterator, a failed write) deletes what
+    was written of it and re-raises.
     """
     cdef object v_obj = _index(version)
     cdef _ImportWriter writer
@@ -383,8 +384,7 @@ def import_nodes(tree, nodes, version, legacy=False):
         raise
     finally:
         writer.finish()
-    tree._import_opened(root, v_obj)
-    return tree.hash()
+    return root
 
 
 cdef Node _build(_ImportWriter writer, nodes, int64_t v):
@@ -445,10 +445,10 @@ cdef Node _build(_ImportWriter writer, nodes, int64_t v):
                                 "subtree, %s" % (<bytes>lows[n - 1]).hex())
             inner = InnerNode.new(en.key, h, left.size + right.size, en.version)
             # Legacy nodes are found by hash and carry no node key, as when read from the store.
-            inner._left_ref = left.c_hash() if legacy else left.node_key_bytes()
-            inner._right_ref = right.c_hash() if legacy else right.node_key_bytes()
-            inner._left_hash = left.c_hash()
-            inner._right_hash = right.c_hash()
+            inner.left_ref = left.c_hash() if legacy else left.node_key_bytes()
+            inner.right_ref = right.c_hash() if legacy else right.node_key_bytes()
+            inner.left_child_hash = left.c_hash()
+            inner.right_child_hash = right.c_hash()
             writer.add(left)
             writer.add(right)
             node = inner

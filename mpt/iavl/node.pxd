@@ -20,15 +20,17 @@ cdef enum:
     MAX_HEIGHT = 127                # subtreeHeight is an int8
 
 
+# The fields below are the node's declared layout: the tree (tree.pyx), its store layer (nodedb.pyx), export and
+# proofs read and write them directly, as geth's trie package does its node structs.
 cdef class Node:
     cdef:
         readonly bytes key
-        bytes _value                # leaves only (None for inner nodes)
+        bytes leaf_value            # leaves only (None for inner nodes)
         readonly int height         # subtreeHeight: 0 for leaves
         readonly int64_t size       # leaves below (1 for a leaf)
         readonly int64_t version    # legacy: node.version; v1: nodeKey.version
         readonly uint32_t nonce     # v1 nodeKey.nonce; 0 for a node read from the legacy format
-        bytes _hash                 # cached node hash (decoded for v1 inner nodes)
+        bytes cached_hash           # cached node hash (decoded for v1 inner nodes)
         # Tree state (tree.pyx): whether the node is in the database already.
         bint persisted
 
@@ -39,7 +41,7 @@ cdef class Node:
     cdef int _need_child_hashes(self) except -1
     cdef Py_ssize_t _write(self, uint8_t *out, NodeFormat fmt) except -1
     cdef int _check_encodable(self, NodeFormat fmt) except -1
-    cdef bytes _to_bytes(self, NodeFormat fmt)
+    cdef bytes c_to_bytes(self, NodeFormat fmt)
     cdef int c_encode(self, WriteBuffer buf, NodeFormat fmt) except -1
     cdef bytes c_hash(self)
     cdef bytes node_key_bytes(self)
@@ -57,10 +59,10 @@ cdef class LeafNode(Node):
 @cython.final
 cdef class InnerNode(Node):
     cdef:
-        bytes _left_hash            # child hashes, when known
-        bytes _right_hash
-        bytes _left_ref             # v1: a child's NodeKey (12 bytes) or legacy hash (32 bytes)
-        bytes _right_ref
+        bytes left_child_hash       # child hashes, when known
+        bytes right_child_hash
+        bytes left_ref              # v1: a child's NodeKey (12 bytes) or legacy hash (32 bytes)
+        bytes right_ref
         # Tree state (tree.pyx): the in-memory children.
         Node left_node
         Node right_node

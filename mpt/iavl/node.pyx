@@ -181,7 +181,7 @@ cdef int _vbyte_version_error(int64_t version) except -1:
 
 cdef inline Py_ssize_t _leaf_size(Node node, NodeFormat fmt) except -1:
     # A leaf's size is a sum of field lengths: straight-line, no virtual call, nothing allocated.
-    cdef Py_ssize_t klen = PyBytes_GET_SIZE(node.key), vlen = PyBytes_GET_SIZE(node._value)
+    cdef Py_ssize_t klen = PyBytes_GET_SIZE(node.key), vlen = PyBytes_GET_SIZE(node.leaf_value)
     if fmt == FORMAT_VBYTE:
         if <uint64_t>node.version > UINT32_MAX_:
             _vbyte_version_error(node.version)
@@ -209,7 +209,7 @@ cdef Py_ssize_t _leaf_header(Node node, NodeFormat fmt, uint8_t *head, uint8_t *
     if fmt == FORMAT_LEGACY:
         h += put_varint(head + h, node.version)
     h += put_uvarint(head + h, <uint64_t>klen)
-    vh[0] = put_uvarint(vhead, <uint64_t>PyBytes_GET_SIZE(node._value))
+    vh[0] = put_uvarint(vhead, <uint64_t>PyBytes_GET_SIZE(node.leaf_value))
     return h
 
 
@@ -222,7 +222,7 @@ cdef inline void _leaf_put(uint8_t *o, Node node, const uint8_t *head, Py_ssize_
     if vh:
         memcpy(o, vhead, <size_t>vh)
         o += vh
-    memcpy(o, PyBytes_AS_STRING(node._value), <size_t>PyBytes_GET_SIZE(node._value))
+    memcpy(o, PyBytes_AS_STRING(node.leaf_value), <size_t>PyBytes_GET_SIZE(node.leaf_value))
 
 
 cdef bytes _leaf_bytes(Node node, NodeFormat fmt):
@@ -236,7 +236,7 @@ cdef bytes _leaf_bytes(Node node, NodeFormat fmt):
     cdef uint8_t head[VBYTE_HEADER_ROOM + MAX_HEADER]
     cdef uint8_t vhead[MAX_VARINT_LEN64]
     cdef Py_ssize_t h, vh = 0
-    cdef Py_ssize_t klen = PyBytes_GET_SIZE(node.key), vlen = PyBytes_GET_SIZE(node._value)
+    cdef Py_ssize_t klen = PyBytes_GET_SIZE(node.key), vlen = PyBytes_GET_SIZE(node.leaf_value)
     cdef bytes out
     if fmt == FORMAT_VBYTE:
         if <uint64_t>node.version > UINT32_MAX_:
@@ -331,26 +331,26 @@ cdef class Node:
                 + _vbyte_len(<uint32_t>(<uint64_t>self.size >> 32)) \
                 + _vbyte_len(<uint32_t>PyBytes_GET_SIZE(self.key)) + PyBytes_GET_SIZE(self.key)
             if self.height == 0:
-                return n + PyBytes_GET_SIZE(self._value)
+                return n + PyBytes_GET_SIZE(self.leaf_value)
             return n + 2 * HASH_SIZE
         n = varint_size(self.height) + varint_size(self.size) + _bytes_size(self.key)
         if fmt == FORMAT_LEGACY:
             n += varint_size(self.version)
             if self.height == 0:
-                return n + _bytes_size(self._value)
+                return n + _bytes_size(self.leaf_value)
             self._need_child_hashes()
-            return n + _bytes_size(inner._left_hash) + _bytes_size(inner._right_hash)
+            return n + _bytes_size(inner.left_child_hash) + _bytes_size(inner.right_child_hash)
         if self.height == 0:
-            return n + _bytes_size(self._value)
-        _check_ref(inner._left_ref, "left")
-        _check_ref(inner._right_ref, "right")
+            return n + _bytes_size(self.leaf_value)
+        _check_ref(inner.left_ref, "left")
+        _check_ref(inner.right_ref, "right")
         # 0x20 + own hash, one mode byte (0..3), then the children.
-        return n + 1 + HASH_SIZE + 1 + _v1_ref_size(inner._left_ref) + _v1_ref_size(inner._right_ref)
+        return n + 1 + HASH_SIZE + 1 + _v1_ref_size(inner.left_ref) + _v1_ref_size(inner.right_ref)
 
     cdef int _need_child_hashes(self) except -1:
         # A cast, not a check: only read for height > 0.
         cdef InnerNode inner = <InnerNode>self
-        if inner._left_hash is None or inner._right_hash is None:
+        if inner.left_child_hash is None or inner.right_child_hash is None:
             raise NodeEncodeError("this inner node does not know its children's hashes (it was read from the "
                                   "v1 format, which stores child node keys); the legacy and vbyte formats and "
                                   "the hash need them")
@@ -373,10 +373,10 @@ cdef class Node:
             memcpy(out + p, PyBytes_AS_STRING(self.key), <size_t>klen)
             p += klen
             if self.height == 0:
-                memcpy(out + p, PyBytes_AS_STRING(self._value), <size_t>PyBytes_GET_SIZE(self._value))
-                return p + PyBytes_GET_SIZE(self._value)
-            memcpy(out + p, PyBytes_AS_STRING(inner._left_hash), HASH_SIZE)
-            memcpy(out + p + HASH_SIZE, PyBytes_AS_STRING(inner._right_hash), HASH_SIZE)
+                memcpy(out + p, PyBytes_AS_STRING(self.leaf_value), <size_t>PyBytes_GET_SIZE(self.leaf_value))
+                return p + PyBytes_GET_SIZE(self.leaf_value)
+            memcpy(out + p, PyBytes_AS_STRING(inner.left_child_hash), HASH_SIZE)
+            memcpy(out + p + HASH_SIZE, PyBytes_AS_STRING(inner.right_child_hash), HASH_SIZE)
             return p + 2 * HASH_SIZE
         p = put_varint(out, self.height)
         p += put_varint(out + p, self.size)
@@ -384,22 +384,22 @@ cdef class Node:
             p += put_varint(out + p, self.version)
         p += _put_bytes(out + p, self.key)
         if self.height == 0:
-            return p + _put_bytes(out + p, self._value)
+            return p + _put_bytes(out + p, self.leaf_value)
         if fmt == FORMAT_LEGACY:
-            p += _put_bytes(out + p, inner._left_hash)
-            return p + _put_bytes(out + p, inner._right_hash)
+            p += _put_bytes(out + p, inner.left_child_hash)
+            return p + _put_bytes(out + p, inner.right_child_hash)
         own = self.c_hash()
         out[p] = HASH_SIZE
         memcpy(out + p + 1, PyBytes_AS_STRING(own), HASH_SIZE)
         p += 1 + HASH_SIZE
         mode = 0
-        if not _is_v1_ref(inner._left_ref):
+        if not _is_v1_ref(inner.left_ref):
             mode |= MODE_LEGACY_LEFT
-        if not _is_v1_ref(inner._right_ref):
+        if not _is_v1_ref(inner.right_ref):
             mode |= MODE_LEGACY_RIGHT
         p += put_varint(out + p, mode)
-        p += _put_v1_ref(out + p, inner._left_ref)
-        return p + _put_v1_ref(out + p, inner._right_ref)
+        p += _put_v1_ref(out + p, inner.left_ref)
+        return p + _put_v1_ref(out + p, inner.right_ref)
 
     cdef int _check_encodable(self, NodeFormat fmt) except -1:
         # A cast, not a check: only read for height > 0.
@@ -411,11 +411,12 @@ cdef class Node:
                 raise NodeEncodeError("key too long for the stream-vbyte format")
             if self.height != 0:
                 self._need_child_hashes()
-                if PyBytes_GET_SIZE(inner._left_hash) != HASH_SIZE or PyBytes_GET_SIZE(inner._right_hash) != HASH_SIZE:
+                if (PyBytes_GET_SIZE(inner.left_child_hash) != HASH_SIZE
+                        or PyBytes_GET_SIZE(inner.right_child_hash) != HASH_SIZE):
                     raise NodeEncodeError("the stream-vbyte format stores child hashes raw: both must be 32 bytes")
         elif fmt == FORMAT_V1 and self.height != 0:
             # The own hash is written too: computing it needs the child hashes unless it was decoded.
-            if self._hash is None:
+            if self.cached_hash is None:
                 self._need_child_hashes()
         return 0
 
@@ -426,19 +427,19 @@ cdef class Node:
         if self.height == 0:
             # One pass, as _leaf_bytes: the header sized on the stack, one ensure(), three copies.
             h = _leaf_header(self, fmt, head, vhead, &vh)
-            n = h + PyBytes_GET_SIZE(self.key) + vh + PyBytes_GET_SIZE(self._value)
+            n = h + PyBytes_GET_SIZE(self.key) + vh + PyBytes_GET_SIZE(self.leaf_value)
             buf.ensure(n)
-            _leaf_put(buf._buf + buf._length, self, head, h, vhead, vh)
-            buf._length += n
+            _leaf_put(buf.tail(), self, head, h, vhead, vh)
+            buf.advance(n)
             return 0
         self._check_encodable(fmt)
         n = self.c_encoded_size(fmt)
         buf.ensure(n)
-        self._write(buf._buf + buf._length, fmt)
-        buf._length += n
+        self._write(buf.tail(), fmt)
+        buf.advance(n)
         return 0
 
-    cdef bytes _to_bytes(self, NodeFormat fmt):
+    cdef bytes c_to_bytes(self, NodeFormat fmt):
         cdef Py_ssize_t n
         cdef bytes out
         if self.height == 0:
@@ -461,8 +462,8 @@ cdef class Node:
         cdef uint8_t tail[1 + HASH_SIZE]
         cdef uint8_t digest[HASH_SIZE]
         cdef Py_ssize_t p
-        if self._hash is not None:
-            return self._hash
+        if self.cached_hash is not None:
+            return self.cached_hash
         if self.height != 0:
             self._need_child_hashes()
         p = put_varint(head, self.height)
@@ -474,16 +475,16 @@ cdef class Node:
             mpt_sha256_update(&ctx, head, <size_t>p)
             mpt_sha256_update(&ctx, <const uint8_t *>PyBytes_AS_STRING(self.key), <size_t>PyBytes_GET_SIZE(self.key))
             tail[0] = HASH_SIZE
-            mpt_sha256(<const uint8_t *>PyBytes_AS_STRING(self._value), <size_t>PyBytes_GET_SIZE(self._value),
+            mpt_sha256(<const uint8_t *>PyBytes_AS_STRING(self.leaf_value), <size_t>PyBytes_GET_SIZE(self.leaf_value),
                        tail + 1)
             mpt_sha256_update(&ctx, tail, 1 + HASH_SIZE)
         else:
             mpt_sha256_update(&ctx, head, <size_t>p)
-            _hash_bytes(&ctx, inner._left_hash)
-            _hash_bytes(&ctx, inner._right_hash)
+            _hash_bytes(&ctx, inner.left_child_hash)
+            _hash_bytes(&ctx, inner.right_child_hash)
         mpt_sha256_final(&ctx, digest)
-        self._hash = PyBytes_FromStringAndSize(<char *>digest, HASH_SIZE)
-        return self._hash
+        self.cached_hash = PyBytes_FromStringAndSize(<char *>digest, HASH_SIZE)
+        return self.cached_hash
 
     cdef bytes node_key_bytes(self):
         return make_node_key(self.version, self.nonce)
@@ -492,14 +493,14 @@ cdef class Node:
 
     def to_bytes(self, format="v1"):
         """The node's encoding in format ``"legacy"``, ``"v1"`` (default) or ``"vbyte"``."""
-        return self._to_bytes(<NodeFormat>_fmt(format))
+        return self.c_to_bytes(<NodeFormat>_fmt(format))
 
     def encode(self, WriteBuffer buf not None, format="v1"):
         """Append the encoding to buf (an mpt.rlp.WriteBuffer); return the number of bytes written."""
         cdef NodeFormat fmt = <NodeFormat>_fmt(format)
-        cdef Py_ssize_t before = buf._length
+        cdef Py_ssize_t before = buf.length()
         self.c_encode(buf, fmt)
-        return buf._length - before
+        return buf.length() - before
 
     def encoded_size(self, format="v1"):
         """Length of to_bytes(format), computed without encoding (no allocation)."""
@@ -515,7 +516,7 @@ cdef class Node:
     @property
     def value(self):
         """The value of a leaf (None for an inner node)."""
-        return self._value
+        return self.leaf_value
 
     @property
     def is_leaf(self):
@@ -530,20 +531,20 @@ cdef class Node:
 
     @property
     def left_hash(self):
-        return None if self.height == 0 else (<InnerNode>self)._left_hash
+        return None if self.height == 0 else (<InnerNode>self).left_child_hash
 
     @property
     def right_hash(self):
-        return None if self.height == 0 else (<InnerNode>self)._right_hash
+        return None if self.height == 0 else (<InnerNode>self).right_child_hash
 
     @property
     def left_node_key(self):
         """Inner node: how the v1 format references the left child (12-byte NodeKey or 32-byte legacy hash)."""
-        return None if self.height == 0 else (<InnerNode>self)._left_ref
+        return None if self.height == 0 else (<InnerNode>self).left_ref
 
     @property
     def right_node_key(self):
-        return None if self.height == 0 else (<InnerNode>self)._right_ref
+        return None if self.height == 0 else (<InnerNode>self).right_ref
 
 
 @cython.final
@@ -556,7 +557,7 @@ cdef class LeafNode(Node):
                                ValueError)
         nonce = int_in_range(nonce, "nonce", 0, UINT32_MAX_, "nonce must be in 0..2**32-1, got %d", ValueError)
         self.key = as_bytes(key, "key")
-        self._value = as_bytes(value, "value")
+        self.leaf_value = as_bytes(value, "value")
         self.height = 0
         self.size = 1
         self.version = version
@@ -566,7 +567,7 @@ cdef class LeafNode(Node):
     cdef LeafNode new(bytes key, bytes value, int64_t version):
         cdef LeafNode n = LeafNode.__new__(LeafNode)
         n.key = key
-        n._value = value
+        n.leaf_value = value
         n.height = 0
         n.size = 1
         n.version = version
@@ -581,16 +582,16 @@ cdef class LeafNode(Node):
 
     def encode(self, WriteBuffer buf not None, format="v1"):
         """Append the encoding to buf (an mpt.rlp.WriteBuffer); return the number of bytes written."""
-        cdef Py_ssize_t before = buf._length
+        cdef Py_ssize_t before = buf.length()
         self.c_encode(buf, <NodeFormat>_fmt(format))
-        return buf._length - before
+        return buf.length() - before
 
     def encoded_size(self, format="v1"):
         """Length of to_bytes(format), computed without encoding (no allocation)."""
         return _leaf_size(self, <NodeFormat>_fmt(format))
 
     def __repr__(self):
-        return "LeafNode(key=%r, value=%r, version=%d, nonce=%d)" % (self.key, self._value, self.version,
+        return "LeafNode(key=%r, value=%r, version=%d, nonce=%d)" % (self.key, self.leaf_value, self.version,
                                                                     self.nonce)
 
 
@@ -634,14 +635,14 @@ cdef class InnerNode(Node):
         self.size = size
         self.version = version
         self.nonce = nonce
-        self._left_hash = left_hash
-        self._right_hash = right_hash
-        self._left_ref = as_bytes_or_none(left_node_key, "left_node_key")
-        self._right_ref = as_bytes_or_none(right_node_key, "right_node_key")
-        for ref in (self._left_ref, self._right_ref):
+        self.left_child_hash = left_hash
+        self.right_child_hash = right_hash
+        self.left_ref = as_bytes_or_none(left_node_key, "left_node_key")
+        self.right_ref = as_bytes_or_none(right_node_key, "right_node_key")
+        for ref in (self.left_ref, self.right_ref):
             if ref is not None and len(ref) not in (NODE_KEY_SIZE, HASH_SIZE):
                 raise ValueError("a child node key is a 12-byte NodeKey or a 32-byte legacy hash")
-        self._hash = hash
+        self.cached_hash = hash
 
     @staticmethod
     cdef InnerNode new(bytes key, int height, int64_t size, int64_t version):
@@ -655,13 +656,13 @@ cdef class InnerNode(Node):
     # See LeafNode: the codec methods on the exact type, for CPython's specialised call.
     def to_bytes(self, format="v1"):
         """The node's encoding in format ``"legacy"``, ``"v1"`` (default) or ``"vbyte"``."""
-        return self._to_bytes(<NodeFormat>_fmt(format))
+        return self.c_to_bytes(<NodeFormat>_fmt(format))
 
     def encode(self, WriteBuffer buf not None, format="v1"):
         """Append the encoding to buf (an mpt.rlp.WriteBuffer); return the number of bytes written."""
-        cdef Py_ssize_t before = buf._length
+        cdef Py_ssize_t before = buf.length()
         self.c_encode(buf, <NodeFormat>_fmt(format))
-        return buf._length - before
+        return buf.length() - before
 
     def encoded_size(self, format="v1"):
         """Length of to_bytes(format), computed without encoding (no allocation)."""
@@ -826,8 +827,8 @@ cdef Node _decode_vbyte(const uint8_t *data, Py_ssize_t n):
     if n - pos != 2 * HASH_SIZE:
         _fail("an inner node ends with two 32-byte hashes, %d bytes left" % (n - pos), pos)
     inner = InnerNode.new(key, height, <int64_t>(size_lo | (<uint64_t>size_hi << 32)), version)
-    inner._left_hash = PyBytes_FromStringAndSize(<const char *>data + pos, HASH_SIZE)
-    inner._right_hash = PyBytes_FromStringAndSize(<const char *>data + pos + HASH_SIZE, HASH_SIZE)
+    inner.left_child_hash = PyBytes_FromStringAndSize(<const char *>data + pos, HASH_SIZE)
+    inner.right_child_hash = PyBytes_FromStringAndSize(<const char *>data + pos + HASH_SIZE, HASH_SIZE)
     return inner
 
 
@@ -863,16 +864,16 @@ cdef Node c_decode_node(const uint8_t *data, Py_ssize_t n, NodeFormat fmt, int64
     inner = InnerNode.new(key, <int>height, size, version)
     inner.nonce = nonce
     if fmt == FORMAT_LEGACY:
-        inner._left_hash = _read_child_hash(data, &pos, n, "left child hash")
-        inner._right_hash = _read_child_hash(data, &pos, n, "right child hash")
+        inner.left_child_hash = _read_child_hash(data, &pos, n, "left child hash")
+        inner.right_child_hash = _read_child_hash(data, &pos, n, "right child hash")
     else:
-        inner._hash = _read_child_hash(data, &pos, n, "node hash")
+        inner.cached_hash = _read_child_hash(data, &pos, n, "node hash")
         at = pos
         pos = _varint(data, pos, n, &mode, "mode")
         if mode < 0 or mode > 3:
             _fail("invalid child mode %d" % mode, at)
-        inner._left_ref = _read_v1_ref(data, &pos, n, mode & MODE_LEGACY_LEFT, True)
-        inner._right_ref = _read_v1_ref(data, &pos, n, mode & MODE_LEGACY_RIGHT, False)
+        inner.left_ref = _read_v1_ref(data, &pos, n, mode & MODE_LEGACY_LEFT, True)
+        inner.right_ref = _read_v1_ref(data, &pos, n, mode & MODE_LEGACY_RIGHT, False)
     if pos != n:
         _fail("%d trailing bytes" % (n - pos), pos)
     return inner

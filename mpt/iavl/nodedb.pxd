@@ -3,7 +3,7 @@
 from libc.stdint cimport int64_t, uint32_t
 
 from mpt.db.state cimport StoreState
-from mpt.iavl.node cimport Node
+from mpt.iavl.node cimport InnerNode, Node
 
 
 cdef class _RecordWriter:
@@ -44,10 +44,15 @@ cdef class NodeDB:
             self._state.check_open()
         return 0
 
+    cdef inline int64_t known_latest_version(self) noexcept:
+        """The latest version as last looked up, without a store read (-1: not looked up yet)."""
+        return self._latest
+
     cdef bint _holds_a_version(self) except -1
     cdef int _interrupted_import(self, bytes marker) except -1
 
     cdef Node get_node(self, bytes ref)
+    cdef Node load_child(self, InnerNode inner, bint right)
     cdef Node load_root(self, int64_t version, bint *found)
     cdef int64_t c_latest_version(self) except -2
     cdef object _last_key(self, bytes lo, bytes hi, Py_ssize_t length)

@@ -290,10 +290,10 @@ def foreign_store_error(db, bytes key, str doing):
 
 cdef str describe(Node node):
     """How errors name a stored node: its v1 node key (version, nonce), or the hash of a legacy node."""
-    if node.nonce != 0 or node._hash is None:
+    if node.nonce != 0 or node.cached_hash is None:
         return "s%s (version %d, nonce %d)" % (make_node_key(node.version, node.nonce).hex(), node.version,
                                                 node.nonce)
-    return "n%s (legacy, version %d)" % (node._hash.hex(), node.version)
+    return "n%s (legacy, version %d)" % (node.cached_hash.hex(), node.version)
 
 
 cdef int check_child(Node parent, Node child, bint right) except -1:
@@ -747,12 +747,32 @@ cdef class NodeDB:
                                      0, 0, False)
             except NodeDecodeError as e:
                 raise CorruptTreeError("corrupt IAVL node n%s (legacy): %s" % (ref.hex(), e)) from None
-            node._hash = ref        # the key it is stored under (Go: node.hash = nk)
+            node.cached_hash = ref        # the key it is stored under (Go: node.hash = nk)
         else:
             raise CorruptTreeError("corrupt IAVL store: a child reference of %d bytes (%s), neither a NodeKey nor "
                                    "a hash" % (n, ref.hex()))
         node.persisted = True
         return node
+
+    cdef Node load_child(self, InnerNode inner, bint right):
+        """A child of a saved inner node that is not in memory yet: read from the store, checked against its parent
+        (and against its sibling, if that is in memory), and kept in the parent, where the next walk finds it."""
+        cdef bytes ref
+        cdef Node child, sibling
+        if right:
+            ref = inner.right_ref if inner.right_ref is not None else inner.right_child_hash
+        else:
+            ref = inner.left_ref if inner.left_ref is not None else inner.left_child_hash
+        child = self.get_node(ref)
+        check_child(inner, child, right)
+        sibling = inner.left_node if right else inner.right_node
+        if sibling is not None:
+            check_children(inner, sibling if right else child, child if right else sibling)
+        if right:
+            inner.right_node = child
+        else:
+            inner.left_node = child
+        return child
 
     cdef Node load_root(self, int64_t version, bint *found):
         """The root of a saved version (None for an empty one); found[0] is False if there is no such version."""
@@ -1129,11 +1149,11 @@ cdef class NodeDB:
                 out.emit(_legacy_root_key(version), root.c_hash())
         elif legacy:
             for node in new_nodes:
-                out.emit(N + node._hash, node._to_bytes(FORMAT_LEGACY))
-            out.emit(_legacy_root_key(version), root._hash)
+                out.emit(N + node.cached_hash, node.c_to_bytes(FORMAT_LEGACY))
+            out.emit(_legacy_root_key(version), root.cached_hash)
         else:
             for node in new_nodes:
-                out.emit(_node_record_key(node.version, node.nonce), node._to_bytes(FORMAT_V1))
+                out.emit(_node_record_key(node.version, node.nonce), node.c_to_bytes(FORMAT_V1))
         return 0
 
     cdef int _put_root_reference(self, _RecordWriter out, int64_t version, Node root) except -1:
@@ -1153,11 +1173,11 @@ cdef class NodeDB:
         if self._read_key(key) is None:
             if root.height != 0:
                 inner = <InnerNode>root
-                if inner._left_ref is None:
-                    inner._left_ref = inner._left_hash
-                if inner._right_ref is None:
-                    inner._right_ref = inner._right_hash
-            out.emit(key, root._to_bytes(FORMAT_V1))
+                if inner.left_ref is None:
+                    inner.left_ref = inner.left_child_hash
+                if inner.right_ref is None:
+                    inner.right_ref = inner.right_child_hash
+            out.emit(key, root.c_to_bytes(FORMAT_V1))
         return 0
 
     # ------------------------------------------------------------------------------------------ pruning
@@ -1300,7 +1320,7 @@ cdef class NodeDB:
                 root = self.get_node(literal)
                 dels.append(S + literal)
                 root.nonce = 0
-                moved.append((_node_record_key(v, 0), root._to_bytes(FORMAT_V1)))
+                moved.append((_node_record_key(v, 0), root.c_to_bytes(FORMAT_V1)))
                 deleted += 1
         # Moved roots first, then the deletes: a key is put (a root moved to (v, 0) at step v) before any later
         # step deletes it, never after, so this order ends where the walk's order would.

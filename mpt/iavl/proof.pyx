@@ -3,7 +3,7 @@
 """ICS23 proofs from an IAVL tree, byte for byte as cosmos/iavl's proof_ics23.go makes them.
 
 ``MutableTree.membership_proof`` / ``non_membership_proof`` call in here; the tree hands over the nodes on the
-way from the root to a leaf (``MutableTree._proof_path``) and this module turns them into the ops of an
+way from the root to a leaf (``MutableTree.path_to_leaf``) and this module turns them into the ops of an
 ``ExistenceProof``:
 
 * the leaf op: SHA-256, value prehashed with SHA-256, VAR_PROTO lengths, prefix varint(0) varint(1)
@@ -73,17 +73,20 @@ cdef inline bint _goes_left(list nodes, Py_ssize_t i) noexcept:
 
 cdef inline bytes _sibling_hash(InnerNode inner, bint left):
     """The hash of the child off the path: the parent's copy when it has one (no visit to the child), else the
-    child's own (MutableTree._proof_path loaded the child then)."""
+    child's own (MutableTree.path_to_leaf loaded the child then)."""
     if left:
-        return inner._right_hash if inner._right_hash is not None else inner.right_node.c_hash()
-    return inner._left_hash if inner._left_hash is not None else inner.left_node.c_hash()
+        return inner.right_child_hash if inner.right_child_hash is not None else inner.right_node.c_hash()
+    return inner.left_child_hash if inner.left_child_hash is not None else inner.left_node.c_hash()
 
 
 cdef inline const char *_known_sibling_hash(InnerNode inner, bint left) noexcept:
     """_sibling_hash after _hash_siblings has run: a read, nothing computed."""
+    cdef bytes h
     if left:
-        return PyBytes_AS_STRING(inner._right_hash if inner._right_hash is not None else inner.right_node._hash)
-    return PyBytes_AS_STRING(inner._left_hash if inner._left_hash is not None else inner.left_node._hash)
+        h = inner.right_child_hash if inner.right_child_hash is not None else inner.right_node.cached_hash
+    else:
+        h = inner.left_child_hash if inner.left_child_hash is not None else inner.left_node.cached_hash
+    return PyBytes_AS_STRING(h)
 
 
 cdef inline Py_ssize_t _inner_prefix_size(Node node, bint left) noexcept:
@@ -163,8 +166,8 @@ cdef Py_ssize_t _existence_size(list nodes) except -1:
     # proto3: empty bytes fields are left out (an empty key or value).
     if PyBytes_GET_SIZE(leaf.key) != 0:
         n += _field_size(PyBytes_GET_SIZE(leaf.key))
-    if PyBytes_GET_SIZE(leaf._value) != 0:
-        n += _field_size(PyBytes_GET_SIZE(leaf._value))
+    if PyBytes_GET_SIZE(leaf.leaf_value) != 0:
+        n += _field_size(PyBytes_GET_SIZE(leaf.leaf_value))
     for i in range(last):
         n += _field_size(_inner_op_size(<Node>PyList_GET_ITEM(nodes, i), _goes_left(nodes, i)))
     return n
@@ -179,8 +182,8 @@ cdef Py_ssize_t _put_existence(uint8_t *out, list nodes) noexcept:
     cdef Py_ssize_t p = 0
     if PyBytes_GET_SIZE(leaf.key) != 0:
         p = _put_bytes_field(out, TAG_EXIST_KEY, leaf.key)
-    if PyBytes_GET_SIZE(leaf._value) != 0:
-        p += _put_bytes_field(out + p, TAG_EXIST_VALUE, leaf._value)
+    if PyBytes_GET_SIZE(leaf.leaf_value) != 0:
+        p += _put_bytes_field(out + p, TAG_EXIST_VALUE, leaf.leaf_value)
     p += _put_field_header(out + p, TAG_EXIST_LEAF, _leaf_op_size(leaf))
     out[p] = TAG_LEAF_HASH
     out[p + 1] = HASH_SHA256
@@ -210,7 +213,7 @@ cdef tuple _proof_path(object tree, bytes key, object version, object index=None
     # The walk below casts the path's items to Node/InnerNode unchecked: only the tree's own path may reach it.
     if type(tree) is not MutableTree:
         raise TypeError("tree must be an mpt.iavl.MutableTree, not %s" % type(tree).__name__)
-    return tree._proof_path(key, version, index)
+    return tree.path_to_leaf(key, version, index)
 
 
 cdef list _membership_path(object tree, bytes key, object version):
@@ -420,7 +423,7 @@ cdef object _existence_proof(list nodes):
         PyList_SET_ITEM(path, i, op)
     cdef object proof = _EXISTENCE.make()
     _EXISTENCE.set(proof, 0, leaf.key)
-    _EXISTENCE.set(proof, 1, leaf._value)
+    _EXISTENCE.set(proof, 1, leaf.leaf_value)
     _EXISTENCE.set(proof, 2, _leaf_op(leaf))
     _EXISTENCE.set(proof, 3, path)
     return proof

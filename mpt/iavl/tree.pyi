@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from mpt.ics23 import CommitmentProof
 
 from mpt.iavl.export import Exporter, ExportNode
+from mpt.iavl.node import Node
 from mpt.iavl.nodedb import NodeDB
 
 EMPTY_ROOT: bytes
@@ -98,6 +99,11 @@ class MutableTree:
     def non_membership_proof(self, key: ReadableBuffer, version: int | None = None) -> CommitmentProof:
         """ICS23 proof that key is absent (Go iavl's GetNonMembershipProof): existence proofs of the keys just
         before and after it. ProofError if key is present, VersionError if no such version."""
+    def path_to_leaf(
+        self, key: ReadableBuffer, version: int | None = None, index: int | None = None
+    ) -> tuple[list[Node], int]:
+        """(nodes, rank): the nodes from the root down to the leaf key leads to (iavl's PathToLeaf) and key's
+        GetWithIndex rank; with ``index``, the index-th leaf (GetByIndex). ([], 0) for an empty tree."""
     def export(self, version: int | None = None) -> Exporter:
         """The nodes of a saved version in Go's exporter order (post-order, left first)."""
     def import_nodes(self, nodes: Iterable[ExportNode], version: int) -> bytes:

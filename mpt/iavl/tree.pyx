@@ -32,6 +32,7 @@ from libc.stdint cimport int64_t, uint8_t, uint32_t
 from libc.string cimport memcmp
 
 from mpt.core.bytes_like cimport as_bytes, as_bytes_or_none
+from mpt.iavl.export cimport Exporter, import_tree
 from mpt.iavl.node cimport (
     FORMAT_LEGACY,
     FORMAT_V1,
@@ -44,7 +45,7 @@ from mpt.iavl.node cimport (
     parse_format,
     sha256_into,
 )
-from mpt.iavl.nodedb cimport NodeDB, check_child, check_children, describe
+from mpt.iavl.nodedb cimport NodeDB, describe
 
 from mpt.iavl.nodedb import FAST_CACHE_SIZE
 
@@ -53,7 +54,6 @@ import warnings
 from mpt._deprecation import renamed_attributes as _renamed_attributes
 from mpt.db.memory import MemoryDB, check_database
 from mpt.errors import CorruptTreeError, VersionError
-from mpt.iavl.export import Exporter, import_nodes
 
 
 cdef bytes _empty_hash():
@@ -129,33 +129,13 @@ cdef class MutableTree:
     cdef inline Node _left(self, Node node):
         # node is an inner node (height > 0): every caller checks, so the cast is unchecked.
         if (<InnerNode>node).left_node is None:
-            self._load_child(<InnerNode>node, False)
+            self.ndb.load_child(<InnerNode>node, False)
         return (<InnerNode>node).left_node
 
     cdef inline Node _right(self, Node node):
         if (<InnerNode>node).right_node is None:
-            self._load_child(<InnerNode>node, True)
+            self.ndb.load_child(<InnerNode>node, True)
         return (<InnerNode>node).right_node
-
-    cdef int _load_child(self, InnerNode inner, bint right) except -1:
-        """Read a child that is not in memory yet from the store, checked against its parent (and against its
-        sibling, if that is in memory), and keep it in the parent."""
-        cdef bytes ref
-        cdef Node child, sibling
-        if right:
-            ref = inner._right_ref if inner._right_ref is not None else inner._right_hash
-        else:
-            ref = inner._left_ref if inner._left_ref is not None else inner._left_hash
-        child = self.ndb.get_node(ref)
-        check_child(inner, child, right)
-        sibling = inner.left_node if right else inner.right_node
-        if sibling is not None:
-            check_children(inner, sibling if right else child, child if right else sibling)
-        if right:
-            inner.right_node = child
-        else:
-            inner.left_node = child
-        return 0
 
     cdef Node _load_root(self, int64_t version, bint *found):
         return self.ndb.load_root(version, found)
@@ -276,14 +256,14 @@ cdef class MutableTree:
                 value = self.ndb.fast_value(k, &updated_at)
                 if value is None:
                     # The fast index is the latest version's state: absent there, absent in the tree.
-                    if self.version == self.ndb._latest:
+                    if self.version == self.ndb.known_latest_version():
                         return default
                 elif updated_at <= self.version:
                     self.ndb.cache_fast_value(k, value, updated_at)
                     return value
         node = self._leaf_for(self.root, k)
         if node is not None and compare_keys(k, node.key) == 0:
-            return node._value
+            return node.leaf_value
         return default
 
     def get_versioned(self, key, version, default=None):
@@ -309,7 +289,7 @@ cdef class MutableTree:
                 return fast[0]
         node = self._leaf_for(root, k)
         if node is not None and compare_keys(k, node.key) == 0:
-            return node._value
+            return node.leaf_value
         return default
 
     def get_with_index(self, key):
@@ -336,7 +316,7 @@ cdef class MutableTree:
             return index + 1, None
         if c > 0:
             return index, None
-        return index, node._value
+        return index, node.leaf_value
 
     def get_by_index(self, index):
         """(key, value) of the index-th key in key order (iavl's GetByIndex); (None, None) if out of range."""
@@ -354,7 +334,7 @@ cdef class MutableTree:
             else:
                 i -= left.size
                 node = self._right(node)
-        return node.key, node._value
+        return node.key, node.leaf_value
 
     def has(self, key):
         """iavl's Has: whether key is in the working tree (the same as ``key in tree``)."""
@@ -413,7 +393,7 @@ cdef class MutableTree:
             node = stack.pop()
             if node.height == 0:
                 if (lo is None or compare_keys(node.key, lo) >= 0) and (hi is None or compare_keys(node.key, hi) < 0):
-                    yield node.key, node._value
+                    yield node.key, node.leaf_value
                 continue
             # Left subtree holds keys < node.key, the right one keys >= node.key: skip what the range excludes.
             go_right = hi is None or compare_keys(node.key, hi) < 0
@@ -455,12 +435,12 @@ cdef class MutableTree:
         """The node to change for the working version: a clone of a saved node, or the node itself if it is new."""
         cdef InnerNode copy
         if not node.persisted:
-            if node._hash is not None:
+            if node.cached_hash is not None:
                 # Hashed since its last change (hash() or a proof): forget the hashes. An unhashed node has none
                 # (_hash_new and _assign set all three together), so building a tree skips three stores a level.
-                node._hash = None
-                (<InnerNode>node)._left_hash = None
-                (<InnerNode>node)._right_hash = None
+                node.cached_hash = None
+                (<InnerNode>node).left_child_hash = None
+                (<InnerNode>node).right_child_hash = None
             return node
         copy = InnerNode.new(node.key, node.height, node.size, self.version + 1)
         copy.left_node = self._left(node)
@@ -614,7 +594,7 @@ cdef class MutableTree:
         if node.height == 0:
             if compare_keys(key, node.key) == 0:
                 self._rm_found = True
-                self._rm_value = node._value
+                self._rm_value = node.leaf_value
                 self._rm_newkey = None
                 return None
             self._rm_found = False
@@ -672,11 +652,11 @@ cdef class MutableTree:
 
     cdef bytes _hash_new(self, Node node):
         """Hash a subtree of the working tree (children first); saved nodes know their hash already."""
-        if node._hash is not None:
-            return node._hash
+        if node.cached_hash is not None:
+            return node.cached_hash
         if node.height != 0:
-            (<InnerNode>node)._left_hash = self._hash_new(self._left(node))
-            (<InnerNode>node)._right_hash = self._hash_new(self._right(node))
+            (<InnerNode>node).left_child_hash = self._hash_new(self._left(node))
+            (<InnerNode>node).right_child_hash = self._hash_new(self._right(node))
         return node.c_hash()
 
     def hash(self):
@@ -702,15 +682,15 @@ cdef class MutableTree:
         node.version = version
         if node.height != 0:
             inner = <InnerNode>node
-            inner._left_ref = self._assign(inner.left_node, version)
-            inner._right_ref = self._assign(inner.right_node, version)
-            inner._left_hash = inner.left_node.c_hash()
-            inner._right_hash = inner.right_node.c_hash()
+            inner.left_ref = self._assign(inner.left_node, version)
+            inner.right_ref = self._assign(inner.right_node, version)
+            inner.left_child_hash = inner.left_node.c_hash()
+            inner.right_child_hash = inner.right_node.c_hash()
         node.c_hash()
         self._new_nodes.append(node)
         if self.storage == FORMAT_V1:
             return node.node_key_bytes()
-        return node._hash
+        return node.cached_hash
 
     def save_version(self):
         """Save the working tree as version + 1. Returns (root_hash, version).
@@ -789,8 +769,9 @@ cdef class MutableTree:
         its neighbours. ProofError if key is present, VersionError if there is no such version."""
         return _proof_functions()[1](self, key, version)
 
-    def _proof_path(self, key, version=None, index=None):
-        """(nodes, rank): the nodes from the root down to a leaf.
+    def path_to_leaf(self, key, version=None, index=None):
+        """(nodes, rank): the nodes (InnerNode ..., LeafNode) from the root of the working tree (version None) or
+        of saved version ``version`` down to a leaf; what :mod:`mpt.iavl.proof` builds ICS23 proofs from.
 
         The leaf is the one ``key`` leads to (iavl's PathToLeaf: key itself if present, else a neighbour of it)
         and rank is key's GetWithIndex index (its own, or that of the first key after it); with ``index`` the
@@ -814,7 +795,7 @@ cdef class MutableTree:
             i = index
             if i < 0 or i >= node.size:
                 raise IndexError("index %d out of range for a tree of %d keys" % (i, node.size))
-            rank = i
+            # rank adds up the left subtrees passed, as for a key: it ends at index.
         while node.height != 0:
             nodes[depth] = node
             depth += 1
@@ -825,21 +806,21 @@ cdef class MutableTree:
             if by_index:
                 left = self._left(node)
                 if i < left.size:
-                    if inner._right_hash is None:
+                    if inner.right_child_hash is None:
                         self._right(node)
-                    _prefetch_node(<PyObject *>inner._right_hash)
+                    _prefetch_node(<PyObject *>inner.right_child_hash)
                     node = left
                     continue
                 i -= left.size
             elif compare_keys(k, node.key) < 0:
-                if inner._right_hash is None:
+                if inner.right_child_hash is None:
                     self._right(node)
-                _prefetch_node(<PyObject *>inner._right_hash)
+                _prefetch_node(<PyObject *>inner.right_child_hash)
                 node = self._left(node)
                 continue
-            if inner._left_hash is None:
+            if inner.left_child_hash is None:
                 self._left(node)
-            _prefetch_node(<PyObject *>inner._left_hash)
+            _prefetch_node(<PyObject *>inner.left_child_hash)
             node = self._right(node)
             rank += inner.size - node.size
         nodes[depth] = node
@@ -882,18 +863,13 @@ cdef class MutableTree:
         exporter order, e.g. another tree's ``export(version)``) and save it as ``version`` with Go's node keys,
         writing as it reads (batches of 10,000 nodes: memory holds the open subtrees, not the tree). Returns the
         root hash. A malformed stream raises ExportImportError, and what was written of it is deleted again."""
-        return import_nodes(self, nodes, version, self.storage == FORMAT_LEGACY)
-
-    def _export_children(self, Node node):
-        """(left, right) of a saved inner node, loaded from the store if needed."""
-        return self._left(node), self._right(node)
-
-    def _import_opened(self, Node root, int64_t version):
-        """Open the version an import wrote (root: its root node, children in the store) as Go's LoadVersion
-        after Importer.Commit does."""
+        root = import_tree(self, nodes, version, self.storage == FORMAT_LEGACY)
+        # Open the version the import wrote (root: its root node, children in the store) as Go's LoadVersion after
+        # Importer.Commit does.
         self.ndb.set_latest_version(version)
         self._new_nodes = None
         self._opened(root, version)
+        return self.hash()
 
 
 cdef extern from *:

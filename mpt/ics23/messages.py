@@ -60,6 +60,14 @@ def _ops():
     return _verifier
 
 
+def default_message(cls):
+    """A message of class cls with every field at its proto3 default, made without __init__'s checks: what the
+    decoders (this module's and the compiled reader's, mpt.ics23.wire) fill in field by field."""
+    msg = cls.__new__(cls)
+    msg._clear()
+    return msg
+
+
 class HashOp(IntEnum):
     """cosmos.ics23.v1.HashOp. (Older proofs.proto versions call 3 ``KECCAK``.)"""
     NO_HASH = 0
@@ -294,8 +302,7 @@ def _decode_into(msg, data: bytes, pos: int, end: int) -> None:
             start, pos = read_length(data, pos, end, "%s.%s" % (name, attr))
             sub = getattr(msg, attr)
             if sub is None:
-                sub = arg.__new__(arg)
-                sub._clear()
+                sub = default_message(arg)
                 object.__setattr__(msg, attr, sub)
             _decode_into(sub, data, start, pos)
         elif kind == _MSG_REPEATED:
@@ -304,14 +311,12 @@ def _decode_into(msg, data: bytes, pos: int, end: int) -> None:
             values = getattr(msg, attr)
             if len(values) >= limit:
                 raise ProofError("%s.%s has more than %d entries" % (name, attr, limit))
-            sub = sub_cls.__new__(sub_cls)
-            sub._clear()
+            sub = default_message(sub_cls)
             _decode_into(sub, data, start, pos)
             values.append(sub)
         else:  # _ONEOF: gogoproto replaces the case with a freshly decoded message
             start, pos = read_length(data, pos, end, "%s.%s" % (name, attr))
-            sub = arg.__new__(arg)
-            sub._clear()
+            sub = default_message(arg)
             _decode_into(sub, data, start, pos)
             for other in cls._ONEOF_FIELDS:
                 object.__setattr__(msg, other, None)
@@ -426,8 +431,7 @@ def _json_enum(enum_cls, value, where: str):
 def _from_json_obj(cls, obj, where: str):
     if not isinstance(obj, dict):
         raise ProofError("%s: expected a JSON object, not %s" % (where, type(obj).__name__))
-    msg = cls.__new__(cls)
-    msg._clear()
+    msg = default_message(cls)
     names = cls._JSON_NAMES
     seen_oneof = None
     for key, value in obj.items():
@@ -540,8 +544,7 @@ class _Message:
     def from_bytes(cls, data):
         """Decode the protobuf wire form (bytes, any bytes-like object, or a message with SerializeToString())."""
         raw = message_bytes(data)
-        msg = cls.__new__(cls)
-        msg._clear()
+        msg = default_message(cls)
         _decode_into(msg, raw, 0, len(raw))
         return msg
 

@@ -23,9 +23,11 @@ from mpt.core._sha256.sha256 cimport (
     share_sha256_backend,
 )
 
+from mpt._deprecation import renamed_attributes as _renamed_attributes
 from mpt.ics23.messages import ProofSpec as _ProofSpec
 from mpt.ics23.messages import ENUM_MEMBERS as _ENUM_MEMBERS
 from mpt.ics23.messages import CommitmentProof, ExistenceProof, HashOp, InnerOp, LeafOp, LengthOp, NonExistenceProof
+from mpt.ics23.messages import default_message
 from mpt.ics23.specs import IAVL_SPEC, TENDERMINT_SPEC
 
 cdef dict _HASH_OPS = _ENUM_MEMBERS[HashOp]
@@ -796,8 +798,7 @@ def decode_commitment(data):
         return None
     d = <const uint8_t*>PyBytes_AS_STRING(data)
     n = PyBytes_GET_SIZE(data)
-    cp = CommitmentProof.__new__(CommitmentProof)
-    cp._clear()
+    cp = default_message(CommitmentProof)
     if _parse_commitment(d, n, 0x0A, &body):
         if not _parse_exist(body.p, 0, body.n, &e):
             return None
@@ -813,3 +814,23 @@ def decode_commitment(data):
         cp.nonexist = ne
         return cp
     return None
+
+
+cdef object _verifier_entry(str name):
+    # The entry points moved up a layer, to mpt.ics23.verify, which imports this module: looked up when asked for.
+    from mpt.ics23.verify import calculate_root, verify_membership, verify_non_membership
+    return {"calculate_root": calculate_root, "verify_membership": verify_membership,
+            "verify_non_membership": verify_non_membership}[name]
+
+
+# The verifier's entry points lived here before the ICS23 layers were split; the names stay for one release.
+__getattr__ = _renamed_attributes(__name__, {
+    name: ("mpt.ics23.wire.%s moved to mpt.ics23.verify (or mpt.ics23.%s)" % (name, name),
+           lambda name=name: _verifier_entry(name))
+    for name in ("verify_membership", "verify_non_membership", "calculate_root")
+} | {
+    "wire_verdict_membership": ("mpt.ics23.wire.wire_verdict_membership is now mpt.ics23.wire.proves_membership",
+                                lambda: proves_membership),
+    "wire_verdict_non_membership": ("mpt.ics23.wire.wire_verdict_non_membership is now "
+                                    "mpt.ics23.wire.proves_non_membership", lambda: proves_non_membership),
+})

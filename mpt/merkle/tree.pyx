@@ -472,7 +472,7 @@ cdef void _recursive(const unsigned char* leaves, size_t count, unsigned char* o
     mpt_sha256_pairs(INNER_PREFIX, pair, 1, out)
 
 
-def _root_recursive(items):
+def root_recursive(items):
     """root(items) by CometBFT's recursive split (benchmarks and tests; root() is the fast path)."""
     cdef size_t n
     cdef Scratch s = leaf_hashes(items, False, False, &n)

@@ -219,10 +219,10 @@ _IAVL_EXPORT_SIZE = 100000
 @lru_cache(maxsize=None)
 def _iavl_export_stream() -> Tuple[Any, ...]:
     """The export stream of the saved Set100K+Save tree (100K 16-byte keys with 32-byte values, seeded)."""
-    from mpt.bench.cases.iavl_trees import _saved_tree
+    from mpt.bench.cases.iavl_trees import saved_tree
     from mpt.iavl import MutableTree
 
-    tree = MutableTree(_saved_tree("MemoryDB")[0])
+    tree = MutableTree(saved_tree("MemoryDB")[0])
     tree.load()
     return tuple(tree.export())
 
@@ -236,10 +236,10 @@ def _iavl_check_stream(nodes, n: int) -> None:
 def _iavl_export(kind: str) -> Case:
     def setup():
         # A tree opened on the store, as Go's exporter reads a saved version: every node is read and decoded.
-        from mpt.bench.cases.iavl_trees import _saved_tree
+        from mpt.bench.cases.iavl_trees import saved_tree
         from mpt.iavl import MutableTree
 
-        tree = MutableTree(_saved_tree(kind)[0])
+        tree = MutableTree(saved_tree(kind)[0])
         tree.load()
         return tree
 
@@ -272,11 +272,11 @@ def _iavl_import(kind: str) -> Case:
         return MutableTree(state[1]).import_nodes(state[0], 1)
 
     def check(state):
-        from mpt.bench.cases.iavl_trees import _saved_tree
+        from mpt.bench.cases.iavl_trees import saved_tree
         from mpt.iavl import MutableTree
 
         _iavl_check_stream(state[0], _IAVL_EXPORT_SIZE)
-        source = MutableTree(_saved_tree("MemoryDB")[0])
+        source = MutableTree(saved_tree("MemoryDB")[0])
         source.load()
         expect("imported root", op(state), source.hash())
         reopened = MutableTree(state[1])
@@ -300,6 +300,6 @@ def cases() -> List[Case]:
     from mpt.bench.cases import iavl_trees     # the tree on a node store (MemoryDB, LevelDB)
 
     out += iavl_trees.cases(Case, expect)
-    kinds = [k for k in iavl_trees.STORES if k == "MemoryDB" or iavl_trees._leveldb_available()]
+    kinds = [k for k in iavl_trees.STORES if k == "MemoryDB" or iavl_trees.leveldb_available()]
     out += [_iavl_export(kind) for kind in kinds] + [_iavl_import(kind) for kind in kinds]
     return out

@@ -27,7 +27,7 @@ PRUNE_KEYS = 10000
 PRUNE_VERSIONS = 10
 
 
-def _leveldb_available() -> bool:
+def leveldb_available() -> bool:
     try:
         import plyvel  # noqa: F401
     except ImportError:
@@ -114,7 +114,7 @@ def _set_save(case_type, expect, label: str, n: int, kind: str):
     )
 
 
-def _saved_tree(kind: str):
+def saved_tree(kind: str):
     if kind not in _KEPT:
         from mpt.iavl import MutableTree
 
@@ -143,7 +143,7 @@ def _get100k(case_type, expect, kind: str):
     def setup():
         from mpt.iavl import MutableTree
 
-        store, keys = _saved_tree(kind)
+        store, keys = saved_tree(kind)
         tree = MutableTree(store)
         tree.load()
         return tree, keys
@@ -218,7 +218,7 @@ def _prune(case_type, expect, kind: str):
 
 def cases(case_type: Any, expect: Any) -> List[Any]:
     """The IAVL tree-on-a-store cases, built with the registry's Case class and its check helper."""
-    kinds = [k for k in STORES if k == "MemoryDB" or _leveldb_available()]
+    kinds = [k for k in STORES if k == "MemoryDB" or leveldb_available()]
     out = []
     for label, n in (("10K", 10000), ("100K", 100000)):
         out += [_set_save(case_type, expect, label, n, kind) for kind in kinds]

@@ -62,11 +62,13 @@ def _merkle_alternatives(variant: str) -> Case:
     if variant == "recursive":
         def op(leaves):
             try:
-                from mpt.merkle.tree import _root_recursive
-            except ImportError:         # a commit before the package layout (asv history)
-                from mpt.merkle import _root_recursive
+                from mpt.merkle.tree import root_recursive
+            except ImportError:         # an older commit (asv history): the private name, in mpt.merkle.tree or,
+                import mpt.merkle       # before the package layout, in mpt.merkle
 
-            return _root_recursive(leaves)
+                root_recursive = getattr(getattr(mpt.merkle, "tree", mpt.merkle), "_root_recursive")  # noqa: B009
+
+            return root_recursive(leaves)
     else:
         def op(leaves):
             from mpt.merkle import root

@@ -94,7 +94,7 @@ ctypedef const char* (*_get_backend_fn)() noexcept nogil
 cdef list _COPIES = []
 
 
-def _adopt_copy(setter, getter):
+def adopt_library_copy(setter, getter):
     """Called by sha256.pxd's share_sha256_backend() when a module linking mpt_sha256 is imported: give that
     module's copy of the library our backend choice, and keep it in step from now on."""
     cdef _set_backend_fn set_fn = <_set_backend_fn>PyCapsule_GetPointer(setter, b"mpt_sha256_set_backend")
@@ -200,7 +200,7 @@ def _sha256_pairs(int prefix, bytes level, bint in_place=False):
     return bytes(out[:32 * npairs])
 
 
-def _floor(list messages, Py_ssize_t repeat, bint batched=True):
+def sha256_floor(list messages, Py_ssize_t repeat, bint batched=True):
     """Benchmark floor: hash every bytes object of messages, repeat times, in a C loop without the GIL.
     batched: through mpt_sha256_many (two messages at a time on SHA-NI); else one mpt_sha256 call per message.
     The cost SHA-256 alone sets for a workload (``python -m mpt.bench`` reports ``sha_ratio`` against it)."""
@@ -211,7 +211,7 @@ def _floor(list messages, Py_ssize_t repeat, bint batched=True):
     try:
         if data == NULL or lengths == NULL or out == NULL:
             raise MemoryError()
-        _point_at(messages, data, lengths, "_floor() needs bytes messages")
+        _point_at(messages, data, lengths, "sha256_floor() needs bytes messages")
         with nogil:
             for r in range(repeat):
                 if batched:

@@ -30,6 +30,6 @@ from cpython.pycapsule cimport PyCapsule_New
 
 cdef inline int share_sha256_backend() except -1:
     from mpt.core._sha256 import binding
-    binding._adopt_copy(PyCapsule_New(<void*>mpt_sha256_set_backend, b"mpt_sha256_set_backend", NULL),
-                        PyCapsule_New(<void*>mpt_sha256_backend, b"mpt_sha256_backend", NULL))
+    binding.adopt_library_copy(PyCapsule_New(<void*>mpt_sha256_set_backend, b"mpt_sha256_set_backend", NULL),
+                               PyCapsule_New(<void*>mpt_sha256_backend, b"mpt_sha256_backend", NULL))
     return 0

@@ -54,7 +54,7 @@ cdef class ArenaSet:
 @cython.final
 cdef class SpillFile:
     """The one file every spill of a partition is appended to (a few descriptors however many spills), in a
-    private run directory (:class:`mpt._spill.SpillDir`) that close() deletes."""
+    private run directory (:class:`mpt.ethereum.shards.spill.SpillDir`) that close() deletes."""
 
     @staticmethod
     cdef SpillFile new(str parent):
