@@ -174,6 +174,22 @@ def test_go_format(capsys):
         assert re.search(r"\d+ B/op\s+\d+ allocs/op$", line), line
 
 
+def test_every_format_names_the_cpu_and_the_backends_it_ran_on(capsys, tmp_path):
+    from mpt.bench.report import _cpu_model
+    from mpt.core.runtime import keccak_backend, sha256_backend
+
+    code, out = run(capsys, "-b", TINY, *FAST)
+    assert code == 0
+    assert "cpu: %s (" % _cpu_model() in out.splitlines()[0]
+    assert "keccak backend: %s  sha256 backend: %s  hash threads: " % (keccak_backend(), sha256_backend()) in out
+    code, out = run(capsys, "-b", TINY, *FAST, "--format", "go")
+    assert {"keccak-backend: %s" % keccak_backend(), "sha256-backend: %s" % sha256_backend()} <= set(out.splitlines())
+    path = tmp_path / "run.json"
+    assert run(capsys, "-b", TINY, *FAST, "--format", "json", "-o", str(path))[0] == 0
+    settings = json.loads(path.read_text())["settings"]
+    assert (settings["keccak_backend"], settings["sha256_backend"]) == (keccak_backend(), sha256_backend())
+
+
 def test_compare_adds_p_values(capsys, tmp_path):
     path = tmp_path / "old.json"
     assert run(capsys, "-b", TINY, *FAST, "--format", "json", "-o", str(path))[0] == 0

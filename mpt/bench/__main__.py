@@ -38,7 +38,9 @@ from mpt.bench.report import (  # noqa: E402
     mpt_version,
 )
 from mpt.bench.runner import BarProgress, LineProgress, Result, Runner, progress  # noqa: E402
-from mpt.core.runtime import get_hash_threads, keccak_backend, set_hash_threads, set_keccak_backend  # noqa: E402
+from mpt.core.runtime import (  # noqa: E402
+    get_hash_threads, keccak_backend, set_hash_threads, set_keccak_backend, sha256_backend,
+)
 
 # Older names of what moved to mpt.bench.runner and mpt.bench.report (tests and scripts import them from here).
 _BarProgress, _LineProgress, _progress, _mpt_version = BarProgress, LineProgress, progress, mpt_version
@@ -311,7 +313,8 @@ def _write_report(args: argparse.Namespace, results: List[Result], base, notes: 
                   summary: Sequence[Any] = ()) -> None:
     info = machine_info()
     settings = {"count": args.count, "min_time": args.min_time, "mpt_version": mpt_version(),
-                "keccak_backend": keccak_backend(), "hash_threads": get_hash_threads(),
+                "keccak_backend": keccak_backend(), "sha256_backend": sha256_backend(),
+                "hash_threads": get_hash_threads(),
                 "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     # Every case's peers (its companions): the Insert/N ones and the MerkleRoot/N ones get a table each.
     all_peers = {r.name: {"mpt": r, **r.peer_results} for r in results if r.peer_results} or None

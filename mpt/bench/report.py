@@ -206,7 +206,9 @@ def _header(info: Dict[str, Any], settings: Dict[str, Any]) -> List[str]:
                settings["mpt_version"], info["implementation"], info["python"], settings["count"],
                settings["min_time"])]
     if "keccak_backend" in settings:
-        out.append("keccak backend: %s  hash threads: %s" % (settings["keccak_backend"], settings["hash_threads"]))
+        # The SHA-256 backend since issue 34 (a report read back from an older JSON file may lack it).
+        out.append("keccak backend: %s  sha256 backend: %s  hash threads: %s" % (
+            settings["keccak_backend"], settings.get("sha256_backend", "not recorded"), settings["hash_threads"]))
     return out + [""]
 
 
@@ -386,6 +388,8 @@ def format_go(results: List[Result], info: Dict[str, Any], settings: Dict[str, A
     out.append("python: %s %s" % (info["implementation"], info["python"]))
     if "keccak_backend" in settings:
         out.append("keccak-backend: %s" % settings["keccak_backend"])
+        if "sha256_backend" in settings:
+            out.append("sha256-backend: %s" % settings["sha256_backend"])
         out.append("hash-threads: %s" % settings["hash_threads"])
     for r in results:
         for ns, iters in zip(r.samples, r.iterations):
@@ -406,7 +410,8 @@ def format_json(results: List[Result], info: Dict[str, Any], settings: Dict[str,
         "date": settings["date"],
         "settings": {"count": settings["count"], "min_time": settings["min_time"],
                      "spread": SPREAD_METHOD, "allocs": ALLOC_HOOK_BUILT,
-                     "keccak_backend": settings.get("keccak_backend"), "hash_threads": settings.get("hash_threads")},
+                     "keccak_backend": settings.get("keccak_backend"),
+                     "sha256_backend": settings.get("sha256_backend"), "hash_threads": settings.get("hash_threads")},
         "benchmarks": [r.to_json() for r in results],
         "peers": [_peer_json(name, r) for per_size in (peers or {}).values() for name, r in per_size.items()],
         "notes": list(notes),
