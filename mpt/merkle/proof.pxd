@@ -15,6 +15,8 @@ cdef class Proof:
     @staticmethod
     cdef Proof new(int64_t total, int64_t index, bytes leaf_hash, tuple aunts)
 
+    cdef int _root_into(self, unsigned char* out) except -1
+
 
 # (root, proofs) of items: every proof, or only the one of index `only` (>= 0).
 cdef tuple proofs_of(items, Py_ssize_t only)

@@ -55,5 +55,7 @@ cdef bytes root_of(items, bint hash_txs)
 cdef object as_sequence(items)
 # sha256(data) of a bytes-like (a transaction's hash, a map value's hash).
 cdef bytes sha256_digest(data)
+# sha256(0x00 || leaf) of a bytes-like leaf into out[0:32].
+cdef int leaf_hash_into(leaf, unsigned char* out) except -1
 # value as 32 bytes, or ProofError naming what.
 cdef bytes as_hash(value, str what)

@@ -486,19 +486,25 @@ def root_recursive(items):
         give_scratch(s)
 
 
-def leaf_hash(leaf):
-    """sha256(0x00 || leaf) of a bytes-like leaf."""
-    cdef unsigned char out[32]
+cdef int leaf_hash_into(leaf, unsigned char* out) except -1:
+    """sha256(0x00 || leaf) of a bytes-like leaf into out[0:32] (TypeError naming ``leaf`` otherwise)."""
     cdef Py_buffer view
     if type(leaf) is bytes:
         mpt_sha256_prefixed(LEAF_PREFIX, <const unsigned char*>PyBytes_AS_STRING(leaf),
                             <size_t>PyBytes_GET_SIZE(leaf), out)
-        return PyBytes_FromStringAndSize(<char*>out, HASH_LEN)
+        return 0
     get_bytes_view(leaf, &view, "leaf")
     try:
         mpt_sha256_prefixed(LEAF_PREFIX, <const unsigned char*>view.buf, <size_t>view.len, out)
     finally:
         PyBuffer_Release(&view)
+    return 0
+
+
+def leaf_hash(leaf):
+    """sha256(0x00 || leaf) of a bytes-like leaf."""
+    cdef unsigned char out[32]
+    leaf_hash_into(leaf, out)
     return PyBytes_FromStringAndSize(<char*>out, HASH_LEN)
 
 
