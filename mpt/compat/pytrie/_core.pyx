@@ -21,7 +21,7 @@ from libc.string cimport memcpy
 
 from mpt.core._keccak.keccak cimport mpt_keccak256, mpt_keccak256_many
 from mpt.core.runtime cimport keccak_backend_number
-from mpt.core.rlp cimport header_size, put_header, string_size
+from mpt.core.rlp cimport RLPItem, header_size, put_header, read_item_fast, string_size
 
 from collections import defaultdict
 
@@ -285,6 +285,31 @@ cdef inline int nibble_at(bytes path, Py_ssize_t i):
     return (<const unsigned char*>PyBytes_AS_STRING(path))[i]
 
 
+cdef enum:
+    FAST_DEPTH = 64      # branch levels set_raw walks as bytes (a 32-byte key has 64 nibbles); deeper: set_at
+
+cdef bytes BLANK_SLOT = b"\x80"     # the RLP of a blank child in its parent
+
+
+cdef bint branch_items(const uint8_t* p, Py_ssize_t n, Py_ssize_t* starts) noexcept:
+    """Whether p[:n] is a canonical RLP branch (read_item_fast's rules) whose 16 children are blank or 32-byte
+    references and whose value is a string; starts[i] is then where item i begins, starts[17] the end."""
+    cdef RLPItem item
+    cdef Py_ssize_t pos, i
+    if not read_item_fast(p, 0, n, &item) or not item.is_list or item.end != n:
+        return False
+    pos = item.payload_offset
+    for i in range(17):
+        starts[i] = pos
+        if not read_item_fast(p, pos, n, &item) or item.is_list:
+            return False
+        if i < 16 and item.payload_length != 0 and item.payload_length != 32:
+            return False
+        pos = item.end
+    starts[17] = pos
+    return pos == n
+
+
 cdef list blank_branch():
     cdef list node = PyList_New(17)
     cdef Py_ssize_t i
@@ -314,6 +339,7 @@ cdef class HexaryTrieCore:
     cdef object _root_encoded
     cdef list _root_node
     cdef object _stored_encoded     # the encoding store_raw() stored last
+    cdef object _walked_root        # set_raw(): the old root's encoding when it walked the root as bytes
 
     def __init__(self, db, root_hash=BLANK_NODE_HASH, prune=False, ref_count=None):
         self.db = db
@@ -352,20 +378,36 @@ cdef class HexaryTrieCore:
                 encoded = self.db[ref]
                 if isinstance(encoded, bytes) and PyBytes_GET_SIZE(<bytes>encoded) >= 32:
                     self._fetched_prune_key = ref
-                if encoded is self._root_encoded and encoded is not None:
-                    return copy_node(self._root_node)
-                if ref is self.root_hash and type(encoded) is bytes:
-                    node = decode_stored(encoded)
-                    if type(node) is list and plain(<list>node):
-                        self._root_encoded = encoded
-                        self._root_node = copy_node(<list>node)
-                    return node
+                return self.decode_read(encoded, ref is self.root_hash)
         elif isinstance(ref, list):
             return ref
         else:
             if ref == BLANK_NODE or ref == BLANK_NODE_HASH:
                 return BLANK_NODE
             encoded = ref if len(ref) < 32 else self.db[ref]
+        return self.decode_read(encoded, False)
+
+    cdef object decode_read(self, object encoded, bint at_root):
+        """The node of what the database returned (or of a short reference): py-trie's decode_node, except that
+        the root this trie stored or read last is copied, not decoded again, while the database returns that
+        very object (at_root: it was read under self.root_hash, so it becomes that root)."""
+        cdef object node
+        if encoded is self._root_encoded and encoded is not None:
+            if self._root_node is not None:
+                return copy_node(self._root_node)
+            # stored by the raw set walk (set_raw): decoded on its first read
+            node = decode_stored(encoded)
+            if type(node) is list and plain(<list>node):
+                self._root_node = copy_node(<list>node)
+            else:
+                self._root_encoded = None
+            return node
+        if at_root and type(encoded) is bytes:
+            node = decode_stored(encoded)
+            if type(node) is list and plain(<list>node):
+                self._root_encoded = encoded
+                self._root_node = copy_node(<list>node)
+            return node
         if is_blank(encoded):
             return BLANK_NODE
         if isinstance(encoded, list):
@@ -588,21 +630,54 @@ cdef class HexaryTrieCore:
         for i in range(n):
             self.store(PyBytes_FromStringAndSize(<char*>digests + 32 * i, 32), encodings[i])
 
+    cdef void prune_old_root(self, object walked) except *:
+        """The first half of py-trie's _set_root_node when pruning: the old root is read again and marked when
+        _node_to_db_mapping() stores nothing for it (blank or short). walked: the encoding set_raw() walked the
+        old root from (a canonical branch, whose encoding is its re-encoding), or None."""
+        cdef object encoded
+        cdef bint short
+        old_root_hash = self.root_hash
+        if old_root_hash == BLANK_NODE_HASH:
+            return
+        if walked is not None:
+            # set_raw() only walks a root whose hash is 32 bytes: fetch() reads it from the database
+            try:
+                encoded = self.db[old_root_hash]
+            except KeyError:
+                return
+            if encoded is walked:
+                short = PyBytes_GET_SIZE(<bytes>walked) < 32
+            else:
+                old_root_node = self.decode_read(encoded, True)
+                check_node(old_root_node)
+                short = is_blank(old_root_node) or PyBytes_GET_SIZE(<bytes>encode_node(old_root_node)) < 32
+        else:
+            try:
+                old_root_node = self.fetch(old_root_hash)
+            except KeyError:
+                return
+            check_node(old_root_node)
+            short = is_blank(old_root_node) or PyBytes_GET_SIZE(<bytes>encode_node(old_root_node)) < 32
+        if short and old_root_hash in self.db:
+            self.mark_prune(old_root_hash)
+
+    cdef void set_root_encoded(self, bytes encoded, object walked) except *:
+        """py-trie's _set_root_node of the root set_raw() encoded (a canonical branch: it passes validate_is_node,
+        and encode_raw of its decoding is encoded itself)."""
+        if self.pruning:
+            self.prune_old_root(walked)
+        cdef bytes node_hash = keccak_of(encoded)
+        self.store(node_hash, encoded)
+        self._stored_encoded = encoded
+        self.root_hash = node_hash
+        # decoded when a read first needs it (decode_read)
+        self._root_encoded = encoded
+        self._root_node = None
+
     cdef void set_root_node(self, object root_node) except *:
         check_node(root_node)
         if self.pruning:
-            old_root_hash = self.root_hash
-            if old_root_hash != BLANK_NODE_HASH:
-                try:
-                    old_root_node = self.fetch(old_root_hash)
-                except KeyError:
-                    pass
-                else:
-                    check_node(old_root_node)
-                    # py-trie marks the old root when _node_to_db_mapping() stores nothing for it: blank or short
-                    if is_blank(old_root_node) or PyBytes_GET_SIZE(<bytes>encode_node(old_root_node)) < 32:
-                        if old_root_hash in self.db:
-                            self.mark_prune(old_root_hash)
+            self.prune_old_root(None)
         self.root_hash = self.store_raw(root_node)
         if self._stored_encoded is not None and type(root_node) is list and plain(<list>root_node):
             # root_node is this call's own list: nothing else holds it
@@ -634,6 +709,7 @@ cdef class HexaryTrieCore:
                 ref_count[key] = new_count
 
     cdef void change(self, object key, object value, bint is_delete) except *:
+        cdef object walked = None
         self.begin_change()
         try:
             _validate_is_bytes(key)
@@ -641,15 +717,19 @@ cdef class HexaryTrieCore:
                 _validate_is_bytes(value)
             trie_key = key_to_nibbles(key)
             try:
-                root_node = self.fetch(self.root_hash)
-                root_prune_key = self._fetched_prune_key
                 if is_delete or PyBytes_GET_SIZE(<bytes>value) == 0:
-                    new_node = self.delete_at(root_node, root_prune_key, trie_key)
+                    root_node = self.fetch(self.root_hash)
+                    new_node = self.delete_at(root_node, self._fetched_prune_key, trie_key)
                 else:
-                    new_node = self.set_at(root_node, root_prune_key, trie_key, value)
+                    new_node = self.set_raw(trie_key, value)
+                    walked = self._walked_root
+                    self._walked_root = None
             except KeyError as exc:
                 raise MissingTrieNode(exc.args[0], self.root_hash, key, prefix=None) from exc
-            self.set_root_node(new_node)
+            if walked is not None:
+                self.set_root_encoded(<bytes>new_node, walked)
+            else:
+                self.set_root_node(new_node)
             if self.pruning:
                 self.complete_pruning()
         finally:
@@ -666,6 +746,121 @@ cdef class HexaryTrieCore:
 
     def __delitem__(self, key):
         self.change(key, None, True)
+
+    cdef object set_raw(self, bytes trie_key, object value):
+        """py-trie's ``self._set(self.get_node(self.root_hash), trie_key, value)``, walking the branches on the
+        key's path as the bytes the database holds: each is checked to be a canonical branch whose children are
+        blank or hash references (branch_items), its child read, and on the way back its encoding is the old one
+        with the child's slot replaced, which is what encode_raw writes for the node py-trie changes, without
+        decoding 17 items and encoding them again. The first node that is no such branch (a leaf, an extension,
+        a blank slot, a branch with an embedded child, anything odd) and all below it go through set_at. The reads,
+        the prune marks (going down) and the writes (coming back) are py-trie's, in its order.
+
+        When the root was such a branch, returns the new root's encoding and sets self._walked_root to the old
+        root's encoding (for set_root_encoded); else returns the new root node and leaves _walked_root None."""
+        cdef Py_ssize_t slot_at[FAST_DEPTH]
+        cdef Py_ssize_t slot_end[FAST_DEPTH]
+        cdef Py_ssize_t body_at[FAST_DEPTH]
+        cdef Py_ssize_t starts[18]
+        cdef Py_ssize_t depth = 0, level, n, keylen = PyBytes_GET_SIZE(trie_key)
+        cdef Py_ssize_t slot_len, payload
+        cdef const uint8_t* p
+        cdef const uint8_t* slot
+        cdef uint8_t hash_slot[33]
+        cdef int index
+        cdef list path = []
+        cdef object encoded, prune_key, ref, node, slot_owner
+        cdef bytes out
+        cdef uint8_t* q
+        self._walked_root = None
+        root_hash = self.root_hash
+        if type(root_hash) is not bytes or PyBytes_GET_SIZE(<bytes>root_hash) != 32 or root_hash == BLANK_NODE_HASH:
+            node = self.fetch(root_hash)
+            return self.set_at(node, self._fetched_prune_key, trie_key, value)
+        encoded = self.db[root_hash]
+        ref = root_hash
+        while True:
+            if type(encoded) is bytes:
+                prune_key = ref if PyBytes_GET_SIZE(<bytes>encoded) >= 32 else None
+            else:
+                prune_key = None
+            if depth >= FAST_DEPTH or depth >= keylen or type(encoded) is not bytes:
+                break
+            p = <const uint8_t*>PyBytes_AS_STRING(<bytes>encoded)
+            n = PyBytes_GET_SIZE(<bytes>encoded)
+            if not branch_items(p, n, starts):
+                break
+            # py-trie's _prune_node of the branch (validate_is_node passes for this shape)
+            self.mark_prune(prune_key)
+            index = nibble_at(trie_key, depth)
+            slot_at[depth] = starts[index]
+            slot_end[depth] = starts[index + 1]
+            body_at[depth] = starts[0]
+            path.append(encoded)
+            depth += 1
+            if slot_end[depth - 1] - slot_at[depth - 1] == 1:
+                encoded = BLANK_NODE            # a blank child: nothing is read
+                ref = None
+                break
+            ref = PyBytes_FromStringAndSize(<const char*>p + slot_at[depth - 1] + 1, 32)
+            if ref == BLANK_NODE_HASH:
+                encoded = BLANK_NODE
+                ref = None
+                break
+            encoded = self.db[ref]
+        if depth == 0:
+            node = self.decode_read(encoded, True)
+        elif ref is None:
+            node = BLANK_NODE
+            prune_key = None
+        else:
+            node = self.decode_read(encoded, False)
+        node = self.set_at(node, prune_key, trie_key[depth:], value)
+        if depth == 0:
+            return node
+        # py-trie's _persist_node of the new node: its slot in the parent
+        check_node(node)
+        if is_blank(node):
+            slot_owner = BLANK_SLOT
+        else:
+            slot_owner = encode_node(node)
+            if PyBytes_GET_SIZE(<bytes>slot_owner) >= 32:
+                slot_owner = self.store_hashed(<bytes>slot_owner, hash_slot)
+        for level in range(depth - 1, -1, -1):
+            if slot_owner is None:
+                slot = hash_slot
+                slot_len = 33
+            else:
+                slot = <const uint8_t*>PyBytes_AS_STRING(<bytes>slot_owner)
+                slot_len = PyBytes_GET_SIZE(<bytes>slot_owner)
+            encoded = <bytes>PyList_GET_ITEM(path, level)
+            p = <const uint8_t*>PyBytes_AS_STRING(<bytes>encoded)
+            n = PyBytes_GET_SIZE(<bytes>encoded)
+            payload = n - body_at[level] - (slot_end[level] - slot_at[level]) + slot_len
+            out = PyBytes_FromStringAndSize(NULL, header_size(payload) + payload)
+            q = <uint8_t*>PyBytes_AS_STRING(out)
+            q += put_header(q, 0xc0, payload)
+            memcpy(q, p + body_at[level], slot_at[level] - body_at[level])
+            q += slot_at[level] - body_at[level]
+            memcpy(q, slot, slot_len)
+            q += slot_len
+            memcpy(q, p + slot_end[level], n - slot_end[level])
+            if level == 0:
+                self._walked_root = encoded
+                return out
+            # py-trie's _persist_node of the changed branch
+            if PyBytes_GET_SIZE(out) >= 32:
+                slot_owner = self.store_hashed(out, hash_slot)
+            else:
+                slot_owner = out
+
+    cdef object store_hashed(self, bytes encoded, uint8_t* hash_slot):
+        """Store encoded (32 bytes or more) under its Keccak, which goes to hash_slot[1:33] after the RLP header
+        of a 32-byte string (hash_slot[0]); returns None (the caller's sign that its slot is hash_slot)."""
+        hash_slot[0] = 0xa0
+        mpt_keccak256(<const uint8_t*>PyBytes_AS_STRING(encoded), PyBytes_GET_SIZE(encoded), hash_slot + 1)
+        self.store(PyBytes_FromStringAndSize(<const char*>hash_slot + 1, 32), encoded)
+        return None
 
     cdef object set_at(self, object node, object prune_key, bytes trie_key, object value):
         """py-trie's _set."""
