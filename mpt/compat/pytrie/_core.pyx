@@ -29,7 +29,7 @@ from mpt.core.rlp import decode as _rlp_decode
 from mpt.core.rlp import encode as _rlp_encode
 from trie.utils.db import DELETED as _DELETED
 from trie.validation import validate_is_node as _validate_is_node
-from trie.exceptions import InvalidNode, MissingTraversalNode, MissingTrieNode, ValidationError
+from trie.exceptions import BadTrieProof, InvalidNode, MissingTraversalNode, MissingTrieNode, ValidationError
 
 cdef bytes BLANK_NODE = b""
 cdef bytes BLANK_NODE_HASH = bytes.fromhex("56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421")
@@ -340,6 +340,9 @@ cdef class HexaryTrieCore:
     cdef list _root_node
     cdef object _stored_encoded     # the encoding store_raw() stored last
     cdef object _walked_root        # set_raw(): the old root's encoding when it walked the root as bytes
+    # proven_value()'s trie only: the proof's own node lists by the hash they were stored under, which fetch()
+    # returns instead of decoding what _store_proof() encoded (None in every other trie)
+    cdef dict _proof_nodes
 
     def __init__(self, db, root_hash=BLANK_NODE_HASH, prune=False, ref_count=None):
         self.db = db
@@ -368,6 +371,7 @@ cdef class HexaryTrieCore:
     cdef object fetch(self, object ref):
         """py-trie's get_node, remembering the prune key of what it read."""
         cdef object encoded
+        cdef PyObject* found
         self._fetched_prune_key = None
         if isinstance(ref, bytes):
             if PyBytes_GET_SIZE(<bytes>ref) == 0 or ref == BLANK_NODE_HASH:
@@ -375,6 +379,10 @@ cdef class HexaryTrieCore:
             if PyBytes_GET_SIZE(<bytes>ref) < 32:
                 encoded = ref
             else:
+                if self._proof_nodes is not None:
+                    found = PyDict_GetItem(self._proof_nodes, ref)
+                    if found is not NULL:
+                        return <object>found
                 encoded = self.db[ref]
                 if isinstance(encoded, bytes) and PyBytes_GET_SIZE(<bytes>encoded) >= 32:
                     self._fetched_prune_key = ref
@@ -499,6 +507,10 @@ cdef class HexaryTrieCore:
             return (<list>node)[16]
 
     def get(self, key):
+        return self.lookup(key)
+
+    cdef object lookup(self, object key):
+        """py-trie's get."""
         _validate_is_bytes(key)
         root_hash = self.root_hash
         try:
@@ -613,14 +625,18 @@ cdef class HexaryTrieCore:
         cdef uint8_t digests[PROOF_BATCH * 32]
         cdef Py_ssize_t i, n
         cdef bytes encoded
+        cdef list stored = []           # the non-blank nodes, beside their encodings
+        cdef dict proof_nodes = self._proof_nodes
         for node in nodes:
             check_node(node)
             if not is_blank(node):
                 encodings.append(encode_node(node))
+                stored.append(node)
         n = len(encodings)
         if n > PROOF_BATCH:
-            for encoded in encodings:
-                self.store(keccak_of(encoded), encoded)
+            for i in range(n):
+                encoded = <bytes>encodings[i]
+                self.keep_proof_node(keccak_of(encoded), encoded, stored[i], proof_nodes)
             return
         for i in range(n):
             encoded = <bytes>encodings[i]
@@ -628,7 +644,14 @@ cdef class HexaryTrieCore:
             lengths[i] = <size_t>PyBytes_GET_SIZE(encoded)
         mpt_keccak256_many(keccak_backend_number(), data, lengths, <size_t>n, digests)
         for i in range(n):
-            self.store(PyBytes_FromStringAndSize(<char*>digests + 32 * i, 32), encodings[i])
+            self.keep_proof_node(PyBytes_FromStringAndSize(<char*>digests + 32 * i, 32), encodings[i], stored[i],
+                                 proof_nodes)
+
+    cdef inline void keep_proof_node(self, bytes node_hash, bytes encoded, object node, dict proof_nodes) except *:
+        self.store(node_hash, encoded)
+        # what a read of it would decode: the node itself when it holds nothing but exact bytes and lists
+        if proof_nodes is not None and type(node) is list and plain(<list>node):
+            proof_nodes[node_hash] = node
 
     cdef void prune_old_root(self, object walked) except *:
         """The first half of py-trie's _set_root_node when pruning: the old root is read again and marked when
@@ -997,6 +1020,26 @@ cdef class HexaryTrieCore:
         elif kind == KIND_BRANCH:
             return [hex_prefix_of(_NIBBLE[i], False), sub_node_hash]
         raise Exception("Invariant: this code block should be unreachable")
+
+
+def proven_value(root_hash, key, proof):
+    """py-trie's ``HexaryTrie.get_from_proof(root_hash, key, proof)``: the proof's nodes stored in a fresh trie
+    over a dict (``_set_raw_node`` each, their Keccaks on the SIMD lanes), then ``get(key)`` of a snapshot at
+    root_hash; a missing node is py-trie's BadTrieProof. The snapshot's reads (of that private dict, which
+    nothing else sees) return the proof's own node lists instead of decoding their encodings again: a read
+    only traverses them, and for lists of exact bytes the decoding is equal to the list."""
+    cdef HexaryTrieCore t = HexaryTrieCore.__new__(HexaryTrieCore)
+    t.db = {}
+    t.root_hash = BLANK_NODE_HASH
+    t._is_pruning = False
+    t._proof_nodes = {}
+    t._store_proof(proof)
+    _validate_is_bytes(root_hash)           # what the snapshot's constructor checks
+    t.root_hash = root_hash
+    try:
+        return t.lookup(key)
+    except MissingTrieNode as e:
+        raise BadTrieProof(f"Missing proof node with hash {e.missing_node_hash!r}") from e
 
 
 @cython.final
