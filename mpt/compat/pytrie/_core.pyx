@@ -427,9 +427,10 @@ cdef class HexaryTrieCore:
 
     # --- reads ---------------------------------------------------------------------------------------------
 
-    cdef tuple traverse_raw(self, object node, bytes trie_key):
-        """py-trie's _traverse_from: (deepest node, unconsumed key); MissingTraversalNode on a missing node."""
-        cdef bytes remaining = trie_key
+    cdef tuple traverse_raw(self, object node, bytes trie_key, Py_ssize_t start=0):
+        """py-trie's _traverse_from of trie_key[start:] (the nibbles before start were traversed already): (deepest
+        node, unconsumed key); MissingTraversalNode on a missing node."""
+        cdef bytes remaining = trie_key[start:] if start else trie_key
         cdef bytes path
         cdef bint leaf
         cdef Py_ssize_t common
@@ -466,11 +467,40 @@ cdef class HexaryTrieCore:
         return node, b""
 
     cdef tuple traverse_root(self, object root_hash, bytes trie_key):
+        """py-trie's _traverse from root_hash. The branches on the key's path that are canonical with blank or
+        hash children (branch_items) are walked as the bytes the database holds, undecoded, with the same reads;
+        the first other node is decoded and traverse_raw goes on from it."""
+        cdef Py_ssize_t starts[18]
+        cdef Py_ssize_t pos = 0, keylen = PyBytes_GET_SIZE(trie_key), at
+        cdef const uint8_t* p
+        cdef object encoded, ref
+        if (type(root_hash) is not bytes or PyBytes_GET_SIZE(<bytes>root_hash) != 32 or root_hash == BLANK_NODE_HASH
+                or self._proof_nodes is not None):
+            try:
+                root_node = self.fetch(root_hash)
+            except KeyError as exc:
+                raise MissingTraversalNode(root_hash, ()) from exc
+            return self.traverse_raw(root_node, trie_key)
         try:
-            root_node = self.fetch(root_hash)
+            encoded = self.db[root_hash]
         except KeyError as exc:
             raise MissingTraversalNode(root_hash, ()) from exc
-        return self.traverse_raw(root_node, trie_key)
+        while pos < keylen and type(encoded) is bytes:
+            p = <const uint8_t*>PyBytes_AS_STRING(<bytes>encoded)
+            if not branch_items(p, PyBytes_GET_SIZE(<bytes>encoded), starts):
+                break
+            at = starts[nibble_at(trie_key, pos)]
+            pos += 1
+            if p[at] == 0x80:
+                return BLANK_NODE, b""      # a blank child: what traversing into it gives
+            ref = PyBytes_FromStringAndSize(<const char*>p + at + 1, 32)
+            if ref == BLANK_NODE_HASH:
+                return BLANK_NODE, b""
+            try:
+                encoded = self.db[ref]
+            except KeyError as exc:
+                raise MissingTraversalNode(exc.args[0], tuple(trie_key[:pos])) from exc
+        return self.traverse_raw(self.decode_read(encoded, pos == 0), trie_key, pos)
 
     def _traverse(self, root_hash, trie_key):
         node, remaining = self.traverse_root(root_hash, bytes(trie_key))
