@@ -328,6 +328,8 @@ cdef class HexaryTrieCore:
     # is_pruning as given (py-trie keeps the object: repr shows it), and its truth for the hot paths
     cdef object _is_pruning
     cdef bint pruning
+    # during change() of a pruning trie: _ref_count is a defaultdict(int), counted with the dict calls directly
+    cdef bint int_counts
     cdef public object _ref_count
     cdef public object _pending_prune_keys
     # The hash the last node read by fetch() was stored under when it has to be pruned with it (its encoding is
@@ -613,10 +615,16 @@ cdef class HexaryTrieCore:
 
     cdef inline void store(self, object key, object value) except *:
         """py-trie's _set_db_value."""
+        cdef PyObject* count
         self.db[key] = value
         if self.pruning:
-            ref_count = self._ref_count
-            ref_count[key] += 1
+            if self.int_counts:
+                # ref_count[key] += 1 of a defaultdict(int), without the __missing__ call
+                count = PyDict_GetItem(<dict>self._ref_count, key)
+                PyDict_SetItem(<dict>self._ref_count, key, 1 if count is NULL else <object>count + 1)
+            else:
+                ref_count = self._ref_count
+                ref_count[key] += 1
 
     cdef object persist(self, object node):
         """py-trie's _persist_node: the reference a parent keeps (blank, the node itself, or its stored hash)."""
@@ -745,10 +753,20 @@ cdef class HexaryTrieCore:
                 raise ValidationError("Cannot set/delete simultaneously, run them in serial")
 
     cdef void complete_pruning(self) except *:
+        cdef PyObject* count
         ref_count = self._ref_count
         db = self.db
         for key, number_prunes in (<dict>self._pending_prune_keys).items():
-            new_count = ref_count[key] - number_prunes
+            if self.int_counts:
+                # ref_count[key] of a defaultdict(int): a missing key is inserted as 0, as __missing__ does
+                count = PyDict_GetItem(<dict>ref_count, key)
+                if count is NULL:
+                    PyDict_SetItem(<dict>ref_count, key, 0)
+                    new_count = 0 - number_prunes
+                else:
+                    new_count = <object>count - number_prunes
+            else:
+                new_count = ref_count[key] - number_prunes
             if new_count <= 0:
                 try:
                     del db[key]
@@ -765,6 +783,9 @@ cdef class HexaryTrieCore:
         cdef object walked = None
         self.begin_change()
         try:
+            if self.pruning:
+                ref_count = self._ref_count
+                self.int_counts = type(ref_count) is defaultdict and ref_count.default_factory is int
             _validate_is_bytes(key)
             if not is_delete:
                 _validate_is_bytes(value)
@@ -787,6 +808,7 @@ cdef class HexaryTrieCore:
                 self.complete_pruning()
         finally:
             self._pending_prune_keys = None
+            self.int_counts = False
 
     def set(self, key, value):
         self.change(key, value, False)
