@@ -299,15 +299,21 @@ cdef bint branch_items(const uint8_t* p, Py_ssize_t n, Py_ssize_t* starts) noexc
     if not read_item_fast(p, 0, n, &item) or not item.is_list or item.end != n:
         return False
     pos = item.payload_offset
-    for i in range(17):
+    for i in range(16):
         starts[i] = pos
-        if not read_item_fast(p, pos, n, &item) or item.is_list:
+        if pos >= n:
             return False
-        if i < 16 and item.payload_length != 0 and item.payload_length != 32:
+        if p[pos] == 0x80:          # blank
+            pos += 1
+        elif p[pos] == 0xa0:        # a 32-byte reference
+            pos += 33
+        else:
             return False
-        pos = item.end
-    starts[17] = pos
-    return pos == n
+    starts[16] = pos
+    if pos > n or not read_item_fast(p, pos, n, &item) or item.is_list:
+        return False
+    starts[17] = item.end
+    return item.end == n
 
 
 cdef list blank_branch():
