@@ -8,8 +8,11 @@ nibble paths are ``bytes`` (one nibble a byte) instead of tuples; nodes are enco
 stored and hashed by mpt's C Keccak (a proof's nodes together on the SIMD lanes), decoded by ``mpt.rlp``; a node
 read from the database carries the hash it was read under, so pruning it does not encode and hash it again
 (py-trie re-encodes it; for a database whose values are the canonical encodings of their keys' preimages, which
-is what py-trie and this class write, the two keys are the same); and the root node read or stored last is
-copied instead of decoded again while the database returns that very bytes object.
+is what py-trie and this class write, the two keys are the same); the root node read or stored last is
+copied instead of decoded again while the database returns that very bytes object; set, get and traversal walk
+the canonical branches on a key's path as the stored bytes (set_raw, traverse_root: a set patches the one child
+slot it changes instead of decoding and encoding the branch); and get_from_proof reads the proof's own node
+lists instead of decoding what it stored (proven_value).
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
