@@ -456,3 +456,70 @@ def test_import_without_pytrie_names_the_extra():
             "except ImportError as e:\n    print(type(e).__name__, e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
     assert out.startswith("MissingExtraError mpt.compat.pytrie needs py-trie 4 (pip install 'mpt-engine[pytrie]')")
+
+
+def _stored_branch_variants(db, root_hash):
+    """(description, db, root_hash): the trie in db with its root branch stored in ways set and get must not
+    walk as bytes (they decode it, as py-trie does) or that they must walk exactly as py-trie reads them."""
+    root = mpt.core.rlp.decode(db[root_hash])
+    assert len(root) == 17
+    child = next(i for i in range(16) if root[i])
+    variants = []
+
+    def store(description, encoded):
+        variant = dict(db)
+        key = mpt.keccak256(encoded)
+        variant[key] = encoded
+        variants.append((description, variant, key))
+
+    blank_hash_child = list(root)
+    blank_hash_child[child] = PyTrie.BLANK_NODE_HASH        # a child py-trie reads as blank without a read
+    store("a child that is the blank root hash", mpt.core.rlp.encode(blank_hash_child))
+    long_form = mpt.core.rlp.encode(root)
+    head = 1 + (long_form[0] - 0xf7)
+    item = long_form.index(b"\xa0" + root[child], head)
+    store("a hash child in the long string form", long_form[:item] + b"\xb8\x20" + long_form[item + 1:])
+    with_value = list(root)
+    with_value[16] = b"\x05"
+    canonical = mpt.core.rlp.encode(with_value)
+    store("a one-byte value under a string header", canonical[:-1] + b"\x81\x05")
+    store("bytes after the branch", canonical + b"\x00")
+    store("an embedded child", mpt.core.rlp.encode(root[:15] + [[b"\x20", b"x"]] + root[16:]))
+    return variants
+
+
+def test_set_and_get_walk_stored_branches_as_pytrie_reads_them():
+    """set and get walk canonical branches as the stored bytes: on branches stored in other forms (and on a
+    child that is the blank root hash) they read, write, prune and raise what py-trie does."""
+    import random
+
+    rng = random.Random(41)
+    keys = [rng.randbytes(32) for _ in range(300)]
+    base = {}
+    built = PyTrie(base)
+    for k in keys:
+        built[k] = rng.randbytes(40)
+    new_keys = keys[:5] + [rng.randbytes(32) for _ in range(5)]
+    for description, db, root_hash in _stored_branch_variants(base, built.root_hash):
+        for prune in (False, True):
+            steps = [("get", k) for k in new_keys] + [("proof", k) for k in new_keys[:3]]
+            steps += [("set", k, bytes([i]) * 40) for i, k in enumerate(new_keys)] + [("get", k) for k in new_keys]
+            py_db, mpt_db = LoggingDB(db), LoggingDB(db)
+            py_trie = PyTrie(py_db, root_hash=root_hash, prune=prune)
+            mpt_trie = MptTrie(mpt_db, root_hash=root_hash, prune=prune)
+            for step in steps:
+                want = apply(py_trie, py_db, [root_hash], step)
+                got = apply(mpt_trie, mpt_db, [root_hash], step)
+                assert got == want, (description, prune, step)
+                assert mpt_trie.root_hash == py_trie.root_hash, (description, step)
+                assert dict(mpt_db) == dict(py_db) and mpt_db.log == py_db.log, (description, prune, step)
+
+
+@pytest.mark.parametrize("prune", [False, True])
+def test_set_and_get_deeper_than_the_byte_walk(prune):
+    """A path of more branches than set's byte walk takes (FAST_DEPTH, 64): the rest goes through set_at."""
+    keys = [b"\x00" * (i // 2) + (b"\x01" if i % 2 else b"\x10") + b"\xff" * (40 - i // 2) for i in range(80)]
+    steps = [("set", k, k[::-1]) for k in keys] + [("get", k) for k in keys]
+    steps += [("set", k, b"changed value of 32 bytes or more....") for k in keys[::7]] + [("delete", keys[3])]
+    steps += [("get", k) for k in keys] + [("proof", keys[-1]), ("traverse", (0,) * 70)]
+    run_differential(steps, prune)

@@ -42,7 +42,7 @@ except ImportError as _import_error:
     raise MissingExtraError("mpt.compat.pytrie needs py-trie 4 (pip install 'mpt-engine[pytrie]'): %s"
                             % _import_error, name="trie") from _import_error
 
-from mpt.compat.pytrie._core import HexaryTrieCore, ScratchDB  # noqa: E402 - after the check for py-trie
+from mpt.compat.pytrie._core import HexaryTrieCore, ScratchDB, proven_value  # noqa: E402 - after the check for py-trie
 
 __all__ = ["HexaryTrie", "install", "uninstall", "installed", "is_installed"]
 
@@ -116,6 +116,8 @@ class HexaryTrie(HexaryTrieCore):
 
     @classmethod
     def get_from_proof(cls, root_hash, key, proof):
+        if cls is HexaryTrie:
+            return proven_value(root_hash, key, proof)
         trie = cls({})
         trie._store_proof(proof)  # for node in proof: trie._set_raw_node(node)
         # what trie.at_root(root_hash) yields (trie does not prune), without the generator's cost

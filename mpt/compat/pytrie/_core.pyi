@@ -30,6 +30,9 @@ class HexaryTrieCore:
     def __setitem__(self, key: bytes, value: bytes, /) -> None: ...
     def __delitem__(self, key: bytes, /) -> None: ...
 
+def proven_value(root_hash: bytes, key: bytes, proof: Any) -> bytes:
+    """py-trie's HexaryTrie.get_from_proof(root_hash, key, proof)."""
+
 @final
 class ScratchDB:
     """py-trie's trie.utils.db.ScratchDB, compiled."""

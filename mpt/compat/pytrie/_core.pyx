@@ -8,8 +8,11 @@ nibble paths are ``bytes`` (one nibble a byte) instead of tuples; nodes are enco
 stored and hashed by mpt's C Keccak (a proof's nodes together on the SIMD lanes), decoded by ``mpt.rlp``; a node
 read from the database carries the hash it was read under, so pruning it does not encode and hash it again
 (py-trie re-encodes it; for a database whose values are the canonical encodings of their keys' preimages, which
-is what py-trie and this class write, the two keys are the same); and the root node read or stored last is
-copied instead of decoded again while the database returns that very bytes object.
+is what py-trie and this class write, the two keys are the same); the root node read or stored last is
+copied instead of decoded again while the database returns that very bytes object; set, get and traversal walk
+the canonical branches on a key's path as the stored bytes (set_raw, traverse_root: a set patches the one child
+slot it changes instead of decoding and encoding the branch); and get_from_proof reads the proof's own node
+lists instead of decoding what it stored (proven_value).
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -21,7 +24,7 @@ from libc.string cimport memcpy
 
 from mpt.core._keccak.keccak cimport mpt_keccak256, mpt_keccak256_many
 from mpt.core.runtime cimport keccak_backend_number
-from mpt.core.rlp cimport header_size, put_header, string_size
+from mpt.core.rlp cimport RLPItem, header_size, put_header, read_item_fast, string_size
 
 from collections import defaultdict
 
@@ -29,7 +32,7 @@ from mpt.core.rlp import decode as _rlp_decode
 from mpt.core.rlp import encode as _rlp_encode
 from trie.utils.db import DELETED as _DELETED
 from trie.validation import validate_is_node as _validate_is_node
-from trie.exceptions import InvalidNode, MissingTraversalNode, MissingTrieNode, ValidationError
+from trie.exceptions import BadTrieProof, InvalidNode, MissingTraversalNode, MissingTrieNode, ValidationError
 
 cdef bytes BLANK_NODE = b""
 cdef bytes BLANK_NODE_HASH = bytes.fromhex("56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421")
@@ -285,6 +288,37 @@ cdef inline int nibble_at(bytes path, Py_ssize_t i):
     return (<const unsigned char*>PyBytes_AS_STRING(path))[i]
 
 
+cdef enum:
+    FAST_DEPTH = 64      # branch levels set_raw walks as bytes (a 32-byte key has 64 nibbles); deeper: set_at
+
+cdef bytes BLANK_SLOT = b"\x80"     # the RLP of a blank child in its parent
+
+
+cdef bint branch_items(const uint8_t* p, Py_ssize_t n, Py_ssize_t* starts) noexcept:
+    """Whether p[:n] is a canonical RLP branch (read_item_fast's rules) whose 16 children are blank or 32-byte
+    references and whose value is a string; starts[i] is then where item i begins, starts[17] the end."""
+    cdef RLPItem item
+    cdef Py_ssize_t pos, i
+    if not read_item_fast(p, 0, n, &item) or not item.is_list or item.end != n:
+        return False
+    pos = item.payload_offset
+    for i in range(16):
+        starts[i] = pos
+        if pos >= n:
+            return False
+        if p[pos] == 0x80:          # blank
+            pos += 1
+        elif p[pos] == 0xa0:        # a 32-byte reference
+            pos += 33
+        else:
+            return False
+    starts[16] = pos
+    if pos > n or not read_item_fast(p, pos, n, &item) or item.is_list:
+        return False
+    starts[17] = item.end
+    return item.end == n
+
+
 cdef list blank_branch():
     cdef list node = PyList_New(17)
     cdef Py_ssize_t i
@@ -303,6 +337,8 @@ cdef class HexaryTrieCore:
     # is_pruning as given (py-trie keeps the object: repr shows it), and its truth for the hot paths
     cdef object _is_pruning
     cdef bint pruning
+    # during change() of a pruning trie: _ref_count is a defaultdict(int), counted with the dict calls directly
+    cdef bint int_counts
     cdef public object _ref_count
     cdef public object _pending_prune_keys
     # The hash the last node read by fetch() was stored under when it has to be pruned with it (its encoding is
@@ -314,6 +350,10 @@ cdef class HexaryTrieCore:
     cdef object _root_encoded
     cdef list _root_node
     cdef object _stored_encoded     # the encoding store_raw() stored last
+    cdef object _walked_root        # set_raw(): the old root's encoding when it walked the root as bytes
+    # proven_value()'s trie only: the proof's own node lists by the hash they were stored under, which fetch()
+    # returns instead of decoding what _store_proof() encoded (None in every other trie)
+    cdef dict _proof_nodes
 
     def __init__(self, db, root_hash=BLANK_NODE_HASH, prune=False, ref_count=None):
         self.db = db
@@ -342,6 +382,7 @@ cdef class HexaryTrieCore:
     cdef object fetch(self, object ref):
         """py-trie's get_node, remembering the prune key of what it read."""
         cdef object encoded
+        cdef PyObject* found
         self._fetched_prune_key = None
         if isinstance(ref, bytes):
             if PyBytes_GET_SIZE(<bytes>ref) == 0 or ref == BLANK_NODE_HASH:
@@ -349,23 +390,43 @@ cdef class HexaryTrieCore:
             if PyBytes_GET_SIZE(<bytes>ref) < 32:
                 encoded = ref
             else:
+                if self._proof_nodes is not None:
+                    found = PyDict_GetItem(self._proof_nodes, ref)
+                    if found is not NULL:
+                        return <object>found
                 encoded = self.db[ref]
                 if isinstance(encoded, bytes) and PyBytes_GET_SIZE(<bytes>encoded) >= 32:
                     self._fetched_prune_key = ref
-                if encoded is self._root_encoded and encoded is not None:
-                    return copy_node(self._root_node)
-                if ref is self.root_hash and type(encoded) is bytes:
-                    node = decode_stored(encoded)
-                    if type(node) is list and plain(<list>node):
-                        self._root_encoded = encoded
-                        self._root_node = copy_node(<list>node)
-                    return node
+                return self.decode_read(encoded, ref is self.root_hash)
         elif isinstance(ref, list):
             return ref
         else:
             if ref == BLANK_NODE or ref == BLANK_NODE_HASH:
                 return BLANK_NODE
             encoded = ref if len(ref) < 32 else self.db[ref]
+        return self.decode_read(encoded, False)
+
+    cdef object decode_read(self, object encoded, bint at_root):
+        """The node of what the database returned (or of a short reference): py-trie's decode_node, except that
+        the root this trie stored or read last is copied, not decoded again, while the database returns that
+        very object (at_root: it was read under self.root_hash, so it becomes that root)."""
+        cdef object node
+        if encoded is self._root_encoded and encoded is not None:
+            if self._root_node is not None:
+                return copy_node(self._root_node)
+            # stored by the raw set walk (set_raw): decoded on its first read
+            node = decode_stored(encoded)
+            if type(node) is list and plain(<list>node):
+                self._root_node = copy_node(<list>node)
+            else:
+                self._root_encoded = None
+            return node
+        if at_root and type(encoded) is bytes:
+            node = decode_stored(encoded)
+            if type(node) is list and plain(<list>node):
+                self._root_encoded = encoded
+                self._root_node = copy_node(<list>node)
+            return node
         if is_blank(encoded):
             return BLANK_NODE
         if isinstance(encoded, list):
@@ -377,9 +438,10 @@ cdef class HexaryTrieCore:
 
     # --- reads ---------------------------------------------------------------------------------------------
 
-    cdef tuple traverse_raw(self, object node, bytes trie_key):
-        """py-trie's _traverse_from: (deepest node, unconsumed key); MissingTraversalNode on a missing node."""
-        cdef bytes remaining = trie_key
+    cdef tuple traverse_raw(self, object node, bytes trie_key, Py_ssize_t start=0):
+        """py-trie's _traverse_from of trie_key[start:] (the nibbles before start were traversed already): (deepest
+        node, unconsumed key); MissingTraversalNode on a missing node."""
+        cdef bytes remaining = trie_key[start:] if start else trie_key
         cdef bytes path
         cdef bint leaf
         cdef Py_ssize_t common
@@ -416,11 +478,40 @@ cdef class HexaryTrieCore:
         return node, b""
 
     cdef tuple traverse_root(self, object root_hash, bytes trie_key):
+        """py-trie's _traverse from root_hash. The branches on the key's path that are canonical with blank or
+        hash children (branch_items) are walked as the bytes the database holds, undecoded, with the same reads;
+        the first other node is decoded and traverse_raw goes on from it."""
+        cdef Py_ssize_t starts[18]
+        cdef Py_ssize_t pos = 0, keylen = PyBytes_GET_SIZE(trie_key), at
+        cdef const uint8_t* p
+        cdef object encoded, ref
+        if (type(root_hash) is not bytes or PyBytes_GET_SIZE(<bytes>root_hash) != 32 or root_hash == BLANK_NODE_HASH
+                or self._proof_nodes is not None):
+            try:
+                root_node = self.fetch(root_hash)
+            except KeyError as exc:
+                raise MissingTraversalNode(root_hash, ()) from exc
+            return self.traverse_raw(root_node, trie_key)
         try:
-            root_node = self.fetch(root_hash)
+            encoded = self.db[root_hash]
         except KeyError as exc:
             raise MissingTraversalNode(root_hash, ()) from exc
-        return self.traverse_raw(root_node, trie_key)
+        while pos < keylen and type(encoded) is bytes:
+            p = <const uint8_t*>PyBytes_AS_STRING(<bytes>encoded)
+            if not branch_items(p, PyBytes_GET_SIZE(<bytes>encoded), starts):
+                break
+            at = starts[nibble_at(trie_key, pos)]
+            pos += 1
+            if p[at] == 0x80:
+                return BLANK_NODE, b""      # a blank child: what traversing into it gives
+            ref = PyBytes_FromStringAndSize(<const char*>p + at + 1, 32)
+            if ref == BLANK_NODE_HASH:
+                return BLANK_NODE, b""
+            try:
+                encoded = self.db[ref]
+            except KeyError as exc:
+                raise MissingTraversalNode(exc.args[0], tuple(trie_key[:pos])) from exc
+        return self.traverse_raw(self.decode_read(encoded, pos == 0), trie_key, pos)
 
     def _traverse(self, root_hash, trie_key):
         node, remaining = self.traverse_root(root_hash, bytes(trie_key))
@@ -457,6 +548,10 @@ cdef class HexaryTrieCore:
             return (<list>node)[16]
 
     def get(self, key):
+        return self.lookup(key)
+
+    cdef object lookup(self, object key):
+        """py-trie's get."""
         _validate_is_bytes(key)
         root_hash = self.root_hash
         try:
@@ -529,10 +624,16 @@ cdef class HexaryTrieCore:
 
     cdef inline void store(self, object key, object value) except *:
         """py-trie's _set_db_value."""
+        cdef PyObject* count
         self.db[key] = value
         if self.pruning:
-            ref_count = self._ref_count
-            ref_count[key] += 1
+            if self.int_counts:
+                # ref_count[key] += 1 of a defaultdict(int), without the __missing__ call
+                count = PyDict_GetItem(<dict>self._ref_count, key)
+                PyDict_SetItem(<dict>self._ref_count, key, 1 if count is NULL else <object>count + 1)
+            else:
+                ref_count = self._ref_count
+                ref_count[key] += 1
 
     cdef object persist(self, object node):
         """py-trie's _persist_node: the reference a parent keeps (blank, the node itself, or its stored hash)."""
@@ -571,14 +672,18 @@ cdef class HexaryTrieCore:
         cdef uint8_t digests[PROOF_BATCH * 32]
         cdef Py_ssize_t i, n
         cdef bytes encoded
+        cdef list stored = []           # the non-blank nodes, beside their encodings
+        cdef dict proof_nodes = self._proof_nodes
         for node in nodes:
             check_node(node)
             if not is_blank(node):
                 encodings.append(encode_node(node))
+                stored.append(node)
         n = len(encodings)
         if n > PROOF_BATCH:
-            for encoded in encodings:
-                self.store(keccak_of(encoded), encoded)
+            for i in range(n):
+                encoded = <bytes>encodings[i]
+                self.keep_proof_node(keccak_of(encoded), encoded, stored[i], proof_nodes)
             return
         for i in range(n):
             encoded = <bytes>encodings[i]
@@ -586,23 +691,63 @@ cdef class HexaryTrieCore:
             lengths[i] = <size_t>PyBytes_GET_SIZE(encoded)
         mpt_keccak256_many(keccak_backend_number(), data, lengths, <size_t>n, digests)
         for i in range(n):
-            self.store(PyBytes_FromStringAndSize(<char*>digests + 32 * i, 32), encodings[i])
+            self.keep_proof_node(PyBytes_FromStringAndSize(<char*>digests + 32 * i, 32), encodings[i], stored[i],
+                                 proof_nodes)
+
+    cdef inline void keep_proof_node(self, bytes node_hash, bytes encoded, object node, dict proof_nodes) except *:
+        self.store(node_hash, encoded)
+        # what a read of it would decode: the node itself when it holds nothing but exact bytes and lists
+        if proof_nodes is not None and type(node) is list and plain(<list>node):
+            proof_nodes[node_hash] = node
+
+    cdef void prune_old_root(self, object walked) except *:
+        """The first half of py-trie's _set_root_node when pruning: the old root is read again and marked when
+        _node_to_db_mapping() stores nothing for it (blank or short). walked: the encoding set_raw() walked the
+        old root from (a canonical branch, whose encoding is its re-encoding), or None."""
+        cdef object encoded
+        cdef bint short
+        old_root_hash = self.root_hash
+        if old_root_hash == BLANK_NODE_HASH:
+            return
+        if walked is not None:
+            # set_raw() only walks a root whose hash is 32 bytes: fetch() reads it from the database
+            try:
+                encoded = self.db[old_root_hash]
+            except KeyError:
+                return
+            if encoded is walked:
+                short = PyBytes_GET_SIZE(<bytes>walked) < 32
+            else:
+                old_root_node = self.decode_read(encoded, True)
+                check_node(old_root_node)
+                short = is_blank(old_root_node) or PyBytes_GET_SIZE(<bytes>encode_node(old_root_node)) < 32
+        else:
+            try:
+                old_root_node = self.fetch(old_root_hash)
+            except KeyError:
+                return
+            check_node(old_root_node)
+            short = is_blank(old_root_node) or PyBytes_GET_SIZE(<bytes>encode_node(old_root_node)) < 32
+        if short and old_root_hash in self.db:
+            self.mark_prune(old_root_hash)
+
+    cdef void set_root_encoded(self, bytes encoded, object walked) except *:
+        """py-trie's _set_root_node of the root set_raw() encoded (a canonical branch: it passes validate_is_node,
+        and encode_raw of its decoding is encoded itself)."""
+        if self.pruning:
+            self.prune_old_root(walked)
+        cdef bytes node_hash = keccak_of(encoded)
+        self.store(node_hash, encoded)
+        self._stored_encoded = encoded
+        self.root_hash = node_hash
+        # decoded when a read first needs it (decode_read)
+        self._root_encoded = encoded
+        self._root_node = None
 
     cdef void set_root_node(self, object root_node) except *:
         check_node(root_node)
         if self.pruning:
-            old_root_hash = self.root_hash
-            if old_root_hash != BLANK_NODE_HASH:
-                try:
-                    old_root_node = self.fetch(old_root_hash)
-                except KeyError:
-                    pass
-                else:
-                    check_node(old_root_node)
-                    # py-trie marks the old root when _node_to_db_mapping() stores nothing for it: blank or short
-                    if is_blank(old_root_node) or PyBytes_GET_SIZE(<bytes>encode_node(old_root_node)) < 32:
-                        if old_root_hash in self.db:
-                            self.mark_prune(old_root_hash)
+            self.prune_old_root(None)
         self.root_hash = self.store_raw(root_node)
         if self._stored_encoded is not None and type(root_node) is list and plain(<list>root_node):
             # root_node is this call's own list: nothing else holds it
@@ -617,10 +762,20 @@ cdef class HexaryTrieCore:
                 raise ValidationError("Cannot set/delete simultaneously, run them in serial")
 
     cdef void complete_pruning(self) except *:
+        cdef PyObject* count
         ref_count = self._ref_count
         db = self.db
         for key, number_prunes in (<dict>self._pending_prune_keys).items():
-            new_count = ref_count[key] - number_prunes
+            if self.int_counts:
+                # ref_count[key] of a defaultdict(int): a missing key is inserted as 0, as __missing__ does
+                count = PyDict_GetItem(<dict>ref_count, key)
+                if count is NULL:
+                    PyDict_SetItem(<dict>ref_count, key, 0)
+                    new_count = 0 - number_prunes
+                else:
+                    new_count = <object>count - number_prunes
+            else:
+                new_count = ref_count[key] - number_prunes
             if new_count <= 0:
                 try:
                     del db[key]
@@ -634,26 +789,35 @@ cdef class HexaryTrieCore:
                 ref_count[key] = new_count
 
     cdef void change(self, object key, object value, bint is_delete) except *:
+        cdef object walked = None
         self.begin_change()
         try:
+            if self.pruning:
+                ref_count = self._ref_count
+                self.int_counts = type(ref_count) is defaultdict and ref_count.default_factory is int
             _validate_is_bytes(key)
             if not is_delete:
                 _validate_is_bytes(value)
             trie_key = key_to_nibbles(key)
             try:
-                root_node = self.fetch(self.root_hash)
-                root_prune_key = self._fetched_prune_key
                 if is_delete or PyBytes_GET_SIZE(<bytes>value) == 0:
-                    new_node = self.delete_at(root_node, root_prune_key, trie_key)
+                    root_node = self.fetch(self.root_hash)
+                    new_node = self.delete_at(root_node, self._fetched_prune_key, trie_key)
                 else:
-                    new_node = self.set_at(root_node, root_prune_key, trie_key, value)
+                    new_node = self.set_raw(trie_key, value)
+                    walked = self._walked_root
+                    self._walked_root = None
             except KeyError as exc:
                 raise MissingTrieNode(exc.args[0], self.root_hash, key, prefix=None) from exc
-            self.set_root_node(new_node)
+            if walked is not None:
+                self.set_root_encoded(<bytes>new_node, walked)
+            else:
+                self.set_root_node(new_node)
             if self.pruning:
                 self.complete_pruning()
         finally:
             self._pending_prune_keys = None
+            self.int_counts = False
 
     def set(self, key, value):
         self.change(key, value, False)
@@ -666,6 +830,121 @@ cdef class HexaryTrieCore:
 
     def __delitem__(self, key):
         self.change(key, None, True)
+
+    cdef object set_raw(self, bytes trie_key, object value):
+        """py-trie's ``self._set(self.get_node(self.root_hash), trie_key, value)``, walking the branches on the
+        key's path as the bytes the database holds: each is checked to be a canonical branch whose children are
+        blank or hash references (branch_items), its child read, and on the way back its encoding is the old one
+        with the child's slot replaced, which is what encode_raw writes for the node py-trie changes, without
+        decoding 17 items and encoding them again. The first node that is no such branch (a leaf, an extension,
+        a blank slot, a branch with an embedded child, anything odd) and all below it go through set_at. The reads,
+        the prune marks (going down) and the writes (coming back) are py-trie's, in its order.
+
+        When the root was such a branch, returns the new root's encoding and sets self._walked_root to the old
+        root's encoding (for set_root_encoded); else returns the new root node and leaves _walked_root None."""
+        cdef Py_ssize_t slot_at[FAST_DEPTH]
+        cdef Py_ssize_t slot_end[FAST_DEPTH]
+        cdef Py_ssize_t body_at[FAST_DEPTH]
+        cdef Py_ssize_t starts[18]
+        cdef Py_ssize_t depth = 0, level, n, keylen = PyBytes_GET_SIZE(trie_key)
+        cdef Py_ssize_t slot_len, payload
+        cdef const uint8_t* p
+        cdef const uint8_t* slot
+        cdef uint8_t hash_slot[33]
+        cdef int index
+        cdef list path = []
+        cdef object encoded, prune_key, ref, node, slot_owner
+        cdef bytes out
+        cdef uint8_t* q
+        self._walked_root = None
+        root_hash = self.root_hash
+        if type(root_hash) is not bytes or PyBytes_GET_SIZE(<bytes>root_hash) != 32 or root_hash == BLANK_NODE_HASH:
+            node = self.fetch(root_hash)
+            return self.set_at(node, self._fetched_prune_key, trie_key, value)
+        encoded = self.db[root_hash]
+        ref = root_hash
+        while True:
+            if type(encoded) is bytes:
+                prune_key = ref if PyBytes_GET_SIZE(<bytes>encoded) >= 32 else None
+            else:
+                prune_key = None
+            if depth >= FAST_DEPTH or depth >= keylen or type(encoded) is not bytes:
+                break
+            p = <const uint8_t*>PyBytes_AS_STRING(<bytes>encoded)
+            n = PyBytes_GET_SIZE(<bytes>encoded)
+            if not branch_items(p, n, starts):
+                break
+            # py-trie's _prune_node of the branch (validate_is_node passes for this shape)
+            self.mark_prune(prune_key)
+            index = nibble_at(trie_key, depth)
+            slot_at[depth] = starts[index]
+            slot_end[depth] = starts[index + 1]
+            body_at[depth] = starts[0]
+            path.append(encoded)
+            depth += 1
+            if slot_end[depth - 1] - slot_at[depth - 1] == 1:
+                encoded = BLANK_NODE            # a blank child: nothing is read
+                ref = None
+                break
+            ref = PyBytes_FromStringAndSize(<const char*>p + slot_at[depth - 1] + 1, 32)
+            if ref == BLANK_NODE_HASH:
+                encoded = BLANK_NODE
+                ref = None
+                break
+            encoded = self.db[ref]
+        if depth == 0:
+            node = self.decode_read(encoded, True)
+        elif ref is None:
+            node = BLANK_NODE
+            prune_key = None
+        else:
+            node = self.decode_read(encoded, False)
+        node = self.set_at(node, prune_key, trie_key[depth:], value)
+        if depth == 0:
+            return node
+        # py-trie's _persist_node of the new node: its slot in the parent
+        check_node(node)
+        if is_blank(node):
+            slot_owner = BLANK_SLOT
+        else:
+            slot_owner = encode_node(node)
+            if PyBytes_GET_SIZE(<bytes>slot_owner) >= 32:
+                slot_owner = self.store_hashed(<bytes>slot_owner, hash_slot)
+        for level in range(depth - 1, -1, -1):
+            if slot_owner is None:
+                slot = hash_slot
+                slot_len = 33
+            else:
+                slot = <const uint8_t*>PyBytes_AS_STRING(<bytes>slot_owner)
+                slot_len = PyBytes_GET_SIZE(<bytes>slot_owner)
+            encoded = <bytes>PyList_GET_ITEM(path, level)
+            p = <const uint8_t*>PyBytes_AS_STRING(<bytes>encoded)
+            n = PyBytes_GET_SIZE(<bytes>encoded)
+            payload = n - body_at[level] - (slot_end[level] - slot_at[level]) + slot_len
+            out = PyBytes_FromStringAndSize(NULL, header_size(payload) + payload)
+            q = <uint8_t*>PyBytes_AS_STRING(out)
+            q += put_header(q, 0xc0, payload)
+            memcpy(q, p + body_at[level], slot_at[level] - body_at[level])
+            q += slot_at[level] - body_at[level]
+            memcpy(q, slot, slot_len)
+            q += slot_len
+            memcpy(q, p + slot_end[level], n - slot_end[level])
+            if level == 0:
+                self._walked_root = encoded
+                return out
+            # py-trie's _persist_node of the changed branch
+            if PyBytes_GET_SIZE(out) >= 32:
+                slot_owner = self.store_hashed(out, hash_slot)
+            else:
+                slot_owner = out
+
+    cdef object store_hashed(self, bytes encoded, uint8_t* hash_slot):
+        """Store encoded (32 bytes or more) under its Keccak, which goes to hash_slot[1:33] after the RLP header
+        of a 32-byte string (hash_slot[0]); returns None (the caller's sign that its slot is hash_slot)."""
+        hash_slot[0] = 0xa0
+        mpt_keccak256(<const uint8_t*>PyBytes_AS_STRING(encoded), PyBytes_GET_SIZE(encoded), hash_slot + 1)
+        self.store(PyBytes_FromStringAndSize(<const char*>hash_slot + 1, 32), encoded)
+        return None
 
     cdef object set_at(self, object node, object prune_key, bytes trie_key, object value):
         """py-trie's _set."""
@@ -802,6 +1081,26 @@ cdef class HexaryTrieCore:
         elif kind == KIND_BRANCH:
             return [hex_prefix_of(_NIBBLE[i], False), sub_node_hash]
         raise Exception("Invariant: this code block should be unreachable")
+
+
+def proven_value(root_hash, key, proof):
+    """py-trie's ``HexaryTrie.get_from_proof(root_hash, key, proof)``: the proof's nodes stored in a fresh trie
+    over a dict (``_set_raw_node`` each, their Keccaks on the SIMD lanes), then ``get(key)`` of a snapshot at
+    root_hash; a missing node is py-trie's BadTrieProof. The snapshot's reads (of that private dict, which
+    nothing else sees) return the proof's own node lists instead of decoding their encodings again: a read
+    only traverses them, and for lists of exact bytes the decoding is equal to the list."""
+    cdef HexaryTrieCore t = HexaryTrieCore.__new__(HexaryTrieCore)
+    t.db = {}
+    t.root_hash = BLANK_NODE_HASH
+    t._is_pruning = False
+    t._proof_nodes = {}
+    t._store_proof(proof)
+    _validate_is_bytes(root_hash)           # what the snapshot's constructor checks
+    t.root_hash = root_hash
+    try:
+        return t.lookup(key)
+    except MissingTrieNode as e:
+        raise BadTrieProof(f"Missing proof node with hash {e.missing_node_hash!r}") from e
 
 
 @cython.final
