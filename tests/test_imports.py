@@ -292,7 +292,7 @@ FOREIGN_PRIVATES = {
 }
 
 # Modules another branch is changing now, which settles their uses then (remove the entry with the merge).
-PENDING_PRIVATES = {"mpt.compat.pytrie", "mpt.bench.cases.pytrie"}
+PENDING_PRIVATES = set()
 
 
 def _private_attribute_uses():

@@ -16,7 +16,7 @@ from trie.exceptions import MissingTrieNode, ValidationError  # noqa: E402
 import mpt  # noqa: E402
 import mpt.compat.pytrie as compat  # noqa: E402
 
-PyTrie = trie.hexary.HexaryTrie if not compat.is_installed() else compat._original_class()
+PyTrie = trie.hexary.HexaryTrie if not compat.is_installed() else compat.original_class()
 MptTrie = compat.HexaryTrie
 
 

@@ -56,7 +56,7 @@ def pytrie_class():
     """py-trie's own class, even while mpt.compat.pytrie.install() is in effect."""
     import mpt.compat.pytrie as compat
 
-    return compat._original_class()
+    return compat.original_class()
 
 
 def _reference_root(keys, values) -> bytes:

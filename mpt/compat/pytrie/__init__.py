@@ -42,9 +42,11 @@ except ImportError as _import_error:
     raise MissingExtraError("mpt.compat.pytrie needs py-trie 4 (pip install 'mpt-engine[pytrie]'): %s"
                             % _import_error, name="trie") from _import_error
 
-from mpt.compat.pytrie._core import HexaryTrieCore, ScratchDB, proven_value  # noqa: E402 - after the check for py-trie
+from mpt.compat.pytrie._core import (  # noqa: E402 - after the check for py-trie
+    HexaryTrieCore, ScratchDB, proven_value, store_proof,
+)
 
-__all__ = ["HexaryTrie", "install", "uninstall", "installed", "is_installed"]
+__all__ = ["HexaryTrie", "install", "uninstall", "installed", "is_installed", "original_class"]
 
 _NODE_TYPE_BLANK, _NODE_TYPE_EXTENSION, _NODE_TYPE_BRANCH = 0, 2, 3
 
@@ -119,7 +121,7 @@ class HexaryTrie(HexaryTrieCore):
         if cls is HexaryTrie:
             return proven_value(root_hash, key, proof)
         trie = cls({})
-        trie._store_proof(proof)  # for node in proof: trie._set_raw_node(node)
+        store_proof(trie, proof)  # for node in proof: trie._set_raw_node(node)
         # what trie.at_root(root_hash) yields (trie does not prune), without the generator's cost
         proven_snapshot = cls(trie.db, root_hash, prune=False)
         try:
@@ -158,7 +160,8 @@ class HexaryTrie(HexaryTrieCore):
 _replaced: list[tuple[Any, str, Any]] = []
 
 
-def _original_class():
+def original_class():
+    """py-trie's own ``HexaryTrie`` class, also while :func:`install` is in effect (for comparisons)."""
     import trie.hexary
 
     if _replaced:
@@ -180,7 +183,7 @@ def install() -> None:
     import trie.tools.builder  # noqa: F401
     import trie.tools.strategies  # noqa: F401
 
-    original = _original_class()
+    original = original_class()
     for module in list(sys.modules.values()):
         if module is None or module is sys.modules.get(__name__):
             continue

@@ -1083,6 +1083,12 @@ cdef class HexaryTrieCore:
         raise Exception("Invariant: this code block should be unreachable")
 
 
+def store_proof(HexaryTrieCore trie, proof):
+    """py-trie's ``for node in proof: trie._set_raw_node(node)`` of ``get_from_proof``, on a trie of any subclass
+    (the route a subclass of HexaryTrie keeps): the Keccaks of up to PROOF_BATCH nodes at a time on the lanes."""
+    trie._store_proof(proof)
+
+
 def proven_value(root_hash, key, proof):
     """py-trie's ``HexaryTrie.get_from_proof(root_hash, key, proof)``: the proof's nodes stored in a fresh trie
     over a dict (``_set_raw_node`` each, their Keccaks on the SIMD lanes), then ``get(key)`` of a snapshot at
