@@ -438,18 +438,19 @@ ctypedef struct SmallPair:
     Py_ssize_t value_len
 
 ctypedef struct SmallNode:
-    int kind                        # LEAF, EXTENSION or BRANCH
-    int depth                       # nibbles of the path above this node
-    int prefix                      # an extension's nibbles
-    int height                      # 0 for leaves, 1 + the highest child's otherwise
-    bint is_root
+    # 72 bytes (it was 176 with the 16 children inline): the node arrays of a 10,000-account state are read and
+    # written a few times each, so their size shows.
+    uint8_t kind                    # LEAF, EXTENSION or BRANCH
+    uint8_t depth                   # nibbles of the path above this node (<= 64)
+    uint8_t prefix                  # an extension's nibbles
+    uint8_t height                  # 0 for leaves, 1 + the highest child's otherwise (<= 64)
+    uint8_t is_root
+    uint8_t ref_len
+    int child                       # an extension's child; a branch's 16 children at kids[16 * child]
     Py_ssize_t lo, hi               # the node's pairs
-    int child                       # an extension's child
-    int children[16]                # a branch's children (-1: none)
     Py_ssize_t encoding             # offset of the node's RLP in the arena
     Py_ssize_t encoding_len
     uint8_t ref[33]                 # how the parent refers to it: the RLP inline (< 32 bytes) or 0xa0 + hash
-    int ref_len
 
 cdef enum:
     LEAF = 0
@@ -457,6 +458,9 @@ cdef enum:
     BRANCH = 2
     EXTENSION_MAX = 3 + 34 + 33
     BRANCH_MAX = 3 + 16 * 33 + 1
+    # A pooled Scratch larger than this is freed after use instead of kept (it would pin its memory for good);
+    # a 10,000-account state with 2 slots each takes about 10 MB.
+    SCRATCH_KEEP_BYTES = 48 << 20
 
 
 cdef inline uint8_t _nibble(const uint8_t *key, int i) noexcept nogil:
@@ -494,28 +498,81 @@ cdef Py_ssize_t _compact(const uint8_t *key, int start, int end, bint leaf, uint
     return o
 
 
-cdef int _bucket_sort(SmallPair *pairs, Py_ssize_t n) except -1:
+@cython.final
+cdef class Scratch:
+    """The working memory of SmallTries builds, one buffer per ScratchSlot, pooled across calls (_take_scratch)."""
+
+    def __cinit__(self):
+        memset(self.buffers, 0, sizeof(self.buffers))
+        memset(self.sizes, 0, sizeof(self.sizes))
+
+    def __dealloc__(self):
+        cdef int i
+        for i in range(SCRATCH_SLOTS):
+            PyMem_Free(self.buffers[i])
+
+    cdef void *need(self, int slot, size_t size, bint keep) except NULL:
+        """Buffer slot with room for size bytes (its content kept when keep, else undefined)."""
+        cdef void *p
+        if size == 0:
+            size = 1
+        if self.sizes[slot] >= size:
+            return self.buffers[slot]
+        if keep:
+            p = PyMem_Realloc(self.buffers[slot], size)
+        else:
+            PyMem_Free(self.buffers[slot])
+            self.buffers[slot] = NULL
+            self.sizes[slot] = 0
+            p = PyMem_Malloc(size)
+        if p == NULL:
+            raise MemoryError()
+        self.buffers[slot] = p
+        self.sizes[slot] = size
+        return p
+
+    cdef size_t total(self) noexcept:
+        cdef size_t n = 0
+        cdef int i
+        for i in range(SCRATCH_SLOTS):
+            n += self.sizes[i]
+        return n
+
+
+cdef Scratch _POOL = None
+
+
+cdef Scratch _take_scratch():
+    global _POOL
+    cdef Scratch s = _POOL
+    if s is None:
+        return Scratch.__new__(Scratch)
+    _POOL = None            # ours alone until given back
+    return s
+
+
+cdef void _give_scratch(Scratch s) noexcept:
+    global _POOL
+    if s is not None and _POOL is None and s.total() <= SCRATCH_KEEP_BYTES:
+        _POOL = s
+
+
+cdef int _bucket_sort(Scratch scratch, SmallPair *pairs, Py_ssize_t n) except -1:
     """Order pairs by the first 16 bits of their (Keccak-hashed, so uniform) keys; the insertion sort after it
     finishes the few pairs that share a bucket. O(n + 65536), against qsort's n log n calls of a comparator."""
-    cdef Py_ssize_t *start = <Py_ssize_t *>PyMem_Malloc(65537 * sizeof(Py_ssize_t))
-    cdef SmallPair *sorted_pairs = <SmallPair *>PyMem_Malloc(n * sizeof(SmallPair))
+    cdef Py_ssize_t *start = <Py_ssize_t *>scratch.need(S_SORT_START, 65537 * sizeof(Py_ssize_t), False)
+    cdef SmallPair *sorted_pairs = <SmallPair *>scratch.need(S_SORT_PAIRS, n * sizeof(SmallPair), False)
     cdef Py_ssize_t i, bucket
-    try:
-        if start == NULL or sorted_pairs == NULL:
-            raise MemoryError()
-        memset(start, 0, 65537 * sizeof(Py_ssize_t))
-        for i in range(n):
-            start[((pairs[i].key[0] << 8) | pairs[i].key[1]) + 1] += 1
-        for i in range(65536):
-            start[i + 1] += start[i]
-        for i in range(n):
-            bucket = (pairs[i].key[0] << 8) | pairs[i].key[1]
-            sorted_pairs[start[bucket]] = pairs[i]
-            start[bucket] += 1
-        memcpy(pairs, sorted_pairs, n * sizeof(SmallPair))
-    finally:
-        PyMem_Free(start)
-        PyMem_Free(sorted_pairs)
+    memset(start, 0, 65537 * sizeof(Py_ssize_t))
+    for i in range(n):
+        start[((pairs[i].key[0] << 8) | pairs[i].key[1]) + 1] += 1
+    for i in range(65536):
+        start[i + 1] += start[i]
+    for i in range(n):
+        bucket = (pairs[i].key[0] << 8) | pairs[i].key[1]
+        sorted_pairs[start[bucket]] = pairs[i]
+        start[bucket] += 1
+    memcpy(pairs, sorted_pairs, n * sizeof(SmallPair))
     return 0
 
 
@@ -527,13 +584,14 @@ cdef inline int _count_empty(const int *children) noexcept nogil:
     return n
 
 
-cdef inline Py_ssize_t _encoding_bound(const SmallNode *node, const SmallPair *pairs) noexcept nogil:
+cdef inline Py_ssize_t _encoding_bound(const SmallNode *node, const SmallPair *pairs,
+                                       const int *kids) noexcept nogil:
     """At least the length of the node's RLP (what _build added to arena_len for it)."""
     if node.kind == LEAF:
         return 3 + 34 + 3 + pairs[node.lo].value_len
     if node.kind == EXTENSION:
         return EXTENSION_MAX
-    return 3 + 16 + 1 + 32 * (16 - _count_empty(node.children))
+    return 3 + 16 + 1 + 32 * (16 - _count_empty(kids + 16 * node.child))
 
 
 cdef int _keccak_backend() except -1:
@@ -623,7 +681,9 @@ cdef class NodeStore:
 
 @cython.final
 cdef class SmallTries:
-    """Roots of many small secured tries computed together: add() each trie's items, then finish()."""
+    """Roots of many small secured tries computed together: add() each trie's items, then finish(). Its work
+    arrays live in a pooled Scratch, given back at the end of finish() (or when the batch is dropped)."""
+    cdef Scratch scratch
     cdef SmallPair *pairs
     cdef Py_ssize_t npairs, pairs_cap
     cdef const uint8_t **key_data        # the caller's keys, hashed in finish()
@@ -632,6 +692,8 @@ cdef class SmallTries:
     cdef uint8_t *u256_values            # 34 bytes a pair: U256 encodings written here
     cdef SmallNode *nodes
     cdef Py_ssize_t nnodes, nodes_cap
+    cdef int *kids                       # 16 children (-1: none) per branch
+    cdef Py_ssize_t nbranches, branches_cap
     cdef uint8_t *arena
     cdef Py_ssize_t arena_len
     cdef Py_ssize_t *trie_ends           # per trie: the end of its pairs (it starts where the previous ends)
@@ -644,33 +706,27 @@ cdef class SmallTries:
 
     def __cinit__(self, ForkCodec codec, Py_ssize_t capacity):
         self.codec = codec
-        self.pairs_cap = capacity if capacity > 0 else 1
-        self.pairs = <SmallPair *>PyMem_Malloc(self.pairs_cap * sizeof(SmallPair))
-        self.key_data = <const uint8_t **>PyMem_Malloc(self.pairs_cap * sizeof(uint8_t *))
-        self.key_len = <size_t *>PyMem_Malloc(self.pairs_cap * sizeof(size_t))
-        self.u256_values = <uint8_t *>PyMem_Malloc(self.pairs_cap * 34)
+        self.scratch = _take_scratch()
         self.hashed_keys = NULL
         self.nodes = NULL
+        self.kids = NULL
         self.arena = NULL
-        self.npairs = self.nnodes = self.nodes_cap = self.arena_len = 0
+        self.npairs = self.nnodes = self.nodes_cap = self.arena_len = self.nbranches = self.branches_cap = 0
+        self.pairs_cap = 0
         self.trie_ends = NULL
         self.ntries = self.tries_cap = 0
         self.roots = []
         self.keep = []
         self.node_store = None
         self.collect_nodes = False
-        if not (self.pairs and self.key_data and self.key_len and self.u256_values):
-            raise MemoryError()
+        self._grow(capacity if capacity > 0 else 1)
 
     def __dealloc__(self):
-        PyMem_Free(self.pairs)
-        PyMem_Free(self.key_data)
-        PyMem_Free(self.key_len)
-        PyMem_Free(self.u256_values)
-        PyMem_Free(self.hashed_keys)
-        PyMem_Free(self.nodes)
-        PyMem_Free(self.arena)
+        # The arena is the pool's memory or the NodeStore's: not freed here.
         PyMem_Free(self.trie_ends)
+        if self.scratch is not None:
+            _give_scratch(self.scratch)
+            self.scratch = None
 
     cdef Py_ssize_t add(self, object data) except -2:
         """Queue the secured trie holding data (a dict); its index, or -1 when it is not for this path."""
@@ -746,41 +802,33 @@ cdef class SmallTries:
 
     cdef int _grow(self, Py_ssize_t needed) except -1:
         cdef Py_ssize_t cap = max(2 * self.pairs_cap, needed)
-        cdef void *p
-        p = PyMem_Realloc(self.pairs, cap * sizeof(SmallPair))
-        if p == NULL:
-            raise MemoryError()
-        self.pairs = <SmallPair *>p
-        p = PyMem_Realloc(self.key_data, cap * sizeof(uint8_t *))
-        if p == NULL:
-            raise MemoryError()
-        self.key_data = <const uint8_t **>p
-        p = PyMem_Realloc(self.key_len, cap * sizeof(size_t))
-        if p == NULL:
-            raise MemoryError()
-        self.key_len = <size_t *>p
-        p = PyMem_Realloc(self.u256_values, cap * 34)
-        if p == NULL:
-            raise MemoryError()
-        self.u256_values = <uint8_t *>p
+        if self.scratch is None:
+            raise RuntimeError("SmallTries used after finish()")
+        self.pairs = <SmallPair *>self.scratch.need(S_PAIRS, cap * sizeof(SmallPair), True)
+        self.key_data = <const uint8_t **>self.scratch.need(S_KEY_DATA, cap * sizeof(uint8_t *), True)
+        self.key_len = <size_t *>self.scratch.need(S_KEY_LEN, cap * sizeof(size_t), True)
+        self.u256_values = <uint8_t *>self.scratch.need(S_U256, cap * 34, True)
         self.pairs_cap = cap
         return 0
 
     cdef Py_ssize_t _new_node(self) except -1:
-        cdef SmallNode *grown
         if self.nnodes == self.nodes_cap:
             self.nodes_cap = 2 * self.nodes_cap + 64
-            grown = <SmallNode *>PyMem_Realloc(self.nodes, self.nodes_cap * sizeof(SmallNode))
-            if grown == NULL:
-                raise MemoryError()
-            self.nodes = grown
+            self.nodes = <SmallNode *>self.scratch.need(S_NODES, self.nodes_cap * sizeof(SmallNode), True)
         self.nnodes += 1
         return self.nnodes - 1
+
+    cdef int _new_branch(self) except -1:
+        if self.nbranches == self.branches_cap:
+            self.branches_cap = 2 * self.branches_cap + 64
+            self.kids = <int *>self.scratch.need(S_KIDS, self.branches_cap * 16 * sizeof(int), True)
+        self.nbranches += 1
+        return <int>(self.nbranches - 1)
 
     cdef Py_ssize_t _build(self, Py_ssize_t lo, Py_ssize_t hi, int depth) except -1:
         """Lay out the node holding pairs[lo:hi] (sorted, sharing depth nibbles) after its children; its index."""
         cdef SmallPair *p = self.pairs
-        cdef int prefix = 0, k, height = 0
+        cdef int prefix = 0, k, height = 0, branch
         cdef Py_ssize_t j, start, child, index
         cdef int children[16]
         if hi - lo == 1:
@@ -809,13 +857,15 @@ cdef class SmallTries:
                         children[k] = <int>self._build(start, j, depth + 1)
                         if self.nodes[children[k]].height >= height:
                             height = self.nodes[children[k]].height + 1
+                branch = self._new_branch()
+                memcpy(self.kids + 16 * branch, children, sizeof(children))
                 index = self._new_node()
                 self.nodes[index].kind = BRANCH
-                memcpy(self.nodes[index].children, children, sizeof(children))
+                self.nodes[index].child = branch
                 self.arena_len += 3 + 16 + 1 + 32 * (16 - _count_empty(children))
-        self.nodes[index].depth = depth
-        self.nodes[index].prefix = prefix
-        self.nodes[index].height = height
+        self.nodes[index].depth = <uint8_t>depth
+        self.nodes[index].prefix = <uint8_t>prefix
+        self.nodes[index].height = <uint8_t>height
         self.nodes[index].lo = lo
         self.nodes[index].hi = hi
         self.nodes[index].is_root = False
@@ -826,6 +876,7 @@ cdef class SmallTries:
         cdef uint8_t compact[34]
         cdef Py_ssize_t n = 0, c, h, size
         cdef int k
+        cdef const int *children
         cdef SmallNode *child
         cdef SmallPair *pair
         if node.kind == LEAF:
@@ -843,16 +894,17 @@ cdef class SmallTries:
             memcpy(out + n, child.ref, <size_t>child.ref_len)
             n += child.ref_len
         else:
+            children = self.kids + 16 * node.child
             size = 1
             for k in range(16):
-                size += 1 if node.children[k] < 0 else self.nodes[node.children[k]].ref_len
+                size += 1 if children[k] < 0 else self.nodes[children[k]].ref_len
             n = put_header(out, 0xc0, size)
             for k in range(16):
-                if node.children[k] < 0:
+                if children[k] < 0:
                     out[n] = 0x80
                     n += 1
                 else:
-                    child = &self.nodes[node.children[k]]
+                    child = &self.nodes[children[k]]
                     memcpy(out + n, child.ref, <size_t>child.ref_len)
                     n += child.ref_len
             out[n] = 0x80
@@ -865,32 +917,33 @@ cdef class SmallTries:
         cdef SmallPair tmp
         cdef int backend = _keccak_backend()
         cdef list roots_at = []
-        cdef Py_ssize_t *order = NULL
-        cdef Py_ssize_t *count = NULL
-        cdef const uint8_t **hash_data = NULL
-        cdef size_t *hash_len = NULL
-        cdef Py_ssize_t *hash_node = NULL
-        cdef uint8_t *digests = NULL
+        cdef Py_ssize_t *order
+        cdef Py_ssize_t *count
+        cdef const uint8_t **hash_data
+        cdef size_t *hash_len
+        cdef Py_ssize_t *hash_node
+        cdef uint8_t *digests
         cdef SmallNode *node
-        self.hashed_keys = <uint8_t *>PyMem_Malloc(self.npairs * 32 + 32)
-        if self.hashed_keys == NULL:
-            raise MemoryError()
+        cdef Scratch scratch = self.scratch
+        if scratch is None:
+            raise RuntimeError("SmallTries.finish() called twice")
+        self.hashed_keys = <uint8_t *>scratch.need(S_HASHED_KEYS, self.npairs * 32 + 32, False)
         mpt_keccak256_many(backend, self.key_data, self.key_len, <size_t>self.npairs, self.hashed_keys)
         for i in range(self.npairs):
             self.pairs[i].key = self.hashed_keys + 32 * i
             if self.pairs[i].value == NULL:
                 self.pairs[i].value = self.u256_values + 34 * i
         if self.nodes_cap < 2 * self.npairs + 16:
-            PyMem_Free(self.nodes)
             self.nodes_cap = 2 * self.npairs + 16        # a trie of n keys has at most 2n - 1 nodes
-            self.nodes = <SmallNode *>PyMem_Malloc(self.nodes_cap * sizeof(SmallNode))
-            if self.nodes == NULL:
-                raise MemoryError()
+            self.nodes = <SmallNode *>scratch.need(S_NODES, self.nodes_cap * sizeof(SmallNode), False)
+        if self.branches_cap < self.npairs + 16:
+            self.branches_cap = self.npairs + 16         # and at most n - 1 branches
+            self.kids = <int *>scratch.need(S_KIDS, self.branches_cap * 16 * sizeof(int), False)
         for t in range(self.ntries):
             lo = self.trie_ends[t - 1] if t else 0
             hi = self.trie_ends[t]
             if hi - lo > SMALL_MAX:
-                _bucket_sort(self.pairs + lo, hi - lo)
+                _bucket_sort(scratch, self.pairs + lo, hi - lo)
             for i in range(lo + 1, hi):           # insertion sort: at most SMALL_MAX keys, or nearly sorted
                 tmp = self.pairs[i]
                 j = i - 1
@@ -907,72 +960,72 @@ cdef class SmallTries:
                 i = self._build(lo, hi, 0)
                 self.nodes[i].is_root = True
                 roots_at.append(i)
-        try:
-            for i in range(self.nnodes):
-                if self.nodes[i].height > max_height:
-                    max_height = self.nodes[i].height
-            # The nodes by height (a counting sort), each with its place in the arena.
-            order = <Py_ssize_t *>PyMem_Malloc((self.nnodes + 1) * sizeof(Py_ssize_t))
-            count = <Py_ssize_t *>PyMem_Malloc((max_height + 2) * sizeof(Py_ssize_t))
-            hash_data = <const uint8_t **>PyMem_Malloc((self.nnodes + 1) * sizeof(uint8_t *))
-            hash_len = <size_t *>PyMem_Malloc((self.nnodes + 1) * sizeof(size_t))
-            hash_node = <Py_ssize_t *>PyMem_Malloc((self.nnodes + 1) * sizeof(Py_ssize_t))
-            digests = <uint8_t *>PyMem_Malloc((self.nnodes + 1) * 32)
+        for i in range(self.nnodes):
+            if self.nodes[i].height > max_height:
+                max_height = self.nodes[i].height
+        # The nodes by height (a counting sort), each with its place in the arena.
+        order = <Py_ssize_t *>scratch.need(S_ORDER, (self.nnodes + 1) * sizeof(Py_ssize_t), False)
+        count = <Py_ssize_t *>scratch.need(S_COUNT, (max_height + 2) * sizeof(Py_ssize_t), False)
+        hash_data = <const uint8_t **>scratch.need(S_HASH_DATA, (self.nnodes + 1) * sizeof(uint8_t *), False)
+        hash_len = <size_t *>scratch.need(S_HASH_LEN, (self.nnodes + 1) * sizeof(size_t), False)
+        hash_node = <Py_ssize_t *>scratch.need(S_HASH_NODE, (self.nnodes + 1) * sizeof(Py_ssize_t), False)
+        digests = <uint8_t *>scratch.need(S_DIGESTS, (self.nnodes + 1) * 32, False)
+        if self.collect_nodes:
+            # This arena outlives the build (the NodeStore keeps it): its own memory, not the pool's.
             self.arena = <uint8_t *>PyMem_Malloc(self.arena_len + 1)
-            if not (order and count and hash_data and hash_len and hash_node and digests and self.arena):
+            if self.arena == NULL:
                 raise MemoryError()
-            if self.collect_nodes:
-                self.node_store = NodeStore(self.nnodes)
-            memset(count, 0, (max_height + 2) * sizeof(Py_ssize_t))
-            for i in range(self.nnodes):
-                count[self.nodes[i].height + 1] += 1
-            for i in range(max_height + 1):
-                count[i + 1] += count[i]
-            for i in range(self.nnodes):
-                order[count[self.nodes[i].height]] = i
-                count[self.nodes[i].height] += 1
-                node = &self.nodes[i]
-                node.encoding = offset
-                offset += _encoding_bound(node, self.pairs)
-            i = 0
-            while i < self.nnodes:
-                level_count = 0
-                nhash = 0
-                j = i
-                while j < self.nnodes and self.nodes[order[j]].height == self.nodes[order[i]].height:
-                    node = &self.nodes[order[j]]
-                    self._encode(node, self.arena + node.encoding)
-                    if node.encoding_len >= 32 or node.is_root:
-                        hash_data[nhash] = self.arena + node.encoding
-                        hash_len[nhash] = <size_t>node.encoding_len
-                        hash_node[nhash] = order[j]
-                        nhash += 1
-                    else:
-                        memcpy(node.ref, self.arena + node.encoding, <size_t>node.encoding_len)
-                        node.ref_len = <int>node.encoding_len
-                    j += 1
-                mpt_keccak256_many(backend, hash_data, hash_len, <size_t>nhash, digests)
-                for level_count in range(nhash):
-                    node = &self.nodes[hash_node[level_count]]
-                    node.ref[0] = 0xa0
-                    memcpy(node.ref + 1, digests + 32 * level_count, 32)
-                    node.ref_len = 33
-                    if self.collect_nodes:
-                        self.node_store.add(digests + 32 * level_count, node.encoding, node.encoding_len)
-                i = j
-            if self.collect_nodes:
-                self.node_store.take(self.arena)
-                self.arena = NULL
-            self.roots = [EMPTY_ROOT if r < 0 else
-                          PyBytes_FromStringAndSize(<char *>self.nodes[<Py_ssize_t>r].ref + 1, 32)
-                          for r in roots_at]
-        finally:
-            PyMem_Free(order)
-            PyMem_Free(count)
-            PyMem_Free(hash_data)
-            PyMem_Free(hash_len)
-            PyMem_Free(hash_node)
-            PyMem_Free(digests)
+            self.node_store = NodeStore(self.nnodes)
+            self.node_store.take(self.arena)
+        else:
+            self.arena = <uint8_t *>scratch.need(S_ARENA, self.arena_len + 1, False)
+        memset(count, 0, (max_height + 2) * sizeof(Py_ssize_t))
+        for i in range(self.nnodes):
+            count[self.nodes[i].height + 1] += 1
+        for i in range(max_height + 1):
+            count[i + 1] += count[i]
+        for i in range(self.nnodes):
+            order[count[self.nodes[i].height]] = i
+            count[self.nodes[i].height] += 1
+            node = &self.nodes[i]
+            node.encoding = offset
+            offset += _encoding_bound(node, self.pairs, self.kids)
+        i = 0
+        while i < self.nnodes:
+            level_count = 0
+            nhash = 0
+            j = i
+            while j < self.nnodes and self.nodes[order[j]].height == self.nodes[order[i]].height:
+                node = &self.nodes[order[j]]
+                self._encode(node, self.arena + node.encoding)
+                if node.encoding_len >= 32 or node.is_root:
+                    hash_data[nhash] = self.arena + node.encoding
+                    hash_len[nhash] = <size_t>node.encoding_len
+                    hash_node[nhash] = order[j]
+                    nhash += 1
+                else:
+                    memcpy(node.ref, self.arena + node.encoding, <size_t>node.encoding_len)
+                    node.ref_len = <uint8_t>node.encoding_len
+                j += 1
+            mpt_keccak256_many(backend, hash_data, hash_len, <size_t>nhash, digests)
+            for level_count in range(nhash):
+                node = &self.nodes[hash_node[level_count]]
+                node.ref[0] = 0xa0
+                memcpy(node.ref + 1, digests + 32 * level_count, 32)
+                node.ref_len = 33
+                if self.collect_nodes:
+                    self.node_store.add(digests + 32 * level_count, node.encoding, node.encoding_len)
+            i = j
+        self.roots = [EMPTY_ROOT if r < 0 else
+                      PyBytes_FromStringAndSize(<char *>self.nodes[<Py_ssize_t>r].ref + 1, 32)
+                      for r in roots_at]
+        # Done with the work arrays: the next build (the state trie after the storage tries) takes them.
+        self.arena = NULL
+        self.pairs = NULL
+        self.nodes = NULL
+        self.kids = NULL
+        self.scratch = None
+        _give_scratch(scratch)
         self.keep = None
         return 0
 
