@@ -21,6 +21,7 @@ cdef enum ScratchSlot:
     S_ARENA
     S_SORT_START
     S_SORT_PAIRS
+    S_VALUES
     SCRATCH_SLOTS
 
 

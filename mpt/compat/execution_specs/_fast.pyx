@@ -59,6 +59,28 @@ cdef extern from *:
 
 cdef extern from *:
     """
+    /* A non-negative int of at most n bytes, big-endian into out[0:n] (0, or -1 with an exception set). */
+    static int mpt_spec_uint_to_bytes(PyObject *number, unsigned char *out, Py_ssize_t n) {
+    #if PY_VERSION_HEX >= 0x030D0000
+        Py_ssize_t needed = PyLong_AsNativeBytes(number, out, n,
+                                                 Py_ASNATIVEBYTES_BIG_ENDIAN | Py_ASNATIVEBYTES_UNSIGNED_BUFFER);
+        if (needed < 0)
+            return -1;
+        if (needed > n) {
+            PyErr_SetString(PyExc_OverflowError, "int too big to convert");
+            return -1;
+        }
+        return 0;
+    #else
+        return _PyLong_AsByteArray((PyLongObject *)number, out, (size_t)n, 0, 0);
+    #endif
+    }
+    """
+    int mpt_spec_uint_to_bytes(object number, uint8_t *out, Py_ssize_t n) except -1
+
+
+cdef extern from *:
+    """
     #include "structmember.h"
     /* The offset of a __slots__ attribute (a member descriptor holding an object), or -1 for anything else. */
     static Py_ssize_t mpt_spec_slot_offset(PyObject *descr) {
@@ -105,6 +127,8 @@ cdef enum:
     SMALL_VALUE_MAX = 64
     # A dict's change set beyond 2 * len + this many keys is dropped: a full rebuild is cheaper by then.
     CHANGED_SLACK = 1024
+    # An account's RLP: a list header and four strings of at most 33 bytes each.
+    ACCOUNT_MAX = 9 + 4 * 33
 
 
 class NeedsSpec(Exception):
@@ -146,13 +170,8 @@ cdef class TrackingDict(dict):
     cdef DirtySet sink           # also told about every write (storage tries: their account's address)
     cdef object sink_key
 
-    def __cinit__(self, *args, **kwargs):
-        self.changed = None
-        self.root = None
-        self.mirror = None
-        self.codec = None
-        self.sink = None
-        self.sink_key = None
+    # No __cinit__: Cython starts every object field at None, the empty cache (and the TrackingDict made per
+    # storage trie on a state's first root parses no arguments).
 
     cdef inline int _touch(self, object key) except -1:
         cdef object changed = self.changed
@@ -256,7 +275,7 @@ cdef Py_ssize_t _put_uint(object number, uint8_t *out) except -1:
     """The RLP string of a non-negative int below 2**256 (big-endian, no leading zeros) at out (<= 33 bytes)."""
     cdef uint64_t x
     cdef int nbytes, i
-    cdef bytes big
+    cdef uint8_t big[32]
     cdef Py_ssize_t bits
     if type(number) is not int:
         raise NeedsSpec("not an int")
@@ -278,8 +297,9 @@ cdef Py_ssize_t _put_uint(object number, uint8_t *out) except -1:
         return 1 + nbytes
     if bits > 256:
         raise NeedsSpec("an integer wider than 256 bits")
-    big = number.to_bytes((number.bit_length() + 7) // 8, "big")
-    return put_string(out, <const uint8_t *>PyBytes_AS_STRING(big), PyBytes_GET_SIZE(big))
+    nbytes = <int>((bits + 7) >> 3)
+    mpt_spec_uint_to_bytes(number, big, nbytes)
+    return put_string(out, big, nbytes)
 
 
 @cython.final
@@ -358,10 +378,8 @@ cdef class ForkCodec:
 
     cdef bytes encode_account(self, object account, object storage_root):
         """encode_node(account, storage_root): RLP [nonce, balance, storage_root, keccak(code)]."""
-        cdef uint8_t buf[9 + 33 + 33 + 33 + 33]
-        cdef uint8_t *body = buf + 9
-        cdef Py_ssize_t n, h
-        cdef bytes code_hash
+        cdef uint8_t buf[ACCOUNT_MAX]
+        cdef Py_ssize_t n
         if type(account) is not self.account_type or not self.fast_account:
             encoded = self.encode_node(account, storage_root)
             if not isinstance(encoded, bytes):
@@ -369,6 +387,17 @@ cdef class ForkCodec:
             return bytes(encoded)
         if not isinstance(storage_root, bytes) or PyBytes_GET_SIZE(storage_root) != 32:
             raise NeedsSpec("a storage root that is not 32 bytes")
+        n = self.put_account(account, <const uint8_t *>PyBytes_AS_STRING(storage_root), buf)
+        return PyBytes_FromStringAndSize(<char *>buf, n)
+
+    cdef Py_ssize_t put_account(self, object account, const uint8_t *storage_root, uint8_t *out) except -1:
+        """The compiled encode_node(account, storage_root) at out (at most ACCOUNT_MAX bytes); only for the
+        fork's Account when fast_account (NeedsSpec otherwise)."""
+        cdef uint8_t *body = out + 9
+        cdef Py_ssize_t n, h
+        cdef bytes code_hash
+        if type(account) is not self.account_type or not self.fast_account:
+            raise NeedsSpec("not an account for the compiled encoding")
         nonce = _slot(account, self.nonce_at, "nonce")
         balance = _slot(account, self.balance_at, "balance")
         if type(nonce) is not self.uint_type or type(balance) is not self.u256_type:
@@ -377,13 +406,13 @@ cdef class ForkCodec:
         n = _put_uint(_slot(nonce, self.uint_number_at, "_number"), body)
         n += _put_uint(_slot(balance, self.u256_number_at, "_number"), body + n)
         body[n] = 0xa0
-        memcpy(body + n + 1, PyBytes_AS_STRING(storage_root), 32)
+        memcpy(body + n + 1, storage_root, 32)
         body[n + 33] = 0xa0
         memcpy(body + n + 34, PyBytes_AS_STRING(code_hash), 32)
         n += 66
-        h = put_header(buf, 0xc0, n)
-        memmove(buf + h, body, <size_t>n)
-        return PyBytes_FromStringAndSize(<char *>buf, h + n)
+        h = put_header(out, 0xc0, n)
+        memmove(out + h, body, <size_t>n)
+        return h + n
 
     # --------------------------------------------------------------------------------- the patched functions
 
@@ -508,7 +537,7 @@ cdef class Scratch:
 
     def __dealloc__(self):
         cdef int i
-        for i in range(SCRATCH_SLOTS):
+        for i in range(<int>SCRATCH_SLOTS):
             PyMem_Free(self.buffers[i])
 
     cdef void *need(self, int slot, size_t size, bint keep) except NULL:
@@ -534,7 +563,7 @@ cdef class Scratch:
     cdef size_t total(self) noexcept:
         cdef size_t n = 0
         cdef int i
-        for i in range(SCRATCH_SLOTS):
+        for i in range(<int>SCRATCH_SLOTS):
             n += self.sizes[i]
         return n
 
@@ -785,6 +814,35 @@ cdef class SmallTries:
             self.pairs[start + i].value_len = PyBytes_GET_SIZE(value)
         self.keep.append(keys)
         self.keep.append(values)
+        self.npairs = start + n
+        return self._end_trie(start + n)
+
+    cdef uint8_t *value_slab(self, Py_ssize_t n, Py_ssize_t stride) except NULL:
+        """Room for n values of at most stride bytes each, for add_slab (pool memory, valid until finish())."""
+        if self.scratch is None:
+            raise RuntimeError("SmallTries used after finish()")
+        return <uint8_t *>self.scratch.need(S_VALUES, <size_t>(n * stride), False)
+
+    cdef Py_ssize_t add_slab(self, list keys, const Py_ssize_t *lengths, Py_ssize_t stride) except -2:
+        """Queue the secured trie of keys[i] -> the lengths[i] bytes at value_slab() + stride * i; its index."""
+        cdef Py_ssize_t start = self.npairs, n = len(keys), i
+        cdef const uint8_t *slab
+        if self.scratch is None:
+            raise RuntimeError("SmallTries used after finish()")
+        slab = <const uint8_t *>self.scratch.buffers[<int>S_VALUES]
+        if self.npairs + n > self.pairs_cap:
+            self._grow(self.npairs + n)
+        for i in range(n):
+            key = keys[i]
+            if not isinstance(key, bytes):
+                raise NeedsSpec("a key that is not bytes")
+            if lengths[i] <= 0 or lengths[i] > stride:
+                raise NeedsSpec("a leaf encoding of an unexpected length")
+            self.key_data[start + i] = <const uint8_t *>PyBytes_AS_STRING(key)
+            self.key_len[start + i] = <size_t>PyBytes_GET_SIZE(key)
+            self.pairs[start + i].value = slab + stride * i
+            self.pairs[start + i].value_len = lengths[i]
+        self.keep.append(keys)
         self.npairs = start + n
         return self._end_trie(start + n)
 
@@ -1195,64 +1253,104 @@ cdef int _bind_storage(AccountMirror m, TrackingDict td, object address) except 
 cdef int _full_state_build(ForkCodec codec, AccountMirror m, TrackingDict accounts,
                            TrackingDict storage_tries) except -1:
     """Every account encoded with its storage root, the small storage tries hashed together (SmallTries)."""
-    cdef SmallTries batch = SmallTries(codec, 2 * PyDict_Size(accounts) + 16)
     cdef Py_ssize_t n = PyDict_Size(accounts), i = 0, index
-    cdef list records = []
+    cdef SmallTries batch = SmallTries(codec, 2 * n + 16)
+    cdef SmallTries accounts_batch
+    # Per account, in the order of the accounts dict (parallel lists: no tuple an account).
+    cdef list addresses = [], account_list = [], storages = [], roots = [], encodings
+    cdef Py_ssize_t *batch_index = NULL
+    cdef Py_ssize_t *lengths
+    cdef uint8_t *slab
     cdef TrackingDict td
     cdef PyObject *found
     cdef object trie_type = codec.trie_type, account_type = codec.account_type
+    cdef dict storage_roots = m.storage_roots
     cdef Py_ssize_t position = 0
     cdef PyObject *key_ref
     cdef PyObject *value_ref
-    while PyDict_Next(accounts, &position, &key_ref, &value_ref):
-        address = <object>key_ref
-        account = <object>value_ref
-        if not isinstance(address, bytes) or PyBytes_GET_SIZE(address) != 20:
-            raise NeedsSpec("an address that is not 20 bytes")
-        if type(account) is not account_type:
-            raise NeedsSpec("a state value that is not the fork's Account")
-        found = PyDict_GetItem(storage_tries, address)
-        if found == NULL:
-            records.append((address, account, None, EMPTY_ROOT, -1))
-            continue
-        storage_trie = <object>found
-        if type(storage_trie) is not trie_type:
-            raise NeedsSpec("not the fork's Trie")
-        td = _tracked(storage_trie, "_data", storage_trie._data)
-        index = -1
-        root = None
-        if (td.codec is codec and td.changed is not None and not td.changed and td.root is not None
-                and td.secured == bool(storage_trie.secured)):
-            root = td.root
-        elif storage_trie.secured is True:
-            index = batch.add(td)
-        if root is None and index < 0:
-            root = trie_root(codec, storage_trie)
-        records.append((address, account, td, root, index))
-    batch.finish()
-    encodings = []
-    for i in range(n):
-        address, account, storage, root, index = <tuple>records[i]
-        if index >= 0:
-            root = batch.roots[index]
-            td = <TrackingDict>storage
-            td.root = root
-            td.mirror = None
-            td.codec = codec
-            td.secured = True
-            td.changed = CLEAN
-        if storage is not None:
-            _bind_storage(m, <TrackingDict>storage, address)
-        m.storage_roots[address] = root
-        encodings.append(codec.encode_account(account, root))
-    # The state trie built here too, its nodes handed to an mpt.Trie as its node database: the mirror reads the
-    # nodes it needs from there when accounts change, and the build costs no mpt.Trie insert.
-    if n:
+    batch_index = <Py_ssize_t *>PyMem_Malloc((n + 1) * sizeof(Py_ssize_t))
+    if batch_index == NULL:
+        raise MemoryError()
+    try:
+        while PyDict_Next(accounts, &position, &key_ref, &value_ref):
+            address = <object>key_ref
+            account = <object>value_ref
+            if not isinstance(address, bytes) or PyBytes_GET_SIZE(address) != 20:
+                raise NeedsSpec("an address that is not 20 bytes")
+            if type(account) is not account_type:
+                raise NeedsSpec("a state value that is not the fork's Account")
+            if i >= n:
+                raise NeedsSpec("the accounts changed while they were read")
+            addresses.append(address)
+            account_list.append(account)
+            found = PyDict_GetItem(storage_tries, address)
+            if found == NULL:
+                storages.append(None)
+                roots.append(EMPTY_ROOT)
+                batch_index[i] = -1
+                i += 1
+                continue
+            storage_trie = <object>found
+            if type(storage_trie) is not trie_type:
+                raise NeedsSpec("not the fork's Trie")
+            td = _tracked(storage_trie, "_data", storage_trie._data)
+            secured = storage_trie.secured
+            index = -1
+            root = None
+            if (td.codec is codec and td.changed is not None and not td.changed and td.root is not None
+                    and td.secured == bool(secured)):
+                root = td.root
+            elif secured is True:
+                index = batch.add(td)
+            if root is None and index < 0:
+                root = trie_root(codec, storage_trie)
+            storages.append(td)
+            roots.append(root)
+            batch_index[i] = index
+            i += 1
+        if i != n:
+            raise NeedsSpec("the accounts changed while they were read")
+        batch.finish()
+        batch_roots = batch.roots
+        for i in range(n):
+            index = batch_index[i]
+            storage = storages[i]
+            if index >= 0:
+                root = batch_roots[index]
+                roots[i] = root
+                td = <TrackingDict>storage
+                td.root = root
+                td.mirror = None
+                td.codec = codec
+                td.secured = True
+                td.changed = CLEAN
+            if storage is not None:
+                _bind_storage(m, <TrackingDict>storage, addresses[i])
+            storage_roots[addresses[i]] = roots[i]
+        if not n:
+            return 0
+        # The state trie built here too, its nodes handed to an mpt.Trie as its node database: the mirror reads
+        # the nodes it needs from there when accounts change, and the build costs no mpt.Trie insert.
         accounts_batch = SmallTries(codec, n)
         accounts_batch.collect_nodes = True
-        accounts_batch.add_encoded([(<tuple>r)[0] for r in records], encodings)
+        if codec.fast_account:
+            # Encoded straight into the batch's memory: no bytes object an account.
+            slab = accounts_batch.value_slab(n, ACCOUNT_MAX)
+            lengths = batch_index            # no longer needed: reused for the encodings' lengths
+            for i in range(n):
+                root = roots[i]
+                if not isinstance(root, bytes) or PyBytes_GET_SIZE(root) != 32:
+                    raise NeedsSpec("a storage root that is not 32 bytes")
+                lengths[i] = codec.put_account(account_list[i], <const uint8_t *>PyBytes_AS_STRING(root),
+                                               slab + ACCOUNT_MAX * i)
+            accounts_batch.add_slab(addresses, lengths, ACCOUNT_MAX)
+        else:
+            encodings = [codec.encode_account(account_list[i], roots[i]) for i in range(n)]
+            accounts_batch.add_encoded(addresses, encodings)
         accounts_batch.finish()
         m.trie = _Trie(accounts_batch.node_store, accounts_batch.roots[0])
+    finally:
+        PyMem_Free(batch_index)
     return 0
 
 
