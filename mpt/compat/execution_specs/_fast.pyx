@@ -490,6 +490,8 @@ cdef enum:
     # A pooled Scratch larger than this is freed after use instead of kept (it would pin its memory for good);
     # a 10,000-account state with 2 slots each takes about 10 MB.
     SCRATCH_KEEP_BYTES = 48 << 20
+    # Likewise for the memory a dropped NodeStore leaves to the next one (a 10,000-account state's: about 3 MB).
+    STORE_KEEP_BYTES = 32 << 20
 
 
 cdef inline uint8_t _nibble(const uint8_t *key, int i) noexcept nogil:
@@ -633,41 +635,75 @@ cdef int _keccak_backend() except -1:
     return mpt_keccak_best_backend()
 
 
+cdef StoreMemory _spare_store         # the memory of the last NodeStore dropped, for the next one (zeroed: none)
+
+
+cdef int _store_buffer(void **buffer, size_t *size, size_t needed) except -1:
+    """buffer with room for needed bytes (its content undefined)."""
+    cdef void *p
+    if size[0] >= needed and buffer[0] != NULL:
+        return 0
+    PyMem_Free(buffer[0])
+    buffer[0] = NULL
+    size[0] = 0
+    p = PyMem_Malloc(needed if needed else 1)
+    if p == NULL:
+        raise MemoryError()
+    buffer[0] = p
+    size[0] = needed
+    return 0
+
+
+cdef void _free_store_memory(StoreMemory *mem) noexcept:
+    PyMem_Free(mem.arena)
+    PyMem_Free(mem.hashes)
+    PyMem_Free(mem.offsets)
+    PyMem_Free(mem.lengths)
+    PyMem_Free(mem.table)
+    memset(mem, 0, sizeof(StoreMemory))
+
+
+cdef inline size_t _store_memory_size(const StoreMemory *mem) noexcept:
+    return mem.arena_size + mem.hashes_size + mem.offsets_size + mem.lengths_size + mem.table_size
+
+
 @cython.final
 cdef class NodeStore:
     """The hashed nodes of one SmallTries build, kept in its arena and read by an mpt.Trie as its node database:
-    ``get(hash)`` makes the bytes of a node only when the trie reads it (a few per changed account), not for all."""
-    cdef uint8_t *arena
-    cdef uint8_t *hashes                 # 32 bytes a node
-    cdef Py_ssize_t *offsets
-    cdef Py_ssize_t *lengths
-    cdef Py_ssize_t *table               # open addressing: node index + 1, 0 for empty
-    cdef Py_ssize_t count, capacity, mask
+    ``get(hash)`` makes the bytes of a node only when the trie reads it (a few per changed account), not for all.
+    Its memory is handed to the next NodeStore when it is dropped (fresh memory costs a page fault a page: a
+    tenth of a 10,000-account state root)."""
 
-    def __cinit__(self, Py_ssize_t capacity):
+    def __cinit__(self, Py_ssize_t capacity, Py_ssize_t arena_size):
         cdef Py_ssize_t size = 16
         while size < 2 * capacity + 2:
             size <<= 1
         self.capacity = capacity
         self.mask = size - 1
         self.count = 0
-        self.arena = NULL
-        self.hashes = <uint8_t *>PyMem_Malloc(capacity * 32 + 32)
-        self.offsets = <Py_ssize_t *>PyMem_Malloc((capacity + 1) * sizeof(Py_ssize_t))
-        self.lengths = <Py_ssize_t *>PyMem_Malloc((capacity + 1) * sizeof(Py_ssize_t))
-        self.table = <Py_ssize_t *>PyMem_Malloc(size * sizeof(Py_ssize_t))
-        if not (self.hashes and self.offsets and self.lengths and self.table):
-            raise MemoryError()
+        self.mem = _spare_store
+        memset(&_spare_store, 0, sizeof(StoreMemory))
+        _store_buffer(<void **>&self.mem.arena, &self.mem.arena_size, <size_t>(arena_size + 1))
+        _store_buffer(<void **>&self.mem.hashes, &self.mem.hashes_size, <size_t>(capacity * 32 + 32))
+        _store_buffer(<void **>&self.mem.offsets, &self.mem.offsets_size, (capacity + 1) * sizeof(Py_ssize_t))
+        _store_buffer(<void **>&self.mem.lengths, &self.mem.lengths_size, (capacity + 1) * sizeof(Py_ssize_t))
+        _store_buffer(<void **>&self.mem.table, &self.mem.table_size, size * sizeof(Py_ssize_t))
+        self.arena = self.mem.arena
+        self.hashes = self.mem.hashes
+        self.offsets = self.mem.offsets
+        self.lengths = self.mem.lengths
+        self.table = self.mem.table
         memset(self.table, 0, size * sizeof(Py_ssize_t))
 
     def __dealloc__(self):
-        PyMem_Free(self.arena)
-        PyMem_Free(self.hashes)
-        PyMem_Free(self.offsets)
-        PyMem_Free(self.lengths)
-        PyMem_Free(self.table)
+        if _store_memory_size(&self.mem) <= STORE_KEEP_BYTES and (
+                _store_memory_size(&_spare_store) <= _store_memory_size(&self.mem)):
+            _free_store_memory(&_spare_store)
+            _spare_store = self.mem
+        else:
+            _free_store_memory(&self.mem)
 
-    cdef inline Py_ssize_t _slot(self, const uint8_t *digest) noexcept nogil:
+    cdef Py_ssize_t _slot(self, const uint8_t *digest) noexcept nogil:
         cdef uint64_t h
         memcpy(&h, digest, 8)
         return <Py_ssize_t>(h & <uint64_t>self.mask)
@@ -687,14 +723,10 @@ cdef class NodeStore:
         self.count += 1
         self.table[slot] = self.count
 
-    cdef void take(self, uint8_t *arena) noexcept:
-        PyMem_Free(self.arena)
-        self.arena = arena
-
     def get(self, key, default=None):
         """The RLP of the node whose hash is key, or default."""
         cdef Py_ssize_t slot, i
-        if not isinstance(key, bytes) or PyBytes_GET_SIZE(key) != 32 or self.arena == NULL:
+        if not isinstance(key, bytes) or PyBytes_GET_SIZE(key) != 32:
             return default
         slot = self._slot(<const uint8_t *>PyBytes_AS_STRING(key))
         while self.table[slot]:
@@ -1030,11 +1062,8 @@ cdef class SmallTries:
         digests = <uint8_t *>scratch.need(S_DIGESTS, (self.nnodes + 1) * 32, False)
         if self.collect_nodes:
             # This arena outlives the build (the NodeStore keeps it): its own memory, not the pool's.
-            self.arena = <uint8_t *>PyMem_Malloc(self.arena_len + 1)
-            if self.arena == NULL:
-                raise MemoryError()
-            self.node_store = NodeStore(self.nnodes)
-            self.node_store.take(self.arena)
+            self.node_store = NodeStore(self.nnodes, self.arena_len)
+            self.arena = self.node_store.arena
         else:
             self.arena = <uint8_t *>scratch.need(S_ARENA, self.arena_len + 1, False)
         memset(count, 0, (max_height + 2) * sizeof(Py_ssize_t))
