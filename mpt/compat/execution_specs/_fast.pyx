@@ -256,20 +256,135 @@ cdef class TrackingDict(dict):
         return (dict, (dict(self),))
 
 
+cdef extern from *:
+    """
+    /* Move the items of the dict `from` into the empty dict `to` (a TrackingDict) in O(1): their key tables are
+       swapped, `from` is left empty. Only where nothing else can see `from` (the caller holds its one reference)
+       and the table is an ordinary combined one, on the CPython versions whose dict layout this was checked against
+       (3.11 to 3.13); 0, nothing done, anywhere else (the caller copies instead). */
+    static int mpt_spec_move_items(PyObject *to, PyObject *from) {
+    #if defined(Py_LIMITED_API) || defined(Py_GIL_DISABLED) || PY_VERSION_HEX < 0x030B0000 || PY_VERSION_HEX >= 0x030E0000
+        (void)to; (void)from;
+        return 0;
+    #else
+        PyDictObject *a = (PyDictObject *)to;
+        PyDictObject *b = (PyDictObject *)from;
+        PyDictKeysObject *keys;
+        Py_ssize_t used;
+        if (!PyDict_CheckExact(from) || !PyDict_Check(to) || Py_REFCNT(from) != 1 || b->ma_values != NULL
+                || a->ma_values != NULL || a->ma_used != 0)
+            return 0;
+    #if PY_VERSION_HEX >= 0x030C0000
+        _Py_COMP_DIAG_PUSH
+        _Py_COMP_DIAG_IGNORE_DEPR_DECLS
+        if (b->ma_version_tag & 0xff)           /* a watched dict: its watchers would not hear of the move */
+            return 0;
+        _Py_COMP_DIAG_POP
+    #endif
+        keys = a->ma_keys;
+        a->ma_keys = b->ma_keys;
+        b->ma_keys = keys;
+        used = a->ma_used;
+        a->ma_used = b->ma_used;
+        b->ma_used = used;
+        return 1;
+    #endif
+    }
+    """
+    int mpt_spec_move_items(object to, object source)
+
+
 cdef TrackingDict _tracked(object owner, str attribute, object data):
-    """owner.<attribute>, a dict, as a TrackingDict (swapped in on first use: one copy of the items)."""
+    """owner.<attribute>, a dict, as a TrackingDict (swapped in on first use). The items move over without a copy
+    when nothing but the caller holds the dict any more, else they are copied (the dict itself stays as it was)."""
     cdef TrackingDict td
     if type(data) is TrackingDict:
         return <TrackingDict>data
     if type(data) is not dict:
         raise NeedsSpec("%s is a %s, not a dict" % (attribute, type(data).__name__))
     td = TrackingDict.__new__(TrackingDict)
-    PyDict_Update(td, data)             # straight into the dict: nothing recorded for the items it starts with
     setattr(owner, attribute, td)
+    # Straight into the dict: nothing recorded for the items it starts with.
+    if not mpt_spec_move_items(td, data):
+        PyDict_Update(td, data)
     return td
 
 
 # ---------------------------------------------------------------------------------------------------- encodings
+
+cdef extern from *:
+    """
+    /* The value of an exact int as four 64-bit limbs, least significant first, read from its digits where the
+       layout is known (CPython 3.11 to 3.14, not the limited API). 1 when done; 0 when it is negative or wider
+       than 256 bits; -1 when this build does not read digits (the caller takes the generic path). */
+    static int mpt_spec_uint_limbs(PyObject *number, uint64_t limbs[4]) {
+    #if defined(Py_LIMITED_API) || PY_VERSION_HEX < 0x030B0000 || PY_VERSION_HEX >= 0x030E0000
+        (void)number; (void)limbs;
+        return -1;
+    #else
+        const digit *digits;
+        Py_ssize_t n, i;
+        int bit, limb, shift;
+    #if PY_VERSION_HEX >= 0x030C0000
+        uintptr_t tag = ((PyLongObject *)number)->long_value.lv_tag;
+        if ((tag & 3) == 2)                         /* negative */
+            return 0;
+        n = (Py_ssize_t)(tag >> 3);
+        digits = ((PyLongObject *)number)->long_value.ob_digit;
+    #else
+        n = Py_SIZE(number);
+        if (n < 0)
+            return 0;
+        digits = ((PyLongObject *)number)->ob_digit;
+    #endif
+        limbs[0] = limbs[1] = limbs[2] = limbs[3] = 0;
+        for (i = 0; i < n; i++) {
+            uint64_t d = (uint64_t)digits[i];
+            if (d == 0)
+                continue;
+            bit = (int)(i * PyLong_SHIFT);
+            if (bit >= 256)
+                return 0;
+            limb = bit >> 6;
+            shift = bit & 63;
+            limbs[limb] |= d << shift;
+            if (shift + PyLong_SHIFT > 64 && (d >> (64 - shift)) != 0) {
+                if (limb == 3)
+                    return 0;                       /* bits above 2**256 */
+                limbs[limb + 1] |= d >> (64 - shift);
+            }
+        }
+        return 1;
+    #endif
+    }
+    """
+    int mpt_spec_uint_limbs(object number, uint64_t *limbs)
+
+
+cdef inline Py_ssize_t _put_limbs(const uint64_t *limbs, uint8_t *out) noexcept nogil:
+    """The RLP string of the 256-bit number limbs[3]..limbs[0] at out."""
+    cdef int top = 3, nbytes, i, j, k
+    cdef uint64_t x
+    while top > 0 and limbs[top] == 0:
+        top -= 1
+    x = limbs[top]
+    if top == 0:
+        if x == 0:
+            out[0] = 0x80
+            return 1
+        if x < 0x80:
+            out[0] = <uint8_t>x
+            return 1
+    nbytes = uint_byte_length(x) + 8 * top
+    out[0] = <uint8_t>(0x80 + nbytes)
+    j = 1
+    for i in range(top, -1, -1):
+        x = limbs[i]
+        for k in range(uint_byte_length(x) if i == top else 8, 0, -1):
+            out[j] = <uint8_t>(x >> (8 * (k - 1)))
+            j += 1
+    return 1 + nbytes
+
 
 cdef Py_ssize_t _put_uint(object number, uint8_t *out) except -1:
     """The RLP string of a non-negative int below 2**256 (big-endian, no leading zeros) at out (<= 33 bytes)."""
@@ -277,8 +392,15 @@ cdef Py_ssize_t _put_uint(object number, uint8_t *out) except -1:
     cdef int nbytes, i
     cdef uint8_t big[32]
     cdef Py_ssize_t bits
+    cdef uint64_t limbs[4]
+    cdef int read
     if type(number) is not int:
         raise NeedsSpec("not an int")
+    read = mpt_spec_uint_limbs(number, limbs)
+    if read == 1:
+        return _put_limbs(limbs, out)
+    if read == 0:
+        raise NeedsSpec("a negative int or one wider than 256 bits")
     bits = mpt_spec_uint_bits(number)
     if bits < 0:
         raise NeedsSpec("a negative int")
