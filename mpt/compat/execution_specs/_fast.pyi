@@ -65,6 +65,10 @@ class NodeStore:
     def __len__(self) -> int: ...
 
 @final
+class Scratch:
+    """The working memory of the small-trie builds, pooled across calls."""
+
+@final
 class SmallTries: ...
 
 @final
