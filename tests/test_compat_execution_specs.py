@@ -651,6 +651,49 @@ def test_docs_page_runs_as_written():
         es.install()
 
 
+def _speed_rows():
+    """[(what, spec cell, mpt cell, speed-up cell)] of docs/execution_specs.rst's speed table."""
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "execution_specs.rst").read_text()
+    table = page[page.index("   * - what\n"):]
+    table = table[:table.index("\n\n")]
+    rows = []
+    for chunk in table.split("   * - ")[2:]:
+        cells = [" ".join(c.split()) for c in re.split(r"\n     -(?: |$)", chunk, flags=re.M)]
+        rows.append(tuple(cells))
+    return rows
+
+
+def _seconds(cell):
+    value, unit = cell.split()
+    return float(value) * {"s": 1.0, "ms": 1e-3, "µs": 1e-6}[unit]
+
+
+def _half_unit(number):
+    """Half a unit of the last digit of a number as written ("1.8" -> 0.05, "135" -> 0.5)."""
+    return 0.5 * 10.0 ** -(len(number.partition(".")[2]))
+
+
+def test_docs_speed_ups_are_the_quoted_times():
+    """Each speed-up the docs page quotes is its row's two times divided, to the rounding of the cells."""
+    import re
+
+    checked = 0
+    for what, spec, mpt, speedup in _speed_rows():
+        m = re.fullmatch(r"(\d+(?:\.\d+)?)x", speedup)
+        if m is None or not re.fullmatch(r"[\d.]+ (s|ms|µs)", spec) or not re.fullmatch(r"[\d.]+ (s|ms|µs)", mpt):
+            continue
+        ratio = _seconds(spec) / _seconds(mpt)
+        # Each cell is rounded: half a unit of its last digit, relative for the times.
+        slack = _half_unit(m.group(1)) + ratio * sum(_half_unit(c.split()[0]) / float(c.split()[0])
+                                                     for c in (spec, mpt))
+        assert abs(ratio - float(m.group(1))) <= slack, (what, spec, mpt, speedup, ratio)
+        checked += 1
+    assert checked >= 2
+
+
 def test_pytest_plugin_installs():
     from mpt.compat.execution_specs import pytest_plugin
 
