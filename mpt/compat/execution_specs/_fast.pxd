@@ -23,6 +23,7 @@ cdef enum ScratchSlot:
     S_SORT_START
     S_SORT_PAIRS
     S_VALUES
+    S_KEY_COPIES
     SCRATCH_SLOTS
 
 

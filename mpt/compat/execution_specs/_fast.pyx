@@ -873,6 +873,7 @@ cdef class SmallTries:
     cdef size_t *key_len
     cdef uint8_t *hashed_keys
     cdef uint8_t *u256_values            # 34 bytes a pair: U256 encodings written here
+    cdef uint8_t *key_copies             # 32 bytes a pair: add()'s keys copied here
     cdef SmallNode *nodes
     cdef Py_ssize_t nnodes, nodes_cap
     cdef int *kids                       # 16 children (-1: none) per branch
@@ -929,9 +930,14 @@ cdef class SmallTries:
             value = <object>value_ref
             if not isinstance(key, bytes):
                 raise NeedsSpec("a key that is not bytes")
-            self.key_data[i] = <const uint8_t *>PyBytes_AS_STRING(key)
             self.key_len[i] = <size_t>PyBytes_GET_SIZE(key)
-            self.keep.append(key)
+            if self.key_len[i] <= 32:
+                # Copied (a slot's key is 32 bytes): no reference to hold, whatever the dict does meanwhile.
+                memcpy(self.key_copies + 32 * i, PyBytes_AS_STRING(key), self.key_len[i])
+                self.key_data[i] = NULL         # at key_copies + 32 * i (set in finish: the arrays may grow)
+            else:
+                self.key_data[i] = <const uint8_t *>PyBytes_AS_STRING(key)
+                self.keep.append(key)
             if type(value) is u256 and fast_u256:
                 self.pairs[i].value = NULL      # at u256_values + 34 * i (set in finish: the arrays may grow)
                 self.pairs[i].value_len = _put_uint(_slot(value, codec.u256_number_at, "_number"),
@@ -1020,6 +1026,7 @@ cdef class SmallTries:
         self.key_data = <const uint8_t **>self.scratch.need(S_KEY_DATA, cap * sizeof(uint8_t *), True)
         self.key_len = <size_t *>self.scratch.need(S_KEY_LEN, cap * sizeof(size_t), True)
         self.u256_values = <uint8_t *>self.scratch.need(S_U256, cap * 34, True)
+        self.key_copies = <uint8_t *>self.scratch.need(S_KEY_COPIES, cap * 32, True)
         self.pairs_cap = cap
         return 0
 
@@ -1140,6 +1147,9 @@ cdef class SmallTries:
         if scratch is None:
             raise RuntimeError("SmallTries.finish() called twice")
         self.hashed_keys = <uint8_t *>scratch.need(S_HASHED_KEYS, self.npairs * 32 + 32, False)
+        for i in range(self.npairs):
+            if self.key_data[i] == NULL:
+                self.key_data[i] = self.key_copies + 32 * i
         mpt_keccak256_many(backend, self.key_data, self.key_len, <size_t>self.npairs, self.hashed_keys)
         for i in range(self.npairs):
             self.pairs[i].key = self.hashed_keys + 32 * i
