@@ -341,6 +341,93 @@ def test_mirrors_go_with_their_states(fork):
     assert mirrors() == start
 
 
+# Where the compiled integer encoding changes regime: single bytes, each 8-bit length, each 30-bit digit of
+# CPython's ints, each 64-bit limb, and the 256-bit top.
+BOUNDARY_INTS = sorted({v for k in range(257) for v in ((1 << k) - 1, 1 << k, (1 << k) + 1) if v < 2**256}
+                       | {0x7F, 0x80, 0xFF, 0x100} | {(1 << (30 * d)) - 1 for d in range(1, 9)})
+
+
+def test_integer_boundaries_equal_encode_node_in_every_fork():
+    root = Bytes32(bytes(range(32)))
+    for name in FORKS:
+        trie = sys.modules[name + ".trie"]
+        codec = getattr(trie, es._stubs.SPEC_GLOBAL)
+        for i, value in enumerate(BOUNDARY_INTS):
+            assert _fast.leaf_encoding(codec, U256(value)) == trie.encode_node(U256(value)), (name, value)
+            account = trie.Account(nonce=Uint(value), balance=U256(BOUNDARY_INTS[-1 - i]), code=Bytes(b""))
+            assert _fast.account_encoding(codec, account, root) == trie.encode_node(account, root), (name, value)
+        for nonce in (2**256, 2**256 + 1, 2**300):        # a Uint past 256 bits: the fork's own encode_node
+            account = trie.Account(nonce=Uint(nonce), balance=U256(1), code=Bytes(b""))
+            with pytest.raises(_fast.NeedsSpec):
+                _fast.account_encoding(codec, account, root)
+
+
+def test_huge_nonce_state_root_is_the_specs(fork):
+    s = fork.state
+    state = s.State()
+    s.set_account(state, ADDRESSES[0], fork.types.Account(nonce=Uint(2**300), balance=U256(1), code=Bytes(b"")))
+    s.set_account(state, ADDRESSES[1], fork.types.Account(nonce=Uint(2**255), balance=U256(2**256 - 1),
+                                                          code=Bytes(b"\x01")))
+    s.set_storage(state, ADDRESSES[1], SLOTS[0], U256(2**200 + 3))
+    assert s.state_root(state) == fork.spec_state_root(state)
+
+
+def test_storage_dicts_held_elsewhere_are_copied_not_moved(fork):
+    """A storage dict nobody else holds moves into its TrackingDict; one that is held elsewhere is copied and left
+    as it was (what its holder reads does not change under it)."""
+    s = fork.state
+    state = s.State()
+    for i in range(40):
+        address = Bytes20(i.to_bytes(20, "big"))
+        s.set_account(state, address, fork.types.Account(nonce=Uint(i), balance=U256(i), code=Bytes(b"")))
+        for j in range(1 + i % 3):
+            s.set_storage(state, address, Bytes32(j.to_bytes(32, "big")), U256(i * 10 + j + 1))
+    held = {a: t._data for a, t in list(state._storage_tries.items())[::3]}
+    contents = {a: dict(d) for a, d in held.items()}
+    assert s.state_root(state) == fork.spec_state_root(state)
+    for address, data in held.items():
+        assert type(data) is dict and data == contents[address]
+        assert state._storage_tries[address]._data == contents[address]
+        assert type(state._storage_tries[address]._data) is _fast.TrackingDict
+    assert all(type(t._data) is _fast.TrackingDict for t in state._storage_tries.values())
+    for address in list(state._storage_tries)[:10]:
+        s.set_storage(state, address, Bytes32(b"\x05" * 32), U256(77))
+        s.set_storage(state, address, Bytes32(bytes(32)), U256(0))
+    assert s.state_root(state) == fork.spec_state_root(state)
+
+
+def test_full_builds_one_after_another_reuse_memory_exactly(fork):
+    """Full builds hand their working memory to the next one, and a dropped state's node store to the next state:
+    states built, dropped and changed in any order keep the spec's roots."""
+    s = fork.state
+
+    def make(n, salt):
+        state = s.State()
+        for i in range(n):
+            address = Bytes20((i * 7919 + salt).to_bytes(20, "big"))
+            s.set_account(state, address, fork.types.Account(nonce=Uint(i + salt), balance=U256(2**70 + i),
+                                                             code=Bytes(b"\x60" * (i % 4))))
+            for j in range(i % 4):
+                s.set_storage(state, address, Bytes32((j + salt).to_bytes(32, "big")), U256(i + j + 1))
+        return state
+
+    def change(state, k):
+        for address in list(state._main_trie._data)[k::17]:
+            s.set_storage(state, address, Bytes32(b"\x09" * 32), U256(k + 1))
+            s.set_account(state, address, fork.types.Account(nonce=Uint(k), balance=U256(k), code=Bytes(b"")))
+
+    states = {}
+    for step, (n, salt) in enumerate([(300, 1), (500, 2), (120, 3), (700, 4), (50, 5)]):
+        states[salt] = make(n, salt)
+        assert s.state_root(states[salt]) == fork.spec_state_root(states[salt])
+        if step % 2:
+            del states[min(states)]                  # a smaller or larger state's store goes to the next one
+            gc.collect()
+        for key, state in states.items():
+            change(state, step + key)
+            assert s.state_root(state) == fork.spec_state_root(state)
+
+
 # ------------------------------------------------------------------------------------------------ vectors
 
 @pytest.mark.parametrize("name", ["trietest.json", "trietest_secureTrie.json", "trieanyorder.json",
@@ -562,6 +649,49 @@ def test_docs_page_runs_as_written():
             assert runner.failures == 0, block.where
     finally:
         es.install()
+
+
+def _speed_rows():
+    """[(what, spec cell, mpt cell, speed-up cell)] of docs/execution_specs.rst's speed table."""
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "execution_specs.rst").read_text()
+    table = page[page.index("   * - what\n"):]
+    table = table[:table.index("\n\n")]
+    rows = []
+    for chunk in table.split("   * - ")[2:]:
+        cells = [" ".join(c.split()) for c in re.split(r"\n     -(?: |$)", chunk, flags=re.M)]
+        rows.append(tuple(cells))
+    return rows
+
+
+def _seconds(cell):
+    value, unit = cell.split()
+    return float(value) * {"s": 1.0, "ms": 1e-3, "µs": 1e-6}[unit]
+
+
+def _half_unit(number):
+    """Half a unit of the last digit of a number as written ("1.8" -> 0.05, "135" -> 0.5)."""
+    return 0.5 * 10.0 ** -(len(number.partition(".")[2]))
+
+
+def test_docs_speed_ups_are_the_quoted_times():
+    """Each speed-up the docs page quotes is its row's two times divided, to the rounding of the cells."""
+    import re
+
+    checked = 0
+    for what, spec, mpt, speedup in _speed_rows():
+        m = re.fullmatch(r"(\d+(?:\.\d+)?)x", speedup)
+        if m is None or not re.fullmatch(r"[\d.]+ (s|ms|µs)", spec) or not re.fullmatch(r"[\d.]+ (s|ms|µs)", mpt):
+            continue
+        ratio = _seconds(spec) / _seconds(mpt)
+        # Each cell is rounded: half a unit of its last digit, relative for the times.
+        slack = _half_unit(m.group(1)) + ratio * sum(_half_unit(c.split()[0]) / float(c.split()[0])
+                                                     for c in (spec, mpt))
+        assert abs(ratio - float(m.group(1))) <= slack, (what, spec, mpt, speedup, ratio)
+        checked += 1
+    assert checked >= 2
 
 
 def test_pytest_plugin_installs():

@@ -59,6 +59,28 @@ cdef extern from *:
 
 cdef extern from *:
     """
+    /* A non-negative int of at most n bytes, big-endian into out[0:n] (0, or -1 with an exception set). */
+    static int mpt_spec_uint_to_bytes(PyObject *number, unsigned char *out, Py_ssize_t n) {
+    #if PY_VERSION_HEX >= 0x030D0000
+        Py_ssize_t needed = PyLong_AsNativeBytes(number, out, n,
+                                                 Py_ASNATIVEBYTES_BIG_ENDIAN | Py_ASNATIVEBYTES_UNSIGNED_BUFFER);
+        if (needed < 0)
+            return -1;
+        if (needed > n) {
+            PyErr_SetString(PyExc_OverflowError, "int too big to convert");
+            return -1;
+        }
+        return 0;
+    #else
+        return _PyLong_AsByteArray((PyLongObject *)number, out, (size_t)n, 0, 0);
+    #endif
+    }
+    """
+    int mpt_spec_uint_to_bytes(object number, uint8_t *out, Py_ssize_t n) except -1
+
+
+cdef extern from *:
+    """
     #include "structmember.h"
     /* The offset of a __slots__ attribute (a member descriptor holding an object), or -1 for anything else. */
     static Py_ssize_t mpt_spec_slot_offset(PyObject *descr) {
@@ -105,6 +127,8 @@ cdef enum:
     SMALL_VALUE_MAX = 64
     # A dict's change set beyond 2 * len + this many keys is dropped: a full rebuild is cheaper by then.
     CHANGED_SLACK = 1024
+    # An account's RLP: a list header and four strings of at most 33 bytes each.
+    ACCOUNT_MAX = 9 + 4 * 33
 
 
 class NeedsSpec(Exception):
@@ -146,13 +170,8 @@ cdef class TrackingDict(dict):
     cdef DirtySet sink           # also told about every write (storage tries: their account's address)
     cdef object sink_key
 
-    def __cinit__(self, *args, **kwargs):
-        self.changed = None
-        self.root = None
-        self.mirror = None
-        self.codec = None
-        self.sink = None
-        self.sink_key = None
+    # No __cinit__: Cython starts every object field at None, the empty cache (and the TrackingDict made per
+    # storage trie on a state's first root parses no arguments).
 
     cdef inline int _touch(self, object key) except -1:
         cdef object changed = self.changed
@@ -237,29 +256,151 @@ cdef class TrackingDict(dict):
         return (dict, (dict(self),))
 
 
+cdef extern from *:
+    """
+    /* Move the items of the dict `from` into the empty dict `to` (a TrackingDict) in O(1): their key tables are
+       swapped, `from` is left empty. Only where nothing else can see `from` (the caller holds its one reference)
+       and the table is an ordinary combined one, on the CPython versions whose dict layout this was checked against
+       (3.11 to 3.13); 0, nothing done, anywhere else (the caller copies instead). */
+    static int mpt_spec_move_items(PyObject *to, PyObject *from) {
+    #if defined(Py_LIMITED_API) || defined(Py_GIL_DISABLED) || PY_VERSION_HEX < 0x030B0000 || PY_VERSION_HEX >= 0x030E0000
+        (void)to; (void)from;
+        return 0;
+    #else
+        PyDictObject *a = (PyDictObject *)to;
+        PyDictObject *b = (PyDictObject *)from;
+        PyDictKeysObject *keys;
+        Py_ssize_t used;
+        if (!PyDict_CheckExact(from) || !PyDict_Check(to) || Py_REFCNT(from) != 1 || b->ma_values != NULL
+                || a->ma_values != NULL || a->ma_used != 0)
+            return 0;
+    #if PY_VERSION_HEX >= 0x030C0000
+        _Py_COMP_DIAG_PUSH
+        _Py_COMP_DIAG_IGNORE_DEPR_DECLS
+        if (b->ma_version_tag & 0xff)           /* a watched dict: its watchers would not hear of the move */
+            return 0;
+        _Py_COMP_DIAG_POP
+    #endif
+        keys = a->ma_keys;
+        a->ma_keys = b->ma_keys;
+        b->ma_keys = keys;
+        used = a->ma_used;
+        a->ma_used = b->ma_used;
+        b->ma_used = used;
+        return 1;
+    #endif
+    }
+    """
+    int mpt_spec_move_items(object to, object source)
+
+
 cdef TrackingDict _tracked(object owner, str attribute, object data):
-    """owner.<attribute>, a dict, as a TrackingDict (swapped in on first use: one copy of the items)."""
+    """owner.<attribute>, a dict, as a TrackingDict (swapped in on first use). The items move over without a copy
+    when nothing but the caller holds the dict any more, else they are copied (the dict itself stays as it was)."""
     cdef TrackingDict td
     if type(data) is TrackingDict:
         return <TrackingDict>data
     if type(data) is not dict:
         raise NeedsSpec("%s is a %s, not a dict" % (attribute, type(data).__name__))
     td = TrackingDict.__new__(TrackingDict)
-    PyDict_Update(td, data)             # straight into the dict: nothing recorded for the items it starts with
     setattr(owner, attribute, td)
+    # Straight into the dict: nothing recorded for the items it starts with.
+    if not mpt_spec_move_items(td, data):
+        PyDict_Update(td, data)
     return td
 
 
 # ---------------------------------------------------------------------------------------------------- encodings
 
+cdef extern from *:
+    """
+    /* The value of an exact int as four 64-bit limbs, least significant first, read from its digits where the
+       layout is known (CPython 3.11 to 3.14, not the limited API). 1 when done; 0 when it is negative or wider
+       than 256 bits; -1 when this build does not read digits (the caller takes the generic path). */
+    static int mpt_spec_uint_limbs(PyObject *number, uint64_t limbs[4]) {
+    #if defined(Py_LIMITED_API) || PY_VERSION_HEX < 0x030B0000 || PY_VERSION_HEX >= 0x030E0000
+        (void)number; (void)limbs;
+        return -1;
+    #else
+        const digit *digits;
+        Py_ssize_t n, i;
+        int bit, limb, shift;
+    #if PY_VERSION_HEX >= 0x030C0000
+        uintptr_t tag = ((PyLongObject *)number)->long_value.lv_tag;
+        if ((tag & 3) == 2)                         /* negative */
+            return 0;
+        n = (Py_ssize_t)(tag >> 3);
+        digits = ((PyLongObject *)number)->long_value.ob_digit;
+    #else
+        n = Py_SIZE(number);
+        if (n < 0)
+            return 0;
+        digits = ((PyLongObject *)number)->ob_digit;
+    #endif
+        limbs[0] = limbs[1] = limbs[2] = limbs[3] = 0;
+        for (i = 0; i < n; i++) {
+            uint64_t d = (uint64_t)digits[i];
+            if (d == 0)
+                continue;
+            bit = (int)(i * PyLong_SHIFT);
+            if (bit >= 256)
+                return 0;
+            limb = bit >> 6;
+            shift = bit & 63;
+            limbs[limb] |= d << shift;
+            if (shift + PyLong_SHIFT > 64 && (d >> (64 - shift)) != 0) {
+                if (limb == 3)
+                    return 0;                       /* bits above 2**256 */
+                limbs[limb + 1] |= d >> (64 - shift);
+            }
+        }
+        return 1;
+    #endif
+    }
+    """
+    int mpt_spec_uint_limbs(object number, uint64_t *limbs)
+
+
+cdef inline Py_ssize_t _put_limbs(const uint64_t *limbs, uint8_t *out) noexcept nogil:
+    """The RLP string of the 256-bit number limbs[3]..limbs[0] at out."""
+    cdef int top = 3, nbytes, i, j, k
+    cdef uint64_t x
+    while top > 0 and limbs[top] == 0:
+        top -= 1
+    x = limbs[top]
+    if top == 0:
+        if x == 0:
+            out[0] = 0x80
+            return 1
+        if x < 0x80:
+            out[0] = <uint8_t>x
+            return 1
+    nbytes = uint_byte_length(x) + 8 * top
+    out[0] = <uint8_t>(0x80 + nbytes)
+    j = 1
+    for i in range(top, -1, -1):
+        x = limbs[i]
+        for k in range(uint_byte_length(x) if i == top else 8, 0, -1):
+            out[j] = <uint8_t>(x >> (8 * (k - 1)))
+            j += 1
+    return 1 + nbytes
+
+
 cdef Py_ssize_t _put_uint(object number, uint8_t *out) except -1:
     """The RLP string of a non-negative int below 2**256 (big-endian, no leading zeros) at out (<= 33 bytes)."""
     cdef uint64_t x
     cdef int nbytes, i
-    cdef bytes big
+    cdef uint8_t big[32]
     cdef Py_ssize_t bits
+    cdef uint64_t limbs[4]
+    cdef int read
     if type(number) is not int:
         raise NeedsSpec("not an int")
+    read = mpt_spec_uint_limbs(number, limbs)
+    if read == 1:
+        return _put_limbs(limbs, out)
+    if read == 0:
+        raise NeedsSpec("a negative int or one wider than 256 bits")
     bits = mpt_spec_uint_bits(number)
     if bits < 0:
         raise NeedsSpec("a negative int")
@@ -278,8 +419,9 @@ cdef Py_ssize_t _put_uint(object number, uint8_t *out) except -1:
         return 1 + nbytes
     if bits > 256:
         raise NeedsSpec("an integer wider than 256 bits")
-    big = number.to_bytes((number.bit_length() + 7) // 8, "big")
-    return put_string(out, <const uint8_t *>PyBytes_AS_STRING(big), PyBytes_GET_SIZE(big))
+    nbytes = <int>((bits + 7) >> 3)
+    mpt_spec_uint_to_bytes(number, big, nbytes)
+    return put_string(out, big, nbytes)
 
 
 @cython.final
@@ -358,10 +500,8 @@ cdef class ForkCodec:
 
     cdef bytes encode_account(self, object account, object storage_root):
         """encode_node(account, storage_root): RLP [nonce, balance, storage_root, keccak(code)]."""
-        cdef uint8_t buf[9 + 33 + 33 + 33 + 33]
-        cdef uint8_t *body = buf + 9
-        cdef Py_ssize_t n, h
-        cdef bytes code_hash
+        cdef uint8_t buf[ACCOUNT_MAX]
+        cdef Py_ssize_t n
         if type(account) is not self.account_type or not self.fast_account:
             encoded = self.encode_node(account, storage_root)
             if not isinstance(encoded, bytes):
@@ -369,6 +509,17 @@ cdef class ForkCodec:
             return bytes(encoded)
         if not isinstance(storage_root, bytes) or PyBytes_GET_SIZE(storage_root) != 32:
             raise NeedsSpec("a storage root that is not 32 bytes")
+        n = self.put_account(account, <const uint8_t *>PyBytes_AS_STRING(storage_root), buf)
+        return PyBytes_FromStringAndSize(<char *>buf, n)
+
+    cdef Py_ssize_t put_account(self, object account, const uint8_t *storage_root, uint8_t *out) except -1:
+        """The compiled encode_node(account, storage_root) at out (at most ACCOUNT_MAX bytes); only for the
+        fork's Account when fast_account (NeedsSpec otherwise)."""
+        cdef uint8_t *body = out + 9
+        cdef Py_ssize_t n, h
+        cdef bytes code_hash
+        if type(account) is not self.account_type or not self.fast_account:
+            raise NeedsSpec("not an account for the compiled encoding")
         nonce = _slot(account, self.nonce_at, "nonce")
         balance = _slot(account, self.balance_at, "balance")
         if type(nonce) is not self.uint_type or type(balance) is not self.u256_type:
@@ -377,13 +528,13 @@ cdef class ForkCodec:
         n = _put_uint(_slot(nonce, self.uint_number_at, "_number"), body)
         n += _put_uint(_slot(balance, self.u256_number_at, "_number"), body + n)
         body[n] = 0xa0
-        memcpy(body + n + 1, PyBytes_AS_STRING(storage_root), 32)
+        memcpy(body + n + 1, storage_root, 32)
         body[n + 33] = 0xa0
         memcpy(body + n + 34, PyBytes_AS_STRING(code_hash), 32)
         n += 66
-        h = put_header(buf, 0xc0, n)
-        memmove(buf + h, body, <size_t>n)
-        return PyBytes_FromStringAndSize(<char *>buf, h + n)
+        h = put_header(out, 0xc0, n)
+        memmove(out + h, body, <size_t>n)
+        return h + n
 
     # --------------------------------------------------------------------------------- the patched functions
 
@@ -438,18 +589,19 @@ ctypedef struct SmallPair:
     Py_ssize_t value_len
 
 ctypedef struct SmallNode:
-    int kind                        # LEAF, EXTENSION or BRANCH
-    int depth                       # nibbles of the path above this node
-    int prefix                      # an extension's nibbles
-    int height                      # 0 for leaves, 1 + the highest child's otherwise
-    bint is_root
+    # 72 bytes (it was 176 with the 16 children inline): the node arrays of a 10,000-account state are read and
+    # written a few times each, so their size shows.
+    uint8_t kind                    # LEAF, EXTENSION or BRANCH
+    uint8_t depth                   # nibbles of the path above this node (<= 64)
+    uint8_t prefix                  # an extension's nibbles
+    uint8_t height                  # 0 for leaves, 1 + the highest child's otherwise (<= 64)
+    uint8_t is_root
+    uint8_t ref_len
+    int child                       # an extension's child; a branch's 16 children at kids[16 * child]
     Py_ssize_t lo, hi               # the node's pairs
-    int child                       # an extension's child
-    int children[16]                # a branch's children (-1: none)
     Py_ssize_t encoding             # offset of the node's RLP in the arena
     Py_ssize_t encoding_len
     uint8_t ref[33]                 # how the parent refers to it: the RLP inline (< 32 bytes) or 0xa0 + hash
-    int ref_len
 
 cdef enum:
     LEAF = 0
@@ -457,6 +609,11 @@ cdef enum:
     BRANCH = 2
     EXTENSION_MAX = 3 + 34 + 33
     BRANCH_MAX = 3 + 16 * 33 + 1
+    # A pooled Scratch larger than this is freed after use instead of kept (it would pin its memory for good);
+    # a 10,000-account state with 2 slots each takes about 10 MB.
+    SCRATCH_KEEP_BYTES = 48 << 20
+    # Likewise for the memory a dropped NodeStore leaves to the next one (a 10,000-account state's: about 3 MB).
+    STORE_KEEP_BYTES = 32 << 20
 
 
 cdef inline uint8_t _nibble(const uint8_t *key, int i) noexcept nogil:
@@ -494,28 +651,81 @@ cdef Py_ssize_t _compact(const uint8_t *key, int start, int end, bint leaf, uint
     return o
 
 
-cdef int _bucket_sort(SmallPair *pairs, Py_ssize_t n) except -1:
+@cython.final
+cdef class Scratch:
+    """The working memory of SmallTries builds, one buffer per ScratchSlot, pooled across calls (_take_scratch)."""
+
+    def __cinit__(self):
+        memset(self.buffers, 0, sizeof(self.buffers))
+        memset(self.sizes, 0, sizeof(self.sizes))
+
+    def __dealloc__(self):
+        cdef int i
+        for i in range(<int>SCRATCH_SLOTS):
+            PyMem_Free(self.buffers[i])
+
+    cdef void *need(self, int slot, size_t size, bint keep) except NULL:
+        """Buffer slot with room for size bytes (its content kept when keep, else undefined)."""
+        cdef void *p
+        if size == 0:
+            size = 1
+        if self.sizes[slot] >= size:
+            return self.buffers[slot]
+        if keep:
+            p = PyMem_Realloc(self.buffers[slot], size)
+        else:
+            PyMem_Free(self.buffers[slot])
+            self.buffers[slot] = NULL
+            self.sizes[slot] = 0
+            p = PyMem_Malloc(size)
+        if p == NULL:
+            raise MemoryError()
+        self.buffers[slot] = p
+        self.sizes[slot] = size
+        return p
+
+    cdef size_t total(self) noexcept:
+        cdef size_t n = 0
+        cdef int i
+        for i in range(<int>SCRATCH_SLOTS):
+            n += self.sizes[i]
+        return n
+
+
+cdef Scratch _POOL = None
+
+
+cdef Scratch _take_scratch():
+    global _POOL
+    cdef Scratch s = _POOL
+    if s is None:
+        return Scratch.__new__(Scratch)
+    _POOL = None            # ours alone until given back
+    return s
+
+
+cdef void _give_scratch(Scratch s) noexcept:
+    global _POOL
+    if s is not None and _POOL is None and s.total() <= SCRATCH_KEEP_BYTES:
+        _POOL = s
+
+
+cdef int _bucket_sort(Scratch scratch, SmallPair *pairs, Py_ssize_t n) except -1:
     """Order pairs by the first 16 bits of their (Keccak-hashed, so uniform) keys; the insertion sort after it
     finishes the few pairs that share a bucket. O(n + 65536), against qsort's n log n calls of a comparator."""
-    cdef Py_ssize_t *start = <Py_ssize_t *>PyMem_Malloc(65537 * sizeof(Py_ssize_t))
-    cdef SmallPair *sorted_pairs = <SmallPair *>PyMem_Malloc(n * sizeof(SmallPair))
+    cdef Py_ssize_t *start = <Py_ssize_t *>scratch.need(S_SORT_START, 65537 * sizeof(Py_ssize_t), False)
+    cdef SmallPair *sorted_pairs = <SmallPair *>scratch.need(S_SORT_PAIRS, n * sizeof(SmallPair), False)
     cdef Py_ssize_t i, bucket
-    try:
-        if start == NULL or sorted_pairs == NULL:
-            raise MemoryError()
-        memset(start, 0, 65537 * sizeof(Py_ssize_t))
-        for i in range(n):
-            start[((pairs[i].key[0] << 8) | pairs[i].key[1]) + 1] += 1
-        for i in range(65536):
-            start[i + 1] += start[i]
-        for i in range(n):
-            bucket = (pairs[i].key[0] << 8) | pairs[i].key[1]
-            sorted_pairs[start[bucket]] = pairs[i]
-            start[bucket] += 1
-        memcpy(pairs, sorted_pairs, n * sizeof(SmallPair))
-    finally:
-        PyMem_Free(start)
-        PyMem_Free(sorted_pairs)
+    memset(start, 0, 65537 * sizeof(Py_ssize_t))
+    for i in range(n):
+        start[((pairs[i].key[0] << 8) | pairs[i].key[1]) + 1] += 1
+    for i in range(65536):
+        start[i + 1] += start[i]
+    for i in range(n):
+        bucket = (pairs[i].key[0] << 8) | pairs[i].key[1]
+        sorted_pairs[start[bucket]] = pairs[i]
+        start[bucket] += 1
+    memcpy(pairs, sorted_pairs, n * sizeof(SmallPair))
     return 0
 
 
@@ -527,13 +737,14 @@ cdef inline int _count_empty(const int *children) noexcept nogil:
     return n
 
 
-cdef inline Py_ssize_t _encoding_bound(const SmallNode *node, const SmallPair *pairs) noexcept nogil:
+cdef inline Py_ssize_t _encoding_bound(const SmallNode *node, const SmallPair *pairs,
+                                       const int *kids) noexcept nogil:
     """At least the length of the node's RLP (what _build added to arena_len for it)."""
     if node.kind == LEAF:
         return 3 + 34 + 3 + pairs[node.lo].value_len
     if node.kind == EXTENSION:
         return EXTENSION_MAX
-    return 3 + 16 + 1 + 32 * (16 - _count_empty(node.children))
+    return 3 + 16 + 1 + 32 * (16 - _count_empty(kids + 16 * node.child))
 
 
 cdef int _keccak_backend() except -1:
@@ -546,41 +757,75 @@ cdef int _keccak_backend() except -1:
     return mpt_keccak_best_backend()
 
 
+cdef StoreMemory _spare_store         # the memory of the last NodeStore dropped, for the next one (zeroed: none)
+
+
+cdef int _store_buffer(void **buffer, size_t *size, size_t needed) except -1:
+    """buffer with room for needed bytes (its content undefined)."""
+    cdef void *p
+    if size[0] >= needed and buffer[0] != NULL:
+        return 0
+    PyMem_Free(buffer[0])
+    buffer[0] = NULL
+    size[0] = 0
+    p = PyMem_Malloc(needed if needed else 1)
+    if p == NULL:
+        raise MemoryError()
+    buffer[0] = p
+    size[0] = needed
+    return 0
+
+
+cdef void _free_store_memory(StoreMemory *mem) noexcept:
+    PyMem_Free(mem.arena)
+    PyMem_Free(mem.hashes)
+    PyMem_Free(mem.offsets)
+    PyMem_Free(mem.lengths)
+    PyMem_Free(mem.table)
+    memset(mem, 0, sizeof(StoreMemory))
+
+
+cdef inline size_t _store_memory_size(const StoreMemory *mem) noexcept:
+    return mem.arena_size + mem.hashes_size + mem.offsets_size + mem.lengths_size + mem.table_size
+
+
 @cython.final
 cdef class NodeStore:
     """The hashed nodes of one SmallTries build, kept in its arena and read by an mpt.Trie as its node database:
-    ``get(hash)`` makes the bytes of a node only when the trie reads it (a few per changed account), not for all."""
-    cdef uint8_t *arena
-    cdef uint8_t *hashes                 # 32 bytes a node
-    cdef Py_ssize_t *offsets
-    cdef Py_ssize_t *lengths
-    cdef Py_ssize_t *table               # open addressing: node index + 1, 0 for empty
-    cdef Py_ssize_t count, capacity, mask
+    ``get(hash)`` makes the bytes of a node only when the trie reads it (a few per changed account), not for all.
+    Its memory is handed to the next NodeStore when it is dropped (fresh memory costs a page fault a page: a
+    tenth of a 10,000-account state root)."""
 
-    def __cinit__(self, Py_ssize_t capacity):
+    def __cinit__(self, Py_ssize_t capacity, Py_ssize_t arena_size):
         cdef Py_ssize_t size = 16
         while size < 2 * capacity + 2:
             size <<= 1
         self.capacity = capacity
         self.mask = size - 1
         self.count = 0
-        self.arena = NULL
-        self.hashes = <uint8_t *>PyMem_Malloc(capacity * 32 + 32)
-        self.offsets = <Py_ssize_t *>PyMem_Malloc((capacity + 1) * sizeof(Py_ssize_t))
-        self.lengths = <Py_ssize_t *>PyMem_Malloc((capacity + 1) * sizeof(Py_ssize_t))
-        self.table = <Py_ssize_t *>PyMem_Malloc(size * sizeof(Py_ssize_t))
-        if not (self.hashes and self.offsets and self.lengths and self.table):
-            raise MemoryError()
+        self.mem = _spare_store
+        memset(&_spare_store, 0, sizeof(StoreMemory))
+        _store_buffer(<void **>&self.mem.arena, &self.mem.arena_size, <size_t>(arena_size + 1))
+        _store_buffer(<void **>&self.mem.hashes, &self.mem.hashes_size, <size_t>(capacity * 32 + 32))
+        _store_buffer(<void **>&self.mem.offsets, &self.mem.offsets_size, (capacity + 1) * sizeof(Py_ssize_t))
+        _store_buffer(<void **>&self.mem.lengths, &self.mem.lengths_size, (capacity + 1) * sizeof(Py_ssize_t))
+        _store_buffer(<void **>&self.mem.table, &self.mem.table_size, size * sizeof(Py_ssize_t))
+        self.arena = self.mem.arena
+        self.hashes = self.mem.hashes
+        self.offsets = self.mem.offsets
+        self.lengths = self.mem.lengths
+        self.table = self.mem.table
         memset(self.table, 0, size * sizeof(Py_ssize_t))
 
     def __dealloc__(self):
-        PyMem_Free(self.arena)
-        PyMem_Free(self.hashes)
-        PyMem_Free(self.offsets)
-        PyMem_Free(self.lengths)
-        PyMem_Free(self.table)
+        if _store_memory_size(&self.mem) <= STORE_KEEP_BYTES and (
+                _store_memory_size(&_spare_store) <= _store_memory_size(&self.mem)):
+            _free_store_memory(&_spare_store)
+            _spare_store = self.mem
+        else:
+            _free_store_memory(&self.mem)
 
-    cdef inline Py_ssize_t _slot(self, const uint8_t *digest) noexcept nogil:
+    cdef Py_ssize_t _slot(self, const uint8_t *digest) noexcept nogil:
         cdef uint64_t h
         memcpy(&h, digest, 8)
         return <Py_ssize_t>(h & <uint64_t>self.mask)
@@ -600,14 +845,10 @@ cdef class NodeStore:
         self.count += 1
         self.table[slot] = self.count
 
-    cdef void take(self, uint8_t *arena) noexcept:
-        PyMem_Free(self.arena)
-        self.arena = arena
-
     def get(self, key, default=None):
         """The RLP of the node whose hash is key, or default."""
         cdef Py_ssize_t slot, i
-        if not isinstance(key, bytes) or PyBytes_GET_SIZE(key) != 32 or self.arena == NULL:
+        if not isinstance(key, bytes) or PyBytes_GET_SIZE(key) != 32:
             return default
         slot = self._slot(<const uint8_t *>PyBytes_AS_STRING(key))
         while self.table[slot]:
@@ -623,15 +864,20 @@ cdef class NodeStore:
 
 @cython.final
 cdef class SmallTries:
-    """Roots of many small secured tries computed together: add() each trie's items, then finish()."""
+    """Roots of many small secured tries computed together: add() each trie's items, then finish(). Its work
+    arrays live in a pooled Scratch, given back at the end of finish() (or when the batch is dropped)."""
+    cdef Scratch scratch
     cdef SmallPair *pairs
     cdef Py_ssize_t npairs, pairs_cap
     cdef const uint8_t **key_data        # the caller's keys, hashed in finish()
     cdef size_t *key_len
     cdef uint8_t *hashed_keys
     cdef uint8_t *u256_values            # 34 bytes a pair: U256 encodings written here
+    cdef uint8_t *key_copies             # 32 bytes a pair: add()'s keys copied here
     cdef SmallNode *nodes
     cdef Py_ssize_t nnodes, nodes_cap
+    cdef int *kids                       # 16 children (-1: none) per branch
+    cdef Py_ssize_t nbranches, branches_cap
     cdef uint8_t *arena
     cdef Py_ssize_t arena_len
     cdef Py_ssize_t *trie_ends           # per trie: the end of its pairs (it starts where the previous ends)
@@ -644,33 +890,27 @@ cdef class SmallTries:
 
     def __cinit__(self, ForkCodec codec, Py_ssize_t capacity):
         self.codec = codec
-        self.pairs_cap = capacity if capacity > 0 else 1
-        self.pairs = <SmallPair *>PyMem_Malloc(self.pairs_cap * sizeof(SmallPair))
-        self.key_data = <const uint8_t **>PyMem_Malloc(self.pairs_cap * sizeof(uint8_t *))
-        self.key_len = <size_t *>PyMem_Malloc(self.pairs_cap * sizeof(size_t))
-        self.u256_values = <uint8_t *>PyMem_Malloc(self.pairs_cap * 34)
+        self.scratch = _take_scratch()
         self.hashed_keys = NULL
         self.nodes = NULL
+        self.kids = NULL
         self.arena = NULL
-        self.npairs = self.nnodes = self.nodes_cap = self.arena_len = 0
+        self.npairs = self.nnodes = self.nodes_cap = self.arena_len = self.nbranches = self.branches_cap = 0
+        self.pairs_cap = 0
         self.trie_ends = NULL
         self.ntries = self.tries_cap = 0
         self.roots = []
         self.keep = []
         self.node_store = None
         self.collect_nodes = False
-        if not (self.pairs and self.key_data and self.key_len and self.u256_values):
-            raise MemoryError()
+        self._grow(capacity if capacity > 0 else 1)
 
     def __dealloc__(self):
-        PyMem_Free(self.pairs)
-        PyMem_Free(self.key_data)
-        PyMem_Free(self.key_len)
-        PyMem_Free(self.u256_values)
-        PyMem_Free(self.hashed_keys)
-        PyMem_Free(self.nodes)
-        PyMem_Free(self.arena)
+        # The arena is the pool's memory or the NodeStore's: not freed here.
         PyMem_Free(self.trie_ends)
+        if self.scratch is not None:
+            _give_scratch(self.scratch)
+            self.scratch = None
 
     cdef Py_ssize_t add(self, object data) except -2:
         """Queue the secured trie holding data (a dict); its index, or -1 when it is not for this path."""
@@ -690,9 +930,14 @@ cdef class SmallTries:
             value = <object>value_ref
             if not isinstance(key, bytes):
                 raise NeedsSpec("a key that is not bytes")
-            self.key_data[i] = <const uint8_t *>PyBytes_AS_STRING(key)
             self.key_len[i] = <size_t>PyBytes_GET_SIZE(key)
-            self.keep.append(key)
+            if self.key_len[i] <= 32:
+                # Copied (a slot's key is 32 bytes): no reference to hold, whatever the dict does meanwhile.
+                memcpy(self.key_copies + 32 * i, PyBytes_AS_STRING(key), self.key_len[i])
+                self.key_data[i] = NULL         # at key_copies + 32 * i (set in finish: the arrays may grow)
+            else:
+                self.key_data[i] = <const uint8_t *>PyBytes_AS_STRING(key)
+                self.keep.append(key)
             if type(value) is u256 and fast_u256:
                 self.pairs[i].value = NULL      # at u256_values + 34 * i (set in finish: the arrays may grow)
                 self.pairs[i].value_len = _put_uint(_slot(value, codec.u256_number_at, "_number"),
@@ -732,6 +977,35 @@ cdef class SmallTries:
         self.npairs = start + n
         return self._end_trie(start + n)
 
+    cdef uint8_t *value_slab(self, Py_ssize_t n, Py_ssize_t stride) except NULL:
+        """Room for n values of at most stride bytes each, for add_slab (pool memory, valid until finish())."""
+        if self.scratch is None:
+            raise RuntimeError("SmallTries used after finish()")
+        return <uint8_t *>self.scratch.need(S_VALUES, <size_t>(n * stride), False)
+
+    cdef Py_ssize_t add_slab(self, list keys, const Py_ssize_t *lengths, Py_ssize_t stride) except -2:
+        """Queue the secured trie of keys[i] -> the lengths[i] bytes at value_slab() + stride * i; its index."""
+        cdef Py_ssize_t start = self.npairs, n = len(keys), i
+        cdef const uint8_t *slab
+        if self.scratch is None:
+            raise RuntimeError("SmallTries used after finish()")
+        slab = <const uint8_t *>self.scratch.buffers[<int>S_VALUES]
+        if self.npairs + n > self.pairs_cap:
+            self._grow(self.npairs + n)
+        for i in range(n):
+            key = keys[i]
+            if not isinstance(key, bytes):
+                raise NeedsSpec("a key that is not bytes")
+            if lengths[i] <= 0 or lengths[i] > stride:
+                raise NeedsSpec("a leaf encoding of an unexpected length")
+            self.key_data[start + i] = <const uint8_t *>PyBytes_AS_STRING(key)
+            self.key_len[start + i] = <size_t>PyBytes_GET_SIZE(key)
+            self.pairs[start + i].value = slab + stride * i
+            self.pairs[start + i].value_len = lengths[i]
+        self.keep.append(keys)
+        self.npairs = start + n
+        return self._end_trie(start + n)
+
     cdef Py_ssize_t _end_trie(self, Py_ssize_t end) except -1:
         cdef Py_ssize_t *grown
         if self.ntries == self.tries_cap:
@@ -746,41 +1020,34 @@ cdef class SmallTries:
 
     cdef int _grow(self, Py_ssize_t needed) except -1:
         cdef Py_ssize_t cap = max(2 * self.pairs_cap, needed)
-        cdef void *p
-        p = PyMem_Realloc(self.pairs, cap * sizeof(SmallPair))
-        if p == NULL:
-            raise MemoryError()
-        self.pairs = <SmallPair *>p
-        p = PyMem_Realloc(self.key_data, cap * sizeof(uint8_t *))
-        if p == NULL:
-            raise MemoryError()
-        self.key_data = <const uint8_t **>p
-        p = PyMem_Realloc(self.key_len, cap * sizeof(size_t))
-        if p == NULL:
-            raise MemoryError()
-        self.key_len = <size_t *>p
-        p = PyMem_Realloc(self.u256_values, cap * 34)
-        if p == NULL:
-            raise MemoryError()
-        self.u256_values = <uint8_t *>p
+        if self.scratch is None:
+            raise RuntimeError("SmallTries used after finish()")
+        self.pairs = <SmallPair *>self.scratch.need(S_PAIRS, cap * sizeof(SmallPair), True)
+        self.key_data = <const uint8_t **>self.scratch.need(S_KEY_DATA, cap * sizeof(uint8_t *), True)
+        self.key_len = <size_t *>self.scratch.need(S_KEY_LEN, cap * sizeof(size_t), True)
+        self.u256_values = <uint8_t *>self.scratch.need(S_U256, cap * 34, True)
+        self.key_copies = <uint8_t *>self.scratch.need(S_KEY_COPIES, cap * 32, True)
         self.pairs_cap = cap
         return 0
 
     cdef Py_ssize_t _new_node(self) except -1:
-        cdef SmallNode *grown
         if self.nnodes == self.nodes_cap:
             self.nodes_cap = 2 * self.nodes_cap + 64
-            grown = <SmallNode *>PyMem_Realloc(self.nodes, self.nodes_cap * sizeof(SmallNode))
-            if grown == NULL:
-                raise MemoryError()
-            self.nodes = grown
+            self.nodes = <SmallNode *>self.scratch.need(S_NODES, self.nodes_cap * sizeof(SmallNode), True)
         self.nnodes += 1
         return self.nnodes - 1
+
+    cdef int _new_branch(self) except -1:
+        if self.nbranches == self.branches_cap:
+            self.branches_cap = 2 * self.branches_cap + 64
+            self.kids = <int *>self.scratch.need(S_KIDS, self.branches_cap * 16 * sizeof(int), True)
+        self.nbranches += 1
+        return <int>(self.nbranches - 1)
 
     cdef Py_ssize_t _build(self, Py_ssize_t lo, Py_ssize_t hi, int depth) except -1:
         """Lay out the node holding pairs[lo:hi] (sorted, sharing depth nibbles) after its children; its index."""
         cdef SmallPair *p = self.pairs
-        cdef int prefix = 0, k, height = 0
+        cdef int prefix = 0, k, height = 0, branch
         cdef Py_ssize_t j, start, child, index
         cdef int children[16]
         if hi - lo == 1:
@@ -809,13 +1076,15 @@ cdef class SmallTries:
                         children[k] = <int>self._build(start, j, depth + 1)
                         if self.nodes[children[k]].height >= height:
                             height = self.nodes[children[k]].height + 1
+                branch = self._new_branch()
+                memcpy(self.kids + 16 * branch, children, sizeof(children))
                 index = self._new_node()
                 self.nodes[index].kind = BRANCH
-                memcpy(self.nodes[index].children, children, sizeof(children))
+                self.nodes[index].child = branch
                 self.arena_len += 3 + 16 + 1 + 32 * (16 - _count_empty(children))
-        self.nodes[index].depth = depth
-        self.nodes[index].prefix = prefix
-        self.nodes[index].height = height
+        self.nodes[index].depth = <uint8_t>depth
+        self.nodes[index].prefix = <uint8_t>prefix
+        self.nodes[index].height = <uint8_t>height
         self.nodes[index].lo = lo
         self.nodes[index].hi = hi
         self.nodes[index].is_root = False
@@ -826,6 +1095,7 @@ cdef class SmallTries:
         cdef uint8_t compact[34]
         cdef Py_ssize_t n = 0, c, h, size
         cdef int k
+        cdef const int *children
         cdef SmallNode *child
         cdef SmallPair *pair
         if node.kind == LEAF:
@@ -843,16 +1113,17 @@ cdef class SmallTries:
             memcpy(out + n, child.ref, <size_t>child.ref_len)
             n += child.ref_len
         else:
+            children = self.kids + 16 * node.child
             size = 1
             for k in range(16):
-                size += 1 if node.children[k] < 0 else self.nodes[node.children[k]].ref_len
+                size += 1 if children[k] < 0 else self.nodes[children[k]].ref_len
             n = put_header(out, 0xc0, size)
             for k in range(16):
-                if node.children[k] < 0:
+                if children[k] < 0:
                     out[n] = 0x80
                     n += 1
                 else:
-                    child = &self.nodes[node.children[k]]
+                    child = &self.nodes[children[k]]
                     memcpy(out + n, child.ref, <size_t>child.ref_len)
                     n += child.ref_len
             out[n] = 0x80
@@ -865,32 +1136,36 @@ cdef class SmallTries:
         cdef SmallPair tmp
         cdef int backend = _keccak_backend()
         cdef list roots_at = []
-        cdef Py_ssize_t *order = NULL
-        cdef Py_ssize_t *count = NULL
-        cdef const uint8_t **hash_data = NULL
-        cdef size_t *hash_len = NULL
-        cdef Py_ssize_t *hash_node = NULL
-        cdef uint8_t *digests = NULL
+        cdef Py_ssize_t *order
+        cdef Py_ssize_t *count
+        cdef const uint8_t **hash_data
+        cdef size_t *hash_len
+        cdef Py_ssize_t *hash_node
+        cdef uint8_t *digests
         cdef SmallNode *node
-        self.hashed_keys = <uint8_t *>PyMem_Malloc(self.npairs * 32 + 32)
-        if self.hashed_keys == NULL:
-            raise MemoryError()
+        cdef Scratch scratch = self.scratch
+        if scratch is None:
+            raise RuntimeError("SmallTries.finish() called twice")
+        self.hashed_keys = <uint8_t *>scratch.need(S_HASHED_KEYS, self.npairs * 32 + 32, False)
+        for i in range(self.npairs):
+            if self.key_data[i] == NULL:
+                self.key_data[i] = self.key_copies + 32 * i
         mpt_keccak256_many(backend, self.key_data, self.key_len, <size_t>self.npairs, self.hashed_keys)
         for i in range(self.npairs):
             self.pairs[i].key = self.hashed_keys + 32 * i
             if self.pairs[i].value == NULL:
                 self.pairs[i].value = self.u256_values + 34 * i
         if self.nodes_cap < 2 * self.npairs + 16:
-            PyMem_Free(self.nodes)
             self.nodes_cap = 2 * self.npairs + 16        # a trie of n keys has at most 2n - 1 nodes
-            self.nodes = <SmallNode *>PyMem_Malloc(self.nodes_cap * sizeof(SmallNode))
-            if self.nodes == NULL:
-                raise MemoryError()
+            self.nodes = <SmallNode *>scratch.need(S_NODES, self.nodes_cap * sizeof(SmallNode), False)
+        if self.branches_cap < self.npairs + 16:
+            self.branches_cap = self.npairs + 16         # and at most n - 1 branches
+            self.kids = <int *>scratch.need(S_KIDS, self.branches_cap * 16 * sizeof(int), False)
         for t in range(self.ntries):
             lo = self.trie_ends[t - 1] if t else 0
             hi = self.trie_ends[t]
             if hi - lo > SMALL_MAX:
-                _bucket_sort(self.pairs + lo, hi - lo)
+                _bucket_sort(scratch, self.pairs + lo, hi - lo)
             for i in range(lo + 1, hi):           # insertion sort: at most SMALL_MAX keys, or nearly sorted
                 tmp = self.pairs[i]
                 j = i - 1
@@ -907,72 +1182,69 @@ cdef class SmallTries:
                 i = self._build(lo, hi, 0)
                 self.nodes[i].is_root = True
                 roots_at.append(i)
-        try:
-            for i in range(self.nnodes):
-                if self.nodes[i].height > max_height:
-                    max_height = self.nodes[i].height
-            # The nodes by height (a counting sort), each with its place in the arena.
-            order = <Py_ssize_t *>PyMem_Malloc((self.nnodes + 1) * sizeof(Py_ssize_t))
-            count = <Py_ssize_t *>PyMem_Malloc((max_height + 2) * sizeof(Py_ssize_t))
-            hash_data = <const uint8_t **>PyMem_Malloc((self.nnodes + 1) * sizeof(uint8_t *))
-            hash_len = <size_t *>PyMem_Malloc((self.nnodes + 1) * sizeof(size_t))
-            hash_node = <Py_ssize_t *>PyMem_Malloc((self.nnodes + 1) * sizeof(Py_ssize_t))
-            digests = <uint8_t *>PyMem_Malloc((self.nnodes + 1) * 32)
-            self.arena = <uint8_t *>PyMem_Malloc(self.arena_len + 1)
-            if not (order and count and hash_data and hash_len and hash_node and digests and self.arena):
-                raise MemoryError()
-            if self.collect_nodes:
-                self.node_store = NodeStore(self.nnodes)
-            memset(count, 0, (max_height + 2) * sizeof(Py_ssize_t))
-            for i in range(self.nnodes):
-                count[self.nodes[i].height + 1] += 1
-            for i in range(max_height + 1):
-                count[i + 1] += count[i]
-            for i in range(self.nnodes):
-                order[count[self.nodes[i].height]] = i
-                count[self.nodes[i].height] += 1
-                node = &self.nodes[i]
-                node.encoding = offset
-                offset += _encoding_bound(node, self.pairs)
-            i = 0
-            while i < self.nnodes:
-                level_count = 0
-                nhash = 0
-                j = i
-                while j < self.nnodes and self.nodes[order[j]].height == self.nodes[order[i]].height:
-                    node = &self.nodes[order[j]]
-                    self._encode(node, self.arena + node.encoding)
-                    if node.encoding_len >= 32 or node.is_root:
-                        hash_data[nhash] = self.arena + node.encoding
-                        hash_len[nhash] = <size_t>node.encoding_len
-                        hash_node[nhash] = order[j]
-                        nhash += 1
-                    else:
-                        memcpy(node.ref, self.arena + node.encoding, <size_t>node.encoding_len)
-                        node.ref_len = <int>node.encoding_len
-                    j += 1
-                mpt_keccak256_many(backend, hash_data, hash_len, <size_t>nhash, digests)
-                for level_count in range(nhash):
-                    node = &self.nodes[hash_node[level_count]]
-                    node.ref[0] = 0xa0
-                    memcpy(node.ref + 1, digests + 32 * level_count, 32)
-                    node.ref_len = 33
-                    if self.collect_nodes:
-                        self.node_store.add(digests + 32 * level_count, node.encoding, node.encoding_len)
-                i = j
-            if self.collect_nodes:
-                self.node_store.take(self.arena)
-                self.arena = NULL
-            self.roots = [EMPTY_ROOT if r < 0 else
-                          PyBytes_FromStringAndSize(<char *>self.nodes[<Py_ssize_t>r].ref + 1, 32)
-                          for r in roots_at]
-        finally:
-            PyMem_Free(order)
-            PyMem_Free(count)
-            PyMem_Free(hash_data)
-            PyMem_Free(hash_len)
-            PyMem_Free(hash_node)
-            PyMem_Free(digests)
+        for i in range(self.nnodes):
+            if self.nodes[i].height > max_height:
+                max_height = self.nodes[i].height
+        # The nodes by height (a counting sort), each with its place in the arena.
+        order = <Py_ssize_t *>scratch.need(S_ORDER, (self.nnodes + 1) * sizeof(Py_ssize_t), False)
+        count = <Py_ssize_t *>scratch.need(S_COUNT, (max_height + 2) * sizeof(Py_ssize_t), False)
+        hash_data = <const uint8_t **>scratch.need(S_HASH_DATA, (self.nnodes + 1) * sizeof(uint8_t *), False)
+        hash_len = <size_t *>scratch.need(S_HASH_LEN, (self.nnodes + 1) * sizeof(size_t), False)
+        hash_node = <Py_ssize_t *>scratch.need(S_HASH_NODE, (self.nnodes + 1) * sizeof(Py_ssize_t), False)
+        digests = <uint8_t *>scratch.need(S_DIGESTS, (self.nnodes + 1) * 32, False)
+        if self.collect_nodes:
+            # This arena outlives the build (the NodeStore keeps it): its own memory, not the pool's.
+            self.node_store = NodeStore(self.nnodes, self.arena_len)
+            self.arena = self.node_store.arena
+        else:
+            self.arena = <uint8_t *>scratch.need(S_ARENA, self.arena_len + 1, False)
+        memset(count, 0, (max_height + 2) * sizeof(Py_ssize_t))
+        for i in range(self.nnodes):
+            count[self.nodes[i].height + 1] += 1
+        for i in range(max_height + 1):
+            count[i + 1] += count[i]
+        for i in range(self.nnodes):
+            order[count[self.nodes[i].height]] = i
+            count[self.nodes[i].height] += 1
+            node = &self.nodes[i]
+            node.encoding = offset
+            offset += _encoding_bound(node, self.pairs, self.kids)
+        i = 0
+        while i < self.nnodes:
+            level_count = 0
+            nhash = 0
+            j = i
+            while j < self.nnodes and self.nodes[order[j]].height == self.nodes[order[i]].height:
+                node = &self.nodes[order[j]]
+                self._encode(node, self.arena + node.encoding)
+                if node.encoding_len >= 32 or node.is_root:
+                    hash_data[nhash] = self.arena + node.encoding
+                    hash_len[nhash] = <size_t>node.encoding_len
+                    hash_node[nhash] = order[j]
+                    nhash += 1
+                else:
+                    memcpy(node.ref, self.arena + node.encoding, <size_t>node.encoding_len)
+                    node.ref_len = <uint8_t>node.encoding_len
+                j += 1
+            mpt_keccak256_many(backend, hash_data, hash_len, <size_t>nhash, digests)
+            for level_count in range(nhash):
+                node = &self.nodes[hash_node[level_count]]
+                node.ref[0] = 0xa0
+                memcpy(node.ref + 1, digests + 32 * level_count, 32)
+                node.ref_len = 33
+                if self.collect_nodes:
+                    self.node_store.add(digests + 32 * level_count, node.encoding, node.encoding_len)
+            i = j
+        self.roots = [EMPTY_ROOT if r < 0 else
+                      PyBytes_FromStringAndSize(<char *>self.nodes[<Py_ssize_t>r].ref + 1, 32)
+                      for r in roots_at]
+        # Done with the work arrays: the next build (the state trie after the storage tries) takes them.
+        self.arena = NULL
+        self.pairs = NULL
+        self.nodes = NULL
+        self.kids = NULL
+        self.scratch = None
+        _give_scratch(scratch)
         self.keep = None
         return 0
 
@@ -1142,64 +1414,104 @@ cdef int _bind_storage(AccountMirror m, TrackingDict td, object address) except 
 cdef int _full_state_build(ForkCodec codec, AccountMirror m, TrackingDict accounts,
                            TrackingDict storage_tries) except -1:
     """Every account encoded with its storage root, the small storage tries hashed together (SmallTries)."""
-    cdef SmallTries batch = SmallTries(codec, 2 * PyDict_Size(accounts) + 16)
     cdef Py_ssize_t n = PyDict_Size(accounts), i = 0, index
-    cdef list records = []
+    cdef SmallTries batch = SmallTries(codec, 2 * n + 16)
+    cdef SmallTries accounts_batch
+    # Per account, in the order of the accounts dict (parallel lists: no tuple an account).
+    cdef list addresses = [], account_list = [], storages = [], roots = [], encodings
+    cdef Py_ssize_t *batch_index = NULL
+    cdef Py_ssize_t *lengths
+    cdef uint8_t *slab
     cdef TrackingDict td
     cdef PyObject *found
     cdef object trie_type = codec.trie_type, account_type = codec.account_type
+    cdef dict storage_roots = m.storage_roots
     cdef Py_ssize_t position = 0
     cdef PyObject *key_ref
     cdef PyObject *value_ref
-    while PyDict_Next(accounts, &position, &key_ref, &value_ref):
-        address = <object>key_ref
-        account = <object>value_ref
-        if not isinstance(address, bytes) or PyBytes_GET_SIZE(address) != 20:
-            raise NeedsSpec("an address that is not 20 bytes")
-        if type(account) is not account_type:
-            raise NeedsSpec("a state value that is not the fork's Account")
-        found = PyDict_GetItem(storage_tries, address)
-        if found == NULL:
-            records.append((address, account, None, EMPTY_ROOT, -1))
-            continue
-        storage_trie = <object>found
-        if type(storage_trie) is not trie_type:
-            raise NeedsSpec("not the fork's Trie")
-        td = _tracked(storage_trie, "_data", storage_trie._data)
-        index = -1
-        root = None
-        if (td.codec is codec and td.changed is not None and not td.changed and td.root is not None
-                and td.secured == bool(storage_trie.secured)):
-            root = td.root
-        elif storage_trie.secured is True:
-            index = batch.add(td)
-        if root is None and index < 0:
-            root = trie_root(codec, storage_trie)
-        records.append((address, account, td, root, index))
-    batch.finish()
-    encodings = []
-    for i in range(n):
-        address, account, storage, root, index = <tuple>records[i]
-        if index >= 0:
-            root = batch.roots[index]
-            td = <TrackingDict>storage
-            td.root = root
-            td.mirror = None
-            td.codec = codec
-            td.secured = True
-            td.changed = CLEAN
-        if storage is not None:
-            _bind_storage(m, <TrackingDict>storage, address)
-        m.storage_roots[address] = root
-        encodings.append(codec.encode_account(account, root))
-    # The state trie built here too, its nodes handed to an mpt.Trie as its node database: the mirror reads the
-    # nodes it needs from there when accounts change, and the build costs no mpt.Trie insert.
-    if n:
+    batch_index = <Py_ssize_t *>PyMem_Malloc((n + 1) * sizeof(Py_ssize_t))
+    if batch_index == NULL:
+        raise MemoryError()
+    try:
+        while PyDict_Next(accounts, &position, &key_ref, &value_ref):
+            address = <object>key_ref
+            account = <object>value_ref
+            if not isinstance(address, bytes) or PyBytes_GET_SIZE(address) != 20:
+                raise NeedsSpec("an address that is not 20 bytes")
+            if type(account) is not account_type:
+                raise NeedsSpec("a state value that is not the fork's Account")
+            if i >= n:
+                raise NeedsSpec("the accounts changed while they were read")
+            addresses.append(address)
+            account_list.append(account)
+            found = PyDict_GetItem(storage_tries, address)
+            if found == NULL:
+                storages.append(None)
+                roots.append(EMPTY_ROOT)
+                batch_index[i] = -1
+                i += 1
+                continue
+            storage_trie = <object>found
+            if type(storage_trie) is not trie_type:
+                raise NeedsSpec("not the fork's Trie")
+            td = _tracked(storage_trie, "_data", storage_trie._data)
+            secured = storage_trie.secured
+            index = -1
+            root = None
+            if (td.codec is codec and td.changed is not None and not td.changed and td.root is not None
+                    and td.secured == bool(secured)):
+                root = td.root
+            elif secured is True:
+                index = batch.add(td)
+            if root is None and index < 0:
+                root = trie_root(codec, storage_trie)
+            storages.append(td)
+            roots.append(root)
+            batch_index[i] = index
+            i += 1
+        if i != n:
+            raise NeedsSpec("the accounts changed while they were read")
+        batch.finish()
+        batch_roots = batch.roots
+        for i in range(n):
+            index = batch_index[i]
+            storage = storages[i]
+            if index >= 0:
+                root = batch_roots[index]
+                roots[i] = root
+                td = <TrackingDict>storage
+                td.root = root
+                td.mirror = None
+                td.codec = codec
+                td.secured = True
+                td.changed = CLEAN
+            if storage is not None:
+                _bind_storage(m, <TrackingDict>storage, addresses[i])
+            storage_roots[addresses[i]] = roots[i]
+        if not n:
+            return 0
+        # The state trie built here too, its nodes handed to an mpt.Trie as its node database: the mirror reads
+        # the nodes it needs from there when accounts change, and the build costs no mpt.Trie insert.
         accounts_batch = SmallTries(codec, n)
         accounts_batch.collect_nodes = True
-        accounts_batch.add_encoded([(<tuple>r)[0] for r in records], encodings)
+        if codec.fast_account:
+            # Encoded straight into the batch's memory: no bytes object an account.
+            slab = accounts_batch.value_slab(n, ACCOUNT_MAX)
+            lengths = batch_index            # no longer needed: reused for the encodings' lengths
+            for i in range(n):
+                root = roots[i]
+                if not isinstance(root, bytes) or PyBytes_GET_SIZE(root) != 32:
+                    raise NeedsSpec("a storage root that is not 32 bytes")
+                lengths[i] = codec.put_account(account_list[i], <const uint8_t *>PyBytes_AS_STRING(root),
+                                               slab + ACCOUNT_MAX * i)
+            accounts_batch.add_slab(addresses, lengths, ACCOUNT_MAX)
+        else:
+            encodings = [codec.encode_account(account_list[i], roots[i]) for i in range(n)]
+            accounts_batch.add_encoded(addresses, encodings)
         accounts_batch.finish()
         m.trie = _Trie(accounts_batch.node_store, accounts_batch.roots[0])
+    finally:
+        PyMem_Free(batch_index)
     return 0
 
 
