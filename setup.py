@@ -66,9 +66,11 @@ EXTENSIONS = {
     "mpt.merkle.proof": ("sha256",),
     "mpt.merkle.rpc": (),
     "mpt.merkle.multistore": (),
-    # IAVL
-    # the stores' open state, which compiled readers check in C (mpt/db/state.pxd)
+    # the stores: their open state, which compiled readers check in C (mpt/db/state.pxd), and MemoryDB, whose bulk
+    # write the trie committer calls in C (mpt/db/memory.pxd)
     "mpt.db.state": (),
+    "mpt.db.memory": (),
+    # IAVL
     "mpt.iavl.node": ("sha256",),
     "mpt.iavl.nodedb": (),
     "mpt.iavl.tree": ("sha256",),

@@ -214,7 +214,7 @@ def test_first_commit_into_a_fresh_memorydb(n):
     db = MemoryDB(mine)
     t2, _ = filled(n, db)
     assert t2.commit() == root
-    assert db._data is mine and mine == expected
+    assert db.records is mine and mine == expected
     # A second commit adds to what is there.
     t[b"\x01" * 32] = b"new"
     root2 = t.commit()

@@ -168,7 +168,7 @@ def test_roundtrip_memorydb(seed):
         del model[k]
     root = t.commit()
     assert root == fill(Trie(), model).hash()
-    assert set(db._data) == set(stored_nodes(t))
+    assert set(db.records) == set(stored_nodes(t))
     check_trie(Trie(db, root=root), model, root)
     assert Trie(db, root=root).get(b"absent key") is None
 
@@ -335,7 +335,7 @@ def test_missing_node_raises_with_hash_and_path():
     t = fill(Trie(db), model)
     root = t.commit()
     path, h, _ = pick_stored(t, lambda n: type(n) is FullNode)
-    del db._data[h]
+    del db.records[h]
     t2 = Trie(db, root=root)
     under = keys_below(model, path)
     assert under
@@ -505,7 +505,7 @@ def test_copy_reachable_copies_exactly_the_reachable_nodes(tmp_path):
 
     dst = MemoryDB()
     count, size = copy_reachable(src, dst, root1, batch_size=100)
-    assert set(dst._data) == set(reach1)
+    assert set(dst.records) == set(reach1)
     assert count == len(reach1) and size == sum(len(b) for b in reach1.values())
     assert all(dst.get(h) == b for h, b in reach1.items())
     check_trie(Trie(dst, root=root1), model1, root1)

@@ -126,7 +126,7 @@ def test_import_node_keys_follow_go_importer():
         seen[d["version"]] = seen.get(d["version"], 0) + 1
         want.add(b"s" + d["version"].to_bytes(8, "big") + (seen[d["version"]] + 1).to_bytes(4, "big"))
     want.add(b"s" + (6).to_bytes(8, "big") + (1).to_bytes(4, "big"))
-    stored = {k for k in tree.db._data if k[:1] == b"s"}
+    stored = {k for k in tree.db.records if k[:1] == b"s"}
     assert stored == want
 
 
@@ -331,11 +331,11 @@ def test_import_leaves_fast_nodes_as_go_load_version_does():
 
     tree = MutableTree(MemoryDB())
     tree.import_nodes([node_of(d) for d in GO_EXPORT_V6], 6)
-    fast = {k[1:]: decode_fast_node(v, k[1:]) for k, v in tree.db._data.items() if k[:1] == b"f"}
+    fast = {k[1:]: decode_fast_node(v, k[1:]) for k, v in tree.db.records.items() if k[:1] == b"f"}
     leaves = {bytes.fromhex(d["key"]): bytes.fromhex(d["value"]) for d in GO_EXPORT_V6 if d["height"] == 0}
     assert fast == {k: (v, 6) for k, v in leaves.items()}
     assert tree.db.get(STORAGE_VERSION_KEY) == b"1.1.0-6"
-    assert set(tree.db._data) == {k for k in tree.db._data if k[:1] in b"sf"} | {STORAGE_VERSION_KEY}
+    assert set(tree.db.records) == {k for k in tree.db.records if k[:1] in b"sf"} | {STORAGE_VERSION_KEY}
     key = next(iter(leaves))
     assert tree.get(key) == leaves[key]
 
@@ -418,5 +418,5 @@ def test_node_keys_with_many_versions():
         seen[n.version] = seen.get(n.version, 0) + 1
         want.add(b"s" + n.version.to_bytes(8, "big") + (seen[n.version] + 1).to_bytes(4, "big"))
     want.add(b"s" + stream[-1].version.to_bytes(8, "big") + (1).to_bytes(4, "big"))
-    assert {k for k in tree.db._data if k[:1] == b"s"} == want
+    assert {k for k in tree.db.records if k[:1] == b"s"} == want
     assert len({n.version for n in stream}) > 100

@@ -142,11 +142,11 @@ def test_the_root_record_comes_in_the_last_batch(monkeypatch):
 
     def watched():
         for node in go_stream():
-            seen.append(root_key(6) in db._data)
+            seen.append(root_key(6) in db.records)
             yield node
 
     MutableTree(db).import_nodes(watched(), 6)
-    assert not any(seen) and root_key(6) in db._data
+    assert not any(seen) and root_key(6) in db.records
 
 
 @pytest.mark.parametrize("record", [OTHER, (b"foo:1", b"bar"), (b"\x66" + bytes(31), b"\xf8\x51" + bytes(81))])

@@ -86,7 +86,7 @@ def test_v1_node_keys_follow_iavl():
     root, version = tree.save_version()
     assert version == 1
     # Shape: root "b" (h2) -> left leaf a, right inner "c" (h1: b | c); nonces in pre-order.
-    stored = {k[1:]: v for k, v in db._data.items() if k[:1] == b"s"}
+    stored = {k[1:]: v for k, v in db.records.items() if k[:1] == b"s"}
     assert sorted(stored) == [node_key(1, n) for n in range(1, 6)]
     r = decode_node(stored[node_key(1, 1)], "v1", node_key=node_key(1, 1))
     assert r.hash == root and r.height == 2 and r.size == 3 and r.key == b"b"
@@ -171,7 +171,7 @@ def test_legacy_store_upgrades_to_v1():
         for t in (legacy, ref):
             t.set(b"key%03d" % i, b"v%d" % i)
     assert legacy.save_version() == ref.save_version()
-    assert any(k[:1] == b"n" for k in db._data) and not any(k[:1] == b"s" for k in db._data)
+    assert any(k[:1] == b"n" for k in db.records) and not any(k[:1] == b"s" for k in db.records)
     upgraded = MutableTree(db)                      # v1 storage
     assert upgraded.load() == 1
     for i in range(0, 200, 3):
@@ -181,7 +181,7 @@ def test_legacy_store_upgrades_to_v1():
     assert upgraded.save_version() == ref.save_version()
     # The new v1 nodes reference untouched legacy children by their 32-byte hash (iavl's mode bits).
     modes = set()
-    for k, v in db._data.items():
+    for k, v in db.records.items():
         if k[:1] == b"s" and len(v) != 13:
             node = decode_node(v, "v1", node_key=k[1:])
             if not node.is_leaf:

@@ -35,6 +35,7 @@ cdef extern from *:
 from mpt.ethereum.hasher cimport Hasher, HasherPool, default_pool
 from mpt.ethereum.node cimport FullNode, Node, ShortNode, ValueNode
 from mpt.core.rlp cimport WriteBuffer
+from mpt.db.memory cimport MemoryDB
 
 from mpt.db.memory import write_nodes
 
@@ -201,9 +202,9 @@ cdef int _commit(Node n, WriteBuffer path, Py_ssize_t plen, WriteBuffer out, Nod
 
 
 cdef int _write(NodeSet ns, object db, bint set_head) except -1:
-    # One dict of every (hash, blob), sized up front, handed to the store's bulk write (mpt.db.write_nodes): a
-    # MemoryDB takes it with one dict.update (a copy of the table when the store is empty), other stores in one
-    # batch. The store keeps its own bookkeeping (head, key order); nothing here reaches into it.
+    # One dict of every (hash, blob), sized up front, handed to the store's bulk write: a MemoryDB's, declared in
+    # mpt/db/memory.pxd, in C (one dict.update, or the dict itself when the store is empty); other stores take it
+    # in one batch through mpt.db.write_nodes. The store keeps its own bookkeeping (head, key order).
     cdef Py_ssize_t i
     cdef dict nodes
     if not set_head and ns._count == 0:
@@ -211,7 +212,10 @@ cdef int _write(NodeSet ns, object db, bint set_head) except -1:
     nodes = MPT_DICT_PRESIZED(ns._count) if ns._count > PRESIZE_MIN else {}
     for i in range(ns._count):
         PyDict_SetItem(nodes, <object>ns._objs[2 * i], <object>ns._objs[2 * i + 1])
-    write_nodes(db, nodes, head=ns.root if set_head else None)
+    if type(db) is MemoryDB:
+        (<MemoryDB>db).bulk_write(nodes, ns.root if set_head else None)
+    else:
+        write_nodes(db, nodes, head=ns.root if set_head else None)
     return 0
 
 
