@@ -66,43 +66,44 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 # a single figure has low == high.
 US = 1e3
 MS = 1e6
-SIDE_BY_SIDE_RUN = "2-vCPU AMD EPYC (Zen 4), 2026-12-01"
+SIDE_BY_SIDE_RUN = "2-vCPU AMD EPYC (Zen 4), 2026-12-05"
 GETH: Dict[str, Tuple[float, float, Optional[float], Optional[float]]] = {
     name: (ns, ns, None, None) for name, ns in {
-        "HashFixedSize/10": 22.4 * US, "HashFixedSize/100": 130 * US, "HashFixedSize/1K": 1.28 * MS,
-        "HashFixedSize/10K": 15.9 * MS, "HashFixedSize/100K": 196 * MS,
-        "CommitAfterHashFixedSize/10": 21.8 * US, "CommitAfterHashFixedSize/100": 73.4 * US,
-        "CommitAfterHashFixedSize/1K": 1.20 * MS, "CommitAfterHashFixedSize/10K": 18.2 * MS,
-        "CommitAfterHashFixedSize/100K": 317 * MS,
-        "DeriveSha200/std_trie": 271 * US, "DeriveSha200/stack_trie": 216 * US,
-        "Insert100K": 34.5 * MS, "Prove": 8.9 * US, "VerifyProof": 4.8 * US,
-        "VerifyRangeProof10": 32.8 * US, "VerifyRangeProof100": 125 * US, "VerifyRangeProof1000": 1.44 * MS,
-        "VerifyRangeProof5000": 8.11 * MS,
-        "VerifyRangeNoProof10": 132 * US, "VerifyRangeNoProof500": 552 * US, "VerifyRangeNoProof1000": 990 * US,
+        "HashFixedSize/10": 16.5 * US, "HashFixedSize/100": 101 * US, "HashFixedSize/1K": 904 * US,
+        "HashFixedSize/10K": 10.4 * MS, "HashFixedSize/100K": 139 * MS,
+        "CommitAfterHashFixedSize/10": 10.9 * US, "CommitAfterHashFixedSize/100": 42.4 * US,
+        "CommitAfterHashFixedSize/1K": 752 * US, "CommitAfterHashFixedSize/10K": 11.5 * MS,
+        "CommitAfterHashFixedSize/100K": 218 * MS,
+        "DeriveSha200/std_trie": 208 * US, "DeriveSha200/stack_trie": 171 * US,
+        "Insert100K": 28.9 * MS, "Prove": 5.5 * US, "VerifyProof": 2.5 * US,
+        "VerifyRangeProof10": 19.8 * US, "VerifyRangeProof100": 64.5 * US, "VerifyRangeProof1000": 1.06 * MS,
+        "VerifyRangeProof5000": 5.63 * MS,
+        "VerifyRangeNoProof10": 108 * US, "VerifyRangeNoProof500": 448 * US, "VerifyRangeNoProof1000": 855 * US,
     }.items()
 }
 # mpt's medians of that same side-by-side run (--hash-threads 1, Keccak backend avx512).
 MPT_SIDE_BY_SIDE: Dict[str, float] = {
-    "HashFixedSize/10": 5.7 * US, "HashFixedSize/100": 22.8 * US, "HashFixedSize/1K": 229 * US,
-    "HashFixedSize/10K": 2.94 * MS, "HashFixedSize/100K": 33.6 * MS,
-    "CommitAfterHashFixedSize/10": 3.0 * US, "CommitAfterHashFixedSize/100": 12.4 * US,
-    "CommitAfterHashFixedSize/1K": 183 * US, "CommitAfterHashFixedSize/10K": 5.23 * MS,
-    "CommitAfterHashFixedSize/100K": 101 * MS,
-    "DeriveSha200/std_trie": 93 * US, "DeriveSha200/stack_trie": 46 * US,
-    "Insert100K": 10.4 * MS, "Prove": 0.9 * US, "VerifyProof": 2.1 * US,
-    "VerifyRangeProof10": 9.3 * US, "VerifyRangeProof100": 27.2 * US, "VerifyRangeProof1000": 334 * US,
-    "VerifyRangeProof5000": 2.09 * MS,
-    "VerifyRangeNoProof10": 35.6 * US, "VerifyRangeNoProof500": 121 * US, "VerifyRangeNoProof1000": 233 * US,
+    "HashFixedSize/10": 3.8 * US, "HashFixedSize/100": 14.6 * US, "HashFixedSize/1K": 138 * US,
+    "HashFixedSize/10K": 1.89 * MS, "HashFixedSize/100K": 20.6 * MS,
+    "CommitAfterHashFixedSize/10": 2.3 * US, "CommitAfterHashFixedSize/100": 10.4 * US,
+    "CommitAfterHashFixedSize/1K": 132 * US, "CommitAfterHashFixedSize/10K": 1.96 * MS,
+    "CommitAfterHashFixedSize/100K": 79.6 * MS,
+    "DeriveSha200/std_trie": 39.4 * US, "DeriveSha200/stack_trie": 24.9 * US,
+    "Insert100K": 6.44 * MS, "Prove": 0.7 * US, "VerifyProof": 1.3 * US,
+    "VerifyRangeProof10": 5.9 * US, "VerifyRangeProof100": 18.0 * US, "VerifyRangeProof1000": 223 * US,
+    "VerifyRangeProof5000": 1.55 * MS,
+    "VerifyRangeNoProof10": 21.8 * US, "VerifyRangeNoProof500": 70.3 * US, "VerifyRangeNoProof1000": 138 * US,
 }
-# The ratios of that run as published (medians of the ratios, so not always the ratio of the rounded medians).
+# The ratios of that run as published (the ratio of the unrounded medians, so not always the ratio of the
+# rounded figures above).
 SIDE_BY_SIDE_RATIO: Dict[str, float] = {
-    "HashFixedSize/10": 0.26, "HashFixedSize/100": 0.18, "HashFixedSize/1K": 0.18, "HashFixedSize/10K": 0.19,
-    "HashFixedSize/100K": 0.17, "CommitAfterHashFixedSize/10": 0.14, "CommitAfterHashFixedSize/100": 0.17,
-    "CommitAfterHashFixedSize/1K": 0.15, "CommitAfterHashFixedSize/10K": 0.29, "CommitAfterHashFixedSize/100K": 0.32,
-    "DeriveSha200/std_trie": 0.34, "DeriveSha200/stack_trie": 0.22, "Insert100K": 0.30, "Prove": 0.10,
-    "VerifyProof": 0.43, "VerifyRangeProof10": 0.28, "VerifyRangeProof100": 0.22, "VerifyRangeProof1000": 0.23,
-    "VerifyRangeProof5000": 0.26, "VerifyRangeNoProof10": 0.27, "VerifyRangeNoProof500": 0.22,
-    "VerifyRangeNoProof1000": 0.24,
+    "HashFixedSize/10": 0.23, "HashFixedSize/100": 0.15, "HashFixedSize/1K": 0.15, "HashFixedSize/10K": 0.18,
+    "HashFixedSize/100K": 0.15, "CommitAfterHashFixedSize/10": 0.21, "CommitAfterHashFixedSize/100": 0.25,
+    "CommitAfterHashFixedSize/1K": 0.17, "CommitAfterHashFixedSize/10K": 0.17, "CommitAfterHashFixedSize/100K": 0.37,
+    "DeriveSha200/std_trie": 0.19, "DeriveSha200/stack_trie": 0.15, "Insert100K": 0.22, "Prove": 0.13,
+    "VerifyProof": 0.52, "VerifyRangeProof10": 0.30, "VerifyRangeProof100": 0.28, "VerifyRangeProof1000": 0.21,
+    "VerifyRangeProof5000": 0.28, "VerifyRangeNoProof10": 0.20, "VerifyRangeNoProof500": 0.16,
+    "VerifyRangeNoProof1000": 0.16,
 }
 GETH_LABEL = "geth 02b73d4e, 1 core"
 GETH_TWO_CORES: set = set()   # every geth figure above is one core

@@ -3,6 +3,7 @@ the reference run (docs/bench_reference.json), its IAVL table with docs/iavl.rst
 both. A re-recorded reference run or a new table that leaves a quoted figure behind fails here."""
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,82 @@ def test_readme_iavl_ratios_are_iavl_rst_table():
 @pytest.mark.parametrize("figure", ["215 times", "77 times", "27 ms"])
 def test_stale_figures_are_gone(figure):
     assert figure not in PERFORMANCE
+
+
+def _plot_bench():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("plot_bench", ROOT / "docs" / "plot_bench.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["plot_bench"] = module          # its dataclasses look their module up while it runs
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules["plot_bench"]
+    return module
+
+
+_UNITS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
+
+
+def _geth_table_rows():
+    """{case: (geth ns, mpt ns, ratio)} of docs/performance.md's table against go-ethereum."""
+    section = PERFORMANCE[PERFORMANCE.index("### Ethereum Merkle Patricia Trie against go-ethereum"):]
+    section = section[:section.index("\n\n", section.index("| case |"))]
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) != 4 or not cells[0][0].isupper() or cells[0] == "case":
+            continue
+        label = re.sub(r" \(.*\)$", "", cells[0])
+        parts = [p.strip() for p in label.split("·")]
+        prefix = re.match(r"(.*?)(\d+K?)$", parts[0]).group(1) if len(parts) > 1 else ""
+        names = [parts[0]] + [prefix + p for p in parts[1:]]
+        names = [n.replace(" ", "/") for n in names]
+
+        def times(cell):
+            return [float(v) * _UNITS[u] for v, u in re.findall(r"([\d.]+) (ns|us|µs|ms|s)\b", cell)]
+
+        for name, geth, mpt, ratio in zip(names, times(cells[1]), times(cells[2]),
+                                          [float(r) for r in cells[3].split("·")]):
+            rows[name] = (geth, mpt, ratio)
+    return rows
+
+
+def test_the_geth_figures_the_docs_draw_are_the_performance_table():
+    plot = _plot_bench()
+    rows = _geth_table_rows()
+    assert set(rows) == set(plot.GETH) == set(plot.MPT_SIDE_BY_SIDE) == set(plot.SIDE_BY_SIDE_RATIO)
+    for name, (geth, mpt, ratio) in rows.items():
+        assert plot.GETH[name][0] == pytest.approx(geth, rel=1e-9), name
+        assert plot.MPT_SIDE_BY_SIDE[name] == pytest.approx(mpt, rel=1e-9), name
+        assert plot.SIDE_BY_SIDE_RATIO[name] == ratio, name
+        # The published ratio is that of the unrounded medians: within the rounding of the two figures.
+        assert abs(mpt / geth - ratio) <= 0.006 + ratio * 0.06, name
+    assert plot.SIDE_BY_SIDE_RUN.endswith(re.search(r"measured on\s+(\d{4}-\d\d-\d\d)", PERFORMANCE).group(1))
+
+
+def _cell_times(cell):
+    """The times of a table cell in ns: "16.5 us · 64.5 us" (a unit each) or "25.7 · 26.1 ns" (one for all)."""
+    pairs = re.findall(r"([\d.]+) (ns|us|µs|ms|s)\b", cell)
+    values = re.findall(r"[\d.]+", cell)
+    if len(pairs) == len(values):
+        return [float(v) * _UNITS[u] for v, u in pairs]
+    return [float(v) * _UNITS[cell.split()[-1]] for v in values]
+
+
+def test_every_ratio_against_the_peers_is_its_rows_two_times_divided():
+    section = PERFORMANCE[PERFORMANCE.index("## Against the peers"):PERFORMANCE.index("### Python peers")]
+    checked = 0
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) != 4 or not re.fullmatch(r"[\d.]+( · [\d.]+)*", cells[3]):
+            continue
+        ratios = [float(x) for x in cells[3].split("·")]
+        go, mpt = _cell_times(cells[1]), _cell_times(cells[2])
+        assert len(go) == len(mpt) == len(ratios), line
+        for g, m, r in zip(go, mpt, ratios):
+            # The published ratio is that of the unrounded medians: within the rounding of the two figures.
+            assert abs(m / g - r) <= 0.006 + r * 0.06, line
+            checked += 1
+    assert checked >= 40
