@@ -388,8 +388,7 @@ cdef inline Py_ssize_t _put_limbs(const uint64_t *limbs, uint8_t *out) noexcept 
 
 cdef Py_ssize_t _put_uint(object number, uint8_t *out) except -1:
     """The RLP string of a non-negative int below 2**256 (big-endian, no leading zeros) at out (<= 33 bytes)."""
-    cdef uint64_t x
-    cdef int nbytes, i
+    cdef int nbytes
     cdef uint8_t big[32]
     cdef Py_ssize_t bits
     cdef uint64_t limbs[4]
@@ -405,18 +404,9 @@ cdef Py_ssize_t _put_uint(object number, uint8_t *out) except -1:
     if bits < 0:
         raise NeedsSpec("a negative int")
     if bits <= 64:
-        x = PyLong_AsUnsignedLongLong(number)
-        if x == 0:
-            out[0] = 0x80
-            return 1
-        if x < 0x80:
-            out[0] = <uint8_t>x
-            return 1
-        nbytes = uint_byte_length(x)
-        out[0] = <uint8_t>(0x80 + nbytes)
-        for i in range(nbytes):
-            out[nbytes - i] = <uint8_t>(x >> (8 * i))
-        return 1 + nbytes
+        limbs[0] = PyLong_AsUnsignedLongLong(number)
+        limbs[1] = limbs[2] = limbs[3] = 0
+        return _put_limbs(limbs, out)
     if bits > 256:
         raise NeedsSpec("an integer wider than 256 bits")
     nbytes = <int>((bits + 7) >> 3)
