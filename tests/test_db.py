@@ -635,3 +635,32 @@ def test_write_nodes_takes_any_iterable_in_one_batch():
     with pytest.raises(RuntimeError):
         write_nodes(db, failing())
     assert db.get(b"\x77" * 32) is None
+
+
+def test_memorydb_as_an_extension_type_behaves_as_the_python_class_did():
+    # mpt.db.memory is compiled: its functions take what the Python module took, and a MemoryDB takes
+    # attributes, weak references, pickling and subclassing as any Python object.
+    import pickle
+    import weakref
+
+    from mpt.db.memory import prefix_range
+
+    assert prefix_range(bytearray(b"ab")) == prefix_range(memoryview(b"ab")) == (b"ab", b"ac")
+    assert prefix_range(b"a\xff") == (b"a\xff", b"b") and prefix_range(b"\xff\xff") == (b"\xff\xff", None)
+    db = MemoryDB()
+    db.put(b"k", b"v")
+    db.note = "mine"
+    assert weakref.ref(db)() is db
+    copy = pickle.loads(pickle.dumps(db))
+    assert (copy.get(b"k"), copy.note, type(copy)) == (b"v", "mine", MemoryDB)
+
+    class Logged(MemoryDB):
+        def put(self, key, value):
+            self.last = key
+            super().put(key, value)
+
+    logged = Logged()
+    t = Trie(logged)
+    t[b"\x01" * 32] = b"x"
+    t.commit()                  # a subclass takes the commit through its write batch, not MemoryDB's own path
+    assert Trie(logged, root=t.hash())[b"\x01" * 32] == b"x"

@@ -1,6 +1,6 @@
-# cython: language_level=3, boundscheck=True, wraparound=True, cdivision=False
-# (Python's indexing and division rules, which this module's Python code is written for; its one hot path,
-# bulk_write, indexes nothing.)
+# cython: language_level=3, boundscheck=True, wraparound=True, cdivision=False, annotation_typing=False
+# (Python's rules, which this module's Python code is written for: indexing, division, and annotations that are
+# hints, not checks (prefix_range takes any bytes-like); its one hot path, bulk_write, indexes nothing.)
 """The node-database protocol and the in-memory implementation.
 
 Compiled so that the trie committer writes a commit's nodes in C through :meth:`MemoryDB.bulk_write`, declared in
