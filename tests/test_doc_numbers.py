@@ -180,3 +180,39 @@ def test_every_ratio_against_the_peers_is_its_rows_two_times_divided():
             assert abs(m / g - r) <= 0.006 + r * 0.06, line
             checked += 1
     assert checked >= 40
+
+
+def _range(text):
+    """(low, high) of "0.98 to 0.99" or "0.98"."""
+    values = [float(v) for v in text.split(" to ")]
+    return values[0], values[-1]
+
+
+def test_the_floors_beside_the_peers_are_their_figures_divided():
+    """Each floor the notes set beside a case over 0.3 times Go, as a share of Go's time, is the floor divided by
+    Go's time in the table (the floors themselves come from scripts/peer_floors.py, which the page names)."""
+    text = " ".join(PERFORMANCE.split())
+    geth = _geth_table_rows()
+    assert "`python scripts/peer_floors.py`" in text
+    m = re.search(r"they take ([\d.]+(?: to [\d.]+)?) us here .*?, ([\d.]+(?: to [\d.]+)?) times geth's whole", text)
+    (lo, hi), (rlo, rhi) = _range(m.group(1)), _range(m.group(2))
+    go = geth["VerifyProof"][0] / 1e3
+    assert (round(lo / go, 2), round(hi / go, 2)) == (rlo, rhi)
+    m = re.search(r"one message at a time: ([\d.]+ to [\d.]+) us of the [\d.]+ \(([\d.]+ to [\d.]+) times Go's", text)
+    (lo, hi), (rlo, rhi) = _range(m.group(1)), _range(m.group(2))
+    go = float(re.search(r"\| MerkleVerify \(Proof.Verify\) \| ([\d.]+) us \|", PERFORMANCE).group(1))
+    assert (round(lo / go, 2), round(hi / go, 2)) == (rlo, rhi)
+    m = re.search(r"`dict.get` in the bench's loop takes ([\d.]+ to [\d.]+) us for the 10,000 keys here, "
+                  r"([\d.]+ to [\d.]+) times Go's 10,000 gets, and `tree.get` ([\d.]+ to [\d.]+) us "
+                  r"\(([\d.]+ to [\d.]+) times that floor", text)
+    floor, share, gets, over = (_range(g) for g in m.groups())
+    go = float(re.search(r"\(fast index\) \| ([\d.]+) ms \|", PERFORMANCE).group(1)) * 1e3
+    assert (round(floor[0] / go, 2), round(floor[1] / go, 2)) == share
+    # Each run's gets over its own floor: the range of the ratios lies within what the two ranges allow.
+    assert over[0] >= round(gets[0] / floor[1], 2) and over[1] <= round(gets[1] / floor[0], 2)
+    # docs/iavl.rst and README quote the same run.
+    iavl = " ".join(IAVL.split())
+    floor_us, share_go, gets_us, over_floor = m.groups()
+    assert ("takes %s µs for the 10,000 keys on this machine, %s times Go's, and ``tree.get`` %s µs, %s times that "
+            "floor" % (floor_us, share_go, gets_us, over_floor)) in iavl
+    assert "`dict.get` alone takes %.2f-%.2fx" % share in " ".join(README.split())

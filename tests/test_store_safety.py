@@ -368,26 +368,33 @@ def test_a_killed_removal_resumes_at_the_next_open(tmp_path, kind):
         assert list(store.iterate()) == [] and tree.import_nodes(src.export(1), 7) == root
 
 
-def test_an_import_running_in_this_process_is_not_removed_by_another_open():
-    db = MemoryDB()
-    src, root = _source_root()
+def _import_with_a_look_during_it(db, monkeypatch, look):
+    """Import _source_root's version 1 into db as version 7, in batches of 500 nodes (so that several are written),
+    calling look() at the 3000th node while the import runs. Returns the root."""
     import mpt.iavl.export as export_module
 
-    seen = []
+    src, root = _source_root()
+    monkeypatch.setattr(export_module, "IMPORT_BATCH_SIZE", 500)
 
     def stream():
         for i, node in enumerate(src.export(1)):
             if i == 3000:
-                other = MutableTree(db)     # another tree on the store while the import runs
-                seen.append((other.latest_version, other.available_versions()))
+                look()
             yield node
 
-    old = export_module.IMPORT_BATCH_SIZE
-    export_module.IMPORT_BATCH_SIZE = 500
-    try:
-        assert MutableTree(db).import_nodes(stream(), 7) == root
-    finally:
-        export_module.IMPORT_BATCH_SIZE = old
+    assert MutableTree(db).import_nodes(stream(), 7) == root
+    return root
+
+
+def test_an_import_running_in_this_process_is_not_removed_by_another_open(monkeypatch):
+    db = MemoryDB()
+    seen = []
+
+    def look():
+        other = MutableTree(db)             # another tree on the store while the import runs
+        seen.append((other.latest_version, other.available_versions()))
+
+    _import_with_a_look_during_it(db, monkeypatch, look)
     assert seen == [(0, [])]
     assert MutableTree(db).load() == 7 and db.get(IMPORT_MARKER_KEY) is None
 
@@ -667,27 +674,16 @@ def test_an_abandoned_marker_of_a_live_process_is_removed_where_no_import_can_ru
     assert r.stdout.split() == ["True", "0", "0"]
 
 
-def test_a_load_while_this_process_imports_sees_an_empty_store():
+def test_a_load_while_this_process_imports_sees_an_empty_store(monkeypatch):
     db = MemoryDB()
-    src, root = _source_root()
-    import mpt.iavl.export as export_module
-
     seen = []
 
-    def stream():
-        for i, node in enumerate(src.export(1)):
-            if i == 3000:
-                other = MutableTree(db)
-                seen.append(other.load())
-                seen.append(other)
-            yield node
+    def look():
+        other = MutableTree(db)
+        seen.append(other.load())
+        seen.append(other)
 
-    old = export_module.IMPORT_BATCH_SIZE
-    export_module.IMPORT_BATCH_SIZE = 500
-    try:
-        assert MutableTree(db).import_nodes(stream(), 7) == root
-    finally:
-        export_module.IMPORT_BATCH_SIZE = old
+    root = _import_with_a_look_during_it(db, monkeypatch, look)
     assert seen[0] == 0
     assert seen[1].load() == 7 and seen[1].hash() == root         # the same tree sees the import once it is done
 

@@ -128,10 +128,7 @@ def entry_point(prog, main, argv=None):
     ``python -m mpt`` and ``python -m mpt.bench`` handle Ctrl-C and a closed stdout."""
     try:
         started()           # from here on Ctrl-C raises KeyboardInterrupt, reported below
-        code = main(argv)
-        if not flush_stdout():
-            return EXIT_FAILURE
-        return EXIT_OK if code is None else code
+        return _exit_status(main(argv))
     except SystemExit as e:         # argparse after --help, or a usage error
         if e.code in (0, None) and not flush_stdout():
             return EXIT_FAILURE
@@ -140,11 +137,24 @@ def entry_point(prog, main, argv=None):
         _silence_stdout()
         return EXIT_FAILURE
     except KeyboardInterrupt:
-        try:
-            print("interrupted", file=sys.stderr)
-        except (OSError, ValueError):
-            pass
-        return EXIT_INTERRUPTED
+        return _interrupted()
+
+
+def _exit_status(code):
+    """A command's exit status once its output is out: a closed pipe shows up when stdout is flushed at the
+    latest."""
+    if not flush_stdout():
+        return EXIT_FAILURE
+    return EXIT_OK if code is None else code
+
+
+def _interrupted():
+    """Ctrl-C: one line on stderr (if it is still there) and the shell's status for it."""
+    try:
+        print("interrupted", file=sys.stderr)
+    except (OSError, ValueError):
+        pass
+    return EXIT_INTERRUPTED
 
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -190,19 +200,12 @@ def is_gzip_error(e):
 def run_command(prog, run, args):
     """Call ``run(args)`` and return its exit status, turning every expected exception into one."""
     try:
-        code = run(args)
-        if not flush_stdout():      # a closed pipe shows up here at the latest
-            return EXIT_FAILURE
-        return EXIT_OK if code is None else code
+        return _exit_status(run(args))
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_FAILURE
     except KeyboardInterrupt:
-        try:
-            print("interrupted", file=sys.stderr)
-        except (OSError, ValueError):
-            pass
-        return EXIT_INTERRUPTED
+        return _interrupted()
     except CommandError as e:
         error(prog, e)
         return e.exit_code

@@ -101,6 +101,16 @@ static inline void msg_init(sha_msg *m, unsigned char prefix, size_t prefix_len,
 
 /* Block k (< nblocks) of the padded message: a pointer into the data when the
  * block lies inside it, else m->buf (valid until the next call on m). */
+/* The two padded blocks of the 65-byte message prefix || pair[0..64) (a Merkle inner node) at blocks[0..128),
+ * which the caller zeroed: the lane backends hash many of them side by side. */
+static inline void pair_message_blocks(unsigned char *blocks, unsigned char prefix, const unsigned char *pair)
+{
+    blocks[0] = prefix;
+    memcpy(blocks + 1, pair, 64);
+    blocks[65] = 0x80;
+    store64_be(blocks + 120, 65 * 8);
+}
+
 static inline const unsigned char *msg_block(sha_msg *m, size_t k)
 {
     size_t start = 64 * k, pos = 0, off, n;
@@ -770,12 +780,8 @@ AVX2_TARGET static void avx2_pairs_x8(unsigned char prefix, const unsigned char 
     int x;
 
     memset(blocks, 0, sizeof(blocks));
-    for (x = 0; x < npairs; x++) {
-        blocks[x][0] = prefix;
-        memcpy(blocks[x] + 1, in + 64 * x, 64);
-        blocks[x][65] = 0x80;
-        store64_be(blocks[x] + 120, 65 * 8);
-    }
+    for (x = 0; x < npairs; x++)
+        pair_message_blocks(blocks[x], prefix, in + 64 * x);
     avx2_init(st);
     for (x = 0; x < 8; x++)
         p[x] = blocks[x];
@@ -966,12 +972,8 @@ AVX512_TARGET static void avx512_pairs_x16(unsigned char prefix, const unsigned 
     int x;
 
     memset(blocks, 0, sizeof(blocks));
-    for (x = 0; x < npairs; x++) {
-        blocks[x][0] = prefix;
-        memcpy(blocks[x] + 1, in + 64 * x, 64);
-        blocks[x][65] = 0x80;
-        store64_be(blocks[x] + 120, 65 * 8);
-    }
+    for (x = 0; x < npairs; x++)
+        pair_message_blocks(blocks[x], prefix, in + 64 * x);
     avx512_init(st);
     for (x = 0; x < 16; x++)
         p[x] = blocks[x];

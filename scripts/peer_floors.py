@@ -1,0 +1,82 @@
+"""The floors that docs/performance.md ("Against the peers") sets beside the cases above 0.3 times Go.
+
+    python scripts/peer_floors.py [--repeat 40]
+
+Each floor is the part of a bench case's work that no implementation called from Python avoids, timed alone on
+the case's own inputs (mpt.bench.cases), next to the case itself:
+
+* VerifyProof: the Keccak-256 of the proof's nodes, all at once on the Keccak backend's lanes (and, for
+  comparison, one after another on one lane), before any walking;
+* MerkleVerify: the SHA-256 of its leaf and of each inner node up to the root, one message at a time (each waits
+  for the hash before it);
+* IAVLTree/Get100K/MemoryDB: the bench's loop calling ``dict.get`` of the same keys instead of ``tree.get``.
+
+Best of --repeat runs, in microseconds per operation of the bench case.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import time
+
+from mpt.bench._alloc import keccak_floor
+from mpt.bench.cases import get
+from mpt.core._sha256.binding import sha256_floor
+from mpt.core.runtime import keccak_backend
+
+
+def best(fn, repeat: int) -> float:
+    out = float("inf")
+    for _ in range(repeat):
+        gc.collect()
+        start = time.perf_counter()
+        fn()
+        out = min(out, time.perf_counter() - start)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeat", type=int, default=40, help="runs of each measurement; the best is kept")
+    args = ap.parse_args()
+    calls = 1000
+
+    from mpt import verify_proof
+
+    root, pairs, _ = get("VerifyProof").setup()
+    key, proof = pairs[0]
+    nodes = list(proof)
+    print("VerifyProof: verify_proof %.2f us; the Keccak of its %d nodes on the %s lanes %.2f us, one after "
+          "another on one lane %.2f us" % (
+              best(lambda: [verify_proof(root, key, proof) for _ in range(calls)], args.repeat) / calls * 1e6,
+              len(nodes), keccak_backend(),
+              best(lambda: keccak_floor(nodes, calls, keccak_backend()), args.repeat) / calls * 1e6,
+              best(lambda: keccak_floor(nodes, calls, "scalar"), args.repeat) / calls * 1e6))
+
+    root, pairs = get("MerkleVerify").setup()
+    p, leaf = pairs[0]
+    # The messages of the walk: 0x00 || leaf, then 0x01 || left || right per aunt (their contents do not change
+    # the cost of hashing them).
+    messages = [b"\x00" + bytes(leaf)] + [b"\x01" + os.urandom(64) for _ in p.aunts]
+    print("MerkleVerify: Proof.verify %.2f us; its %d SHA-256 messages one at a time %.2f us" % (
+        best(lambda: [p.verify(root, leaf) for _ in range(calls)], args.repeat) / calls * 1e6, len(messages),
+        best(lambda: sha256_floor(messages, calls, False), args.repeat) / calls * 1e6))
+
+    case = get("IAVLTree/Get100K/MemoryDB")
+    tree, keys = case.setup()
+    case.op((tree, keys))                                   # the fast-node cache filled, as in the bench
+    values = {k: tree.get(k) for k in keys}
+
+    def floor_op():
+        call = values.get                                   # the bench's loop (registry.each_key), on a dict
+        for k in keys:
+            call(k)
+
+    print("IAVLTree/Get100K/MemoryDB: %d gets %.0f us; the same loop calling dict.get %.0f us" % (
+        len(keys), best(lambda: case.op((tree, keys)), args.repeat) * 1e6, best(floor_op, args.repeat) * 1e6))
+
+
+if __name__ == "__main__":
+    main()
