@@ -9,8 +9,7 @@ cdef class Proof:
         readonly int64_t total          # number of leaves of the tree
         readonly int64_t index          # position of the proven leaf
         readonly bytes leaf_hash        # sha256(0x00 || leaf)
-        readonly tuple aunts            # sibling hashes, leaf level first
-        bytes _aunts_joined             # the aunts back to back, for the C walk
+        readonly tuple aunts            # sibling hashes (32-byte bytes), leaf level first
 
     @staticmethod
     cdef Proof new(int64_t total, int64_t index, bytes leaf_hash, tuple aunts)

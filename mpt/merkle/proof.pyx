@@ -9,7 +9,9 @@ hashes from the leaf's sibling up to the root's child). Anything CometBFT refuse
 
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.tuple cimport PyTuple_GET_SIZE
+from cpython.list cimport PyList_GET_ITEM
+from cpython.ref cimport Py_INCREF, PyObject
+from cpython.tuple cimport PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcmp, memcpy
 
@@ -34,6 +36,14 @@ MAX_AUNTS = MAX_AUNTS_LIMIT
 
 cdef int64_t _INT64_MAX = 0x7FFFFFFFFFFFFFFF
 
+cdef extern from *:
+    """
+    #define MPT_TUPLE_ITEMS(t) (((PyTupleObject *)(t))->ob_item)
+    #define MPT_BYTES_DATA(b) ((const unsigned char *)PyBytes_AS_STRING(b))
+    """
+    PyObject** _tuple_items "MPT_TUPLE_ITEMS"(tuple t) noexcept
+    const unsigned char* _bytes_data "MPT_BYTES_DATA"(PyObject* b) noexcept nogil
+
 cdef enum _RootError:
     _OK = 0
     _BAD_INDEX_TOTAL = 1
@@ -42,9 +52,10 @@ cdef enum _RootError:
 
 
 cdef _RootError _root_from_aunts(int64_t index, int64_t total, const unsigned char* leaf,
-                                 const unsigned char* aunts, int n_aunts, unsigned char* out) noexcept nogil:
+                                 PyObject** aunts, int n_aunts, unsigned char* out) noexcept nogil:
     """CometBFT computeHashFromAunts, iteratively: walk the splits from the top to learn on which side the leaf
-    is at each level (the top split uses the last aunt), then hash from the leaf up."""
+    is at each level (the top split uses the last aunt), then hash from the leaf up. aunts are the items of a
+    tuple of 32-byte bytes objects (read without the GIL: the caller holds the tuple)."""
     cdef unsigned char sides[MAX_AUNTS_LIMIT]
     cdef unsigned char pair[64]
     cdef int depth = 0, d
@@ -70,9 +81,9 @@ cdef _RootError _root_from_aunts(int64_t index, int64_t total, const unsigned ch
         # Level d (from the top) used aunt n_aunts - 1 - d.
         if sides[d] == 0:
             memcpy(pair, out, HASH_LEN)
-            memcpy(pair + HASH_LEN, aunts + HASH_LEN * (n_aunts - 1 - d), HASH_LEN)
+            memcpy(pair + HASH_LEN, _bytes_data(aunts[n_aunts - 1 - d]), HASH_LEN)
         else:
-            memcpy(pair, aunts + HASH_LEN * (n_aunts - 1 - d), HASH_LEN)
+            memcpy(pair, _bytes_data(aunts[n_aunts - 1 - d]), HASH_LEN)
             memcpy(pair + HASH_LEN, out, HASH_LEN)
         mpt_sha256_pairs(INNER_PREFIX, pair, 1, out)
     return _OK
@@ -112,7 +123,6 @@ cdef class Proof:
         self.index = i
         self.leaf_hash = h
         self.aunts = tuple(checked)
-        self._aunts_joined = b"".join(checked)
 
     @staticmethod
     cdef Proof new(int64_t total, int64_t index, bytes leaf_hash, tuple aunts):
@@ -122,15 +132,13 @@ cdef class Proof:
         p.index = index
         p.leaf_hash = leaf_hash
         p.aunts = aunts
-        p._aunts_joined = b"".join(aunts)
         return p
 
     cdef int _root_into(self, unsigned char* out) except -1:
         """The root this proof leads to into out[0:32]; ProofError if index/total are out of range or the number
         of aunts does not match the leaf's depth."""
         cdef _RootError err = _root_from_aunts(self.index, self.total, <const unsigned char*>PyBytes_AS_STRING(
-            self.leaf_hash), <const unsigned char*>PyBytes_AS_STRING(self._aunts_joined),
-            <int>PyTuple_GET_SIZE(self.aunts), out)
+            self.leaf_hash), _tuple_items(self.aunts), <int>PyTuple_GET_SIZE(self.aunts), out)
         if err == _OK:
             return 0
         if err == _BAD_INDEX_TOTAL:
@@ -226,18 +234,26 @@ cdef class Proof:
         return (Proof, (self.total, self.index, self.leaf_hash, self.aunts))
 
 
-cdef tuple _aunts_of(const unsigned char* hashes, const size_t* offsets, const size_t* counts, int levels,
-                     size_t index):
-    cdef list aunts = []
+cdef tuple _aunts_of(list nodes, const size_t* offsets, const size_t* counts, int levels, size_t index):
+    """The aunts of leaf `index`, taken from nodes (a bytes object per tree node, level by level)."""
+    cdef Py_ssize_t n_aunts = 0, k = 0
     cdef int level
-    cdef size_t i = index, sibling
+    cdef size_t i = index
     for level in range(levels - 1):
-        sibling = i ^ 1
-        if sibling < counts[level]:
-            aunts.append(PyBytes_FromStringAndSize(<const char*>hashes + HASH_LEN * (offsets[level] + sibling),
-                                                   HASH_LEN))
+        if (i ^ 1) < counts[level]:
+            n_aunts += 1
         i >>= 1
-    return tuple(aunts)
+    cdef tuple aunts = PyTuple_New(n_aunts)
+    cdef object aunt
+    i = index
+    for level in range(levels - 1):
+        if (i ^ 1) < counts[level]:
+            aunt = <object>PyList_GET_ITEM(nodes, <Py_ssize_t>(offsets[level] + (i ^ 1)))
+            Py_INCREF(aunt)
+            PyTuple_SET_ITEM(aunts, k, aunt)
+            k += 1
+        i >>= 1
+    return aunts
 
 
 cdef tuple proofs_of(items, Py_ssize_t only):
@@ -247,8 +263,10 @@ cdef tuple proofs_of(items, Py_ssize_t only):
     cdef size_t counts[66]
     cdef int levels
     cdef Scratch s = leaf_hashes(items, True, False, &n)
-    cdef size_t i
+    cdef size_t i, total
+    cdef int level
     cdef bytes root_hash
+    cdef list nodes
     try:
         if only >= 0 and <size_t>only >= n:
             raise IndexError(f"proof index {only} out of range for {n} items")
@@ -261,13 +279,29 @@ cdef tuple proofs_of(items, Py_ssize_t only):
             levels = all_levels(s.hashes, n, offsets, counts)
         root_hash = PyBytes_FromStringAndSize(<char*>s.hashes + HASH_LEN * offsets[levels - 1], HASH_LEN)
         if only >= 0:
-            return root_hash, [Proof.new(n, only,
-                                          PyBytes_FromStringAndSize(<char*>s.hashes + HASH_LEN * only, HASH_LEN),
-                                          _aunts_of(s.hashes, offsets, counts, levels, only))]
-        return root_hash, [Proof.new(n, i, PyBytes_FromStringAndSize(<char*>s.hashes + HASH_LEN * i, HASH_LEN),
-                                      _aunts_of(s.hashes, offsets, counts, levels, i)) for i in range(n)]
+            # One proof: only its leaf hash and aunts become objects.
+            nodes = [None] * <Py_ssize_t>offsets[levels - 1]
+            i = <size_t>only
+            for level in range(levels - 1):
+                if (i ^ 1) < counts[level]:
+                    nodes[offsets[level] + (i ^ 1)] = _node_bytes(s.hashes, offsets[level] + (i ^ 1))
+                i >>= 1
+            return root_hash, [Proof.new(n, only, _node_bytes(s.hashes, only),
+                                         _aunts_of(nodes, offsets, counts, levels, only))]
+        # Every node below the root is an aunt of all the leaves under its sibling: one bytes object per node,
+        # shared by the proofs (1K leaves: about 2,000 objects instead of about 11,000).
+        total = offsets[levels - 1]         # the nodes below the root (none for one leaf: it is the root)
+        if total == 0:
+            return root_hash, [Proof.new(n, 0, root_hash, ())]
+        nodes = [_node_bytes(s.hashes, i) for i in range(total)]
+        return root_hash, [Proof.new(n, i, <bytes>PyList_GET_ITEM(nodes, <Py_ssize_t>i),
+                                     _aunts_of(nodes, offsets, counts, levels, i)) for i in range(n)]
     finally:
         give_scratch(s)
+
+
+cdef inline bytes _node_bytes(const unsigned char* hashes, size_t i):
+    return PyBytes_FromStringAndSize(<const char*>hashes + HASH_LEN * i, HASH_LEN)
 
 
 def proofs(items):
