@@ -1,6 +1,6 @@
 /*
  * Cycles per 64-byte block of each SHA-256 compression path of
- * mpt/_sha256/sha256.c, measured with RDTSC (the minimum over many runs, which
+ * mpt/core/_sha256/sha256.c, measured with RDTSC (the minimum over many runs, which
  * a busy machine disturbs far less than a mean; RDTSC counts reference cycles,
  * so compare paths within one run, not across machines).
  *
@@ -9,7 +9,7 @@
  * The library file is included whole, so its static functions (the 2-, 3- and
  * 4-way SHA-NI interleaves) can be timed one by one.
  */
-#include "../mpt/_sha256/sha256.c"
+#include "../mpt/core/_sha256/sha256.c"
 
 #include <stdio.h>
 #include <x86intrin.h>

@@ -191,6 +191,20 @@ def test_every_proof_of_every_index_up_to_64(sha256_backend):
             assert merkle.proof(leaves, i) == p
 
 
+def test_recursive_walk_matches_the_reference(sha256_backend):
+    """root_recursive keeps up to four subtrees in flight: every shape of split, from one leaf to past 2^12, gives
+    the reference root (and the level-by-level root)."""
+    from mpt.merkle.tree import root_recursive
+
+    rng = random.Random(7)
+    sizes = list(range(0, 70)) + [127, 128, 129, 255, 256, 257, 1000, 1023, 1025, 4095, 4097, 5000]
+    for n in sizes:
+        leaves = random_leaves(rng, n, max_len=40)
+        want = ref.root(leaves)
+        assert root_recursive(leaves) == want, n
+        assert merkle.root(leaves) == want, n
+
+
 def test_large_proofs_match_reference():
     rng = random.Random(5)
     leaves = random_leaves(rng, 3000, max_len=40)
