@@ -32,6 +32,19 @@ def test_commit_stores_exactly_the_reference_nodes():
     assert len(t.database) == len(expected)
 
 
+def test_large_commit_stores_exactly_the_reference_nodes():
+    # Past its first 16,384 nodes a commit prefetches what it walks next (committer.pyx PREFETCH_FROM): the nodes
+    # written after that point are the reference nodes all the same.
+    t, model = filled(20000, seed=3)
+    root = t.commit()
+    assert root == trie_root(model)
+    expected = {(e.path, e.encoding) for e in node_encodings(model) if e.hashed}
+    assert len(expected) > 16384 * 1.2
+    got = {(path, blob) for path, (_, blob) in t.last_commit.nodes.items()}
+    assert got == expected
+    assert len(t.database) == len(expected)
+
+
 def test_reopen_and_read_everything():
     db = MemoryDB()
     t, model = filled(300, db)

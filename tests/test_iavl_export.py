@@ -171,6 +171,28 @@ def test_round_trip_random_tree(fmt):
     assert target.save_version() == source.save_version()
 
 
+def test_legacy_versions_written_into_an_empty_memorydb_are_seen():
+    """A NodeDB on an empty MemoryDB knows it holds no legacy version without scanning; a legacy save or a legacy
+    import makes one, and the same NodeDB then sees it (the prune that follows deletes it, as Go's would)."""
+    source = MutableTree()
+    source.set(b"a", b"1")
+    source.set(b"b", b"2")
+    source.save_version()
+    imported = MutableTree(MemoryDB(), format="legacy")
+    assert imported.ndb.legacy_latest_version() == -1
+    imported.import_nodes(list(source.export()), 3)
+    assert imported.ndb.legacy_latest_version() == 3
+    assert imported.available_versions() == [3]
+    saved = MutableTree(MemoryDB(), format="legacy")
+    assert saved.ndb.legacy_latest_version() == -1
+    saved.set(b"a", b"1")
+    saved.save_version()
+    saved.set(b"a", b"2")
+    saved.save_version()
+    assert saved.ndb.legacy_latest_version() == 2
+    assert saved.available_versions() == [1, 2]
+
+
 def test_import_older_root_refers_from_the_import_version():
     source = MutableTree()
     source.set(b"a", b"1")

@@ -33,8 +33,8 @@ from cpython.ref cimport PyObject
 
 from mpt.core._keccak.keccak cimport mpt_keccak256, mpt_keccak256_many
 from mpt.ethereum.node cimport (FullNode, Node, ShortNode, ValueNode, check_filled, full_node_slots, node_has_hash,
-                                node_hash_value, node_publish_hash, short_node_key, short_node_leaf_value,
-                                short_node_val, value_node_bytes)
+                                node_hash_value, node_publish_hash, prefetch_below, prefetch_line, prefetch_object,
+                                short_node_key, short_node_leaf_value, short_node_val, value_node_bytes)
 from mpt.ethereum.encoding cimport compact_size, write_compact
 from mpt.core.rlp cimport MAX_HEADER_SIZE, WriteBuffer, header_size, put_header, put_string, string_size
 from mpt.core.runtime cimport hash_threads, keccak_backend_by_name, keccak_backend_number, mark_openmp_used
@@ -65,38 +65,12 @@ cdef enum:
     RUN_BAD_TYPE = 2
 
 
-cdef extern from *:
-    """
-    #if defined(__GNUC__) || defined(__clang__)
-    #define MPT_PREFETCH(p) __builtin_prefetch((const void *)(p))
-    #else
-    #define MPT_PREFETCH(p) ((void)(p))
-    #endif
-    """
-    void MPT_PREFETCH(const void *p) noexcept nogil
-
-
-cdef inline void _prefetch_object(const void *p) noexcept nogil:
-    # Every cache line of an object of up to 144 bytes. pymalloc aligns objects to 16 bytes, not to lines, so
-    # such an object spans three lines whenever it starts late in one: a ShortNode (88 bytes: its key, val and
-    # leaf_value pointers at 64, 72 and 80) at offset 48 has leaf_value in its third line; a 32-byte key's
-    # nibbles (98 bytes as bytes) and an account value (about 110) from offset 32 on. Asked for two lines, the
-    # pass took the third as a serial miss on a large part of the leaves (measured: docs/contributing/
-    # performance_notes.md). The extra prefetch of a line the object does not reach costs one instruction.
-    MPT_PREFETCH(p)
-    MPT_PREFETCH(<const char *>p + 64)
-    MPT_PREFETCH(<const char *>p + 128)
-
-
-# Large tries are bound by memory latency, not by keccak: every node, key and value is a separate object
-# somewhere in the heap. Before walking a branch's children we ask for them (and what they point to) all at once,
-# so that their cache misses overlap instead of queueing one by one.
 cdef inline void _prefetch_children(FullNode fn) noexcept:
     # Ask for all children at once so their cache misses overlap instead of queueing one by one.
     cdef int j
     for j in range(16):
         if fn.slots[j] != NULL:
-            MPT_PREFETCH(fn.slots[j])
+            prefetch_line(fn.slots[j])
 
 
 def keccak256_many(messages, str backend=None):
@@ -429,52 +403,19 @@ cdef Py_ssize_t _visit_full(HashPass *p, PyObject *n, int *height) noexcept nogi
     cdef int heights[16]
     cdef Py_ssize_t ref[16]               # -2: pending (a hole), -1: hashed (a reference), else embedded payload
     cdef Py_ssize_t hole_at[16]
-    cdef PyObject **gs
     cdef PyObject *c
-    cdef PyObject *g
     cdef PyObject *v
     cdef Py_ssize_t payload, start, o, e
     cdef uint8_t *out
-    cdef int cnt = 0, i, j, k, h = 0, prev
+    cdef int cnt = 0, i, j, h = 0, prev
     for i in range(16):
         c = slots[i]
         if c != NULL:
-            _prefetch_object(c)
+            prefetch_object(c)
             idx[cnt] = i
             kids[cnt] = c
             cnt += 1
-    # Three prefetch rounds instead of one chain of misses per child, each round waiting for about one miss while
-    # the others arrive alongside: (1, above) the children; (2) what each points to: a leaf's key and value bytes
-    # (ShortNode.leaf_value: the ValueNode is never read), a branch's other lines and children; (3) the keys and
-    # value bytes of the leaves one level down. Going two levels down lets a branch above the bottom one (at 100K
-    # accounts: about 16 children and 24 leaves below them) overlap all its leaves' misses, where a bottom branch
-    # alone has 1-3 leaves to overlap. Skipping the ValueNode took one round and one dependent miss per leaf
-    # away (both measured: docs/contributing/performance_notes.md).
-    for j in range(cnt):
-        c = kids[j]
-        if node_has_hash(c):
-            continue
-        if _type_of(c) is _SHORT:
-            _prefetch_object(short_node_key(c))
-            v = short_node_leaf_value(c)
-            _prefetch_object(v if v != NULL else short_node_val(c))
-        elif _type_of(c) is _FULL:
-            MPT_PREFETCH(<const char *>c + 128)
-            MPT_PREFETCH(<const char *>c + 192)
-            gs = full_node_slots(c)
-            for k in range(16):
-                if gs[k] != NULL:
-                    _prefetch_object(gs[k])
-    for j in range(cnt):
-        c = kids[j]
-        if _type_of(c) is _FULL and not node_has_hash(c):
-            gs = full_node_slots(c)
-            for k in range(16):
-                g = gs[k]
-                if g != NULL and _type_of(g) is _SHORT and not node_has_hash(g):
-                    _prefetch_object(short_node_key(g))
-                    v = short_node_leaf_value(g)
-                    _prefetch_object(v if v != NULL else short_node_val(g))
+    prefetch_below(kids, cnt, False)
     for j in range(cnt):
         entry_of[j] = -1
         c = kids[j]

@@ -457,7 +457,7 @@ cdef Node _build(_ImportWriter writer, nodes, int64_t v):
             del lows[n - 2:]
         # Go: nonces[version]++, nonce = nonces[version] + 1 (nonce 1 is kept for the root).
         count = nonces.next(en.version)
-        if count >= 0xFFFFFFFF:
+        if count >= <int64_t>0xFFFFFFFF:
             _position_error(position, en, "more nodes of one version than a uint32 nonce can number")
         if not legacy:
             node.nonce = <uint32_t>(count + 1)

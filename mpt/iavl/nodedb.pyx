@@ -375,7 +375,7 @@ cdef bytes _child_key(const uint8_t *p, Py_ssize_t *pos, Py_ssize_t n, bint by_h
     if at < 0 or version < 0:
         return None
     at = _skip_varint(p, at, n, &nonce)
-    if at < 0 or nonce < 0 or nonce > 0xFFFFFFFF:
+    if at < 0 or nonce < 0 or nonce > <int64_t>0xFFFFFFFF:
         return None
     pos[0] = at
     return _node_record_key(version, <uint32_t>nonce)
@@ -587,6 +587,10 @@ cdef class NodeDB:
         self._state = (<object>db).state if isinstance(db, PersistentStore) else None
         self._latest = -1
         self._legacy_latest = 0
+        if self._dict is not None and not self._dict:
+            # An empty MemoryDB holds no legacy version, and only a legacy save of this NodeDB makes one (it resets
+            # the cache): no scan of the whole dict when a prune first asks (Go's is one seek).
+            self._legacy_latest = -1
         self.check_open()
         raw = self._read_key(STORAGE_VERSION_KEY)
         self.storage_version = DEFAULT_STORAGE_VERSION if raw is None else (<bytes>raw).decode("latin-1")
@@ -876,7 +880,10 @@ cdef class NodeDB:
                 self._interrupted_import(marker)
 
     def set_latest_version(self, int64_t version):
+        """The latest version is ``version``, which someone else wrote (an import): the latest legacy version is
+        looked up again when asked (a legacy import writes an ``r`` root record)."""
         self._latest = version
+        self._legacy_latest = 0
 
     def legacy_latest_version(self):
         """The latest legacy (``r``) version, -1 if there is none."""

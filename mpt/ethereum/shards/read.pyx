@@ -203,7 +203,7 @@ cdef class _Readers:
                                 % (index, type(item).__name__)) from None
             key = _pair_bytes(k, "key", index)
             value = _pair_bytes(v, "value", index)
-        if <size_t>PyBytes_GET_SIZE(key) > 0xffffffff or <size_t>PyBytes_GET_SIZE(value) > 0xffffffff:
+        if <size_t>PyBytes_GET_SIZE(key) > <size_t>0xffffffff or <size_t>PyBytes_GET_SIZE(value) > <size_t>0xffffffff:
             raise ValueError("pair %d: keys and values are limited to 4 GiB" % index)
         if append_record(arenas, self.part.k, self.part.nshards, <const uint8_t *>PyBytes_AS_STRING(key),
                          <size_t>PyBytes_GET_SIZE(key), <const uint8_t *>PyBytes_AS_STRING(value),
