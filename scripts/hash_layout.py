@@ -9,7 +9,9 @@ is random against the key order hash() walks in), inserted in key order (nodes a
 visits them, values where make_accounts left them), and inserted in key order with each value copied just
 before its insert (values in that order too). Every layout gives the same root; only the addresses differ.
 Prints the median hash() time of each over --repeat fresh tries, and its ratio to the time Keccak alone needs
-for the same encodings on the same backend (the bench's keccak ratio).
+for the same encodings on the same backend (the bench's keccak ratio); beside it, the median time of walking
+the same fresh trie as hash() walks it, with its prefetching, reading every leaf's key and value and doing
+nothing else (mpt.bench._alloc.walk_floor): what reaching the nodes costs before any encoding or hashing.
 """
 import argparse
 import gc
@@ -24,15 +26,21 @@ from mpt.core.runtime import set_keccak_backend
 
 
 def hash_time(pairs, repeat):
+    """(root, median hash() time, median walk time), each on its own fresh trie."""
     keys, values = [k for k, _ in pairs], [v for _, v in pairs]
-    times = []
+    times, walks = [], []
     for _ in range(repeat):
         t = _filled_trie(keys, values)
         gc.collect()
         t0 = time.perf_counter()
         root = t.hash()
         times.append(time.perf_counter() - t0)
-    return root, statistics.median(times)
+        t = _filled_trie(keys, values)
+        gc.collect()
+        t0 = time.perf_counter()
+        _alloc.walk_floor(t.root_node)
+        walks.append(time.perf_counter() - t0)
+    return root, statistics.median(times), statistics.median(walks)
 
 
 def main(argv=None):
@@ -60,9 +68,10 @@ def main(argv=None):
     print("%d accounts, %s Keccak alone on the same encodings: %.2f ms" % (args.n, args.backend, floor * 1e3))
     roots = set()
     for name, layout in layouts:
-        root, seconds = hash_time(layout, args.repeat)
+        root, seconds, walk = hash_time(layout, args.repeat)
         roots.add(root)
-        print("%-42s %8.2f ms   keccak ratio %.2f" % (name, seconds * 1e3, seconds / floor))
+        print("%-42s %8.2f ms   keccak ratio %.2f   walk alone %.2f ms (%.2f of Keccak)" % (
+            name, seconds * 1e3, seconds / floor, walk * 1e3, walk / floor))
     if len(roots) != 1:
         sys.exit("layouts gave different roots: %s" % sorted(r.hex() for r in roots))
 

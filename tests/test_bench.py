@@ -4,6 +4,7 @@ Everything here runs tiny cases with two short samples: the numbers are not look
 """
 import io
 import json
+import random
 import re
 import subprocess
 import sys
@@ -503,6 +504,36 @@ def test_keccak_floor():
     with pytest.raises(TypeError):
         _alloc.keccak_floor(["not bytes"])
     assert _alloc.keccak_floor(blobs, 0) == b""
+
+
+def test_walk_floor_reads_every_leaf_of_the_unhashed_nodes():
+    from mpt import Trie
+    from mpt.ethereum.node import FullNode, ShortNode, ValueNode
+
+    def touched(b):
+        return b[0] + b[len(b) // 2] + b[-1] if b else 0
+
+    def expected(n):
+        # What the walk reads: each leaf's key nibbles and value; 1 per branch value slot; hashed nodes skipped.
+        if isinstance(n, FullNode):
+            return sum(expected(c) for c in n.children[:16] if c is not None and c.hash is None) + (
+                n.children[16] is not None)
+        if isinstance(n, ShortNode):
+            if isinstance(n.val, ValueNode):
+                return touched(n.key) + touched(n.val.value)
+            return touched(n.key) + (expected(n.val) if n.val.hash is None else 0)
+        return 0
+
+    rng = random.Random(5)
+    t = Trie()
+    for _ in range(300):
+        t[rng.randbytes(rng.choice([3, 32]))] = rng.randbytes(rng.choice([1, 40, 120]))
+    want = expected(t.root_node)
+    assert want > 0 and _alloc.walk_floor(t.root_node) == want
+    t.hash()                            # now only the nodes embedded in their parents are left to walk
+    assert _alloc.walk_floor(t.root_node) == expected(t.root_node) < want
+    with pytest.raises(TypeError):
+        _alloc.walk_floor(b"not a node")
 
 
 # ------------------------------------------------------------------------------------------------ merkle

@@ -19,13 +19,20 @@ Use the context manager, which restores the allocators even when the block raise
 
 **Keccak floor.** :func:`keccak_floor` hashes a list of byte strings with our C Keccak in a C loop without the
 GIL, the cost Keccak alone sets for a workload (``python -m mpt.bench`` reports ``hash() time / floor``).
+
+**Walk floor.** :func:`walk_floor` reads what the hashing pass reads of a fresh trie, in its order and with its
+prefetching, and nothing else: the cost of reaching the nodes, keys and values before any encoding or hashing
+(scripts/hash_layout.py prints it beside the hash and the Keccak).
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
-from libc.stdint cimport uint8_t
+from libc.stdint cimport uint8_t, uint64_t
 
 from libc.string cimport memcpy
 
+from cpython.ref cimport PyObject
+from mpt.ethereum.node cimport (FullNode, Node, ShortNode, full_node_slots, node_has_hash, prefetch_below,
+                                prefetch_object, short_node_key, short_node_leaf_value, short_node_val)
 from mpt.core._keccak.keccak cimport (
     MPT_KECCAK_BACKENDS,
     MPT_KECCAK_SCALAR,
@@ -266,3 +273,74 @@ def keccak_floor(blobs, Py_ssize_t repeat=1, str backend="scalar"):
     if repeat == 0:
         return b""
     return PyBytes_FromStringAndSize(<char *>out, 32)
+
+
+cdef extern from *:
+    """
+    #define MPT_WALK_TYPE(p) ((void *)Py_TYPE(p))
+    #define MPT_WALK_BYTES(p) ((const uint8_t *)PyBytes_AS_STRING(p))
+    #define MPT_WALK_SIZE(p) PyBytes_GET_SIZE(p)
+    """
+    void *_walk_type "MPT_WALK_TYPE"(PyObject *n) noexcept nogil
+    const uint8_t *_walk_bytes "MPT_WALK_BYTES"(PyObject *b) noexcept nogil
+    Py_ssize_t _walk_size "MPT_WALK_SIZE"(PyObject *b) noexcept nogil
+
+
+cdef void *_WALK_FULL = <void *>FullNode
+cdef void *_WALK_SHORT = <void *>ShortNode
+
+
+cdef inline uint64_t _touch(PyObject *b) noexcept nogil:
+    # The first, middle and last byte of a bytes object: each of the (up to three) cache lines an encoder reads.
+    cdef Py_ssize_t n = _walk_size(b)
+    cdef const uint8_t *d = _walk_bytes(b)
+    return (<uint64_t>d[0] + d[n >> 1] + d[n - 1]) if n > 0 else 0
+
+
+cdef uint64_t _walk(PyObject *n) noexcept nogil:
+    """The hashing pass's visit (hasher.pyx _pass_visit) without encoding: children gathered and prefetched, the
+    same two further prefetch rounds, then each child walked; a leaf's key and value bytes read. Hashed nodes are
+    skipped, as the pass skips them."""
+    cdef PyObject *kids[16]
+    cdef PyObject **slots
+    cdef PyObject *c
+    cdef PyObject *v
+    cdef int i, count = 0
+    cdef uint64_t acc = 0
+    if _walk_type(n) is _WALK_FULL:
+        slots = full_node_slots(n)
+        for i in range(16):
+            c = slots[i]
+            if c != NULL:
+                prefetch_object(c)
+                kids[count] = c
+                count += 1
+        prefetch_below(kids, count, False)
+        for i in range(count):
+            if not node_has_hash(kids[i]):
+                acc += _walk(kids[i])
+        if slots[16] != NULL:
+            acc += 1
+    elif _walk_type(n) is _WALK_SHORT:
+        acc += _touch(short_node_key(n))
+        v = short_node_leaf_value(n)
+        if v != NULL:
+            acc += _touch(v)
+        else:
+            c = short_node_val(n)
+            if not node_has_hash(c):
+                acc += _walk(c)
+    return acc
+
+
+def walk_floor(root):
+    """Walk the nodes under ``root`` (a trie's ``root_node``) as the hashing pass does, reading each leaf's key
+    and value, without encoding or hashing: time it on a fresh trie for the cost of reaching the nodes alone.
+    Returns a checksum of the bytes read, so the work is observable."""
+    if not isinstance(root, Node):
+        raise TypeError("walk_floor takes a trie node, not %s" % type(root).__name__)
+    cdef PyObject *r = <PyObject *>root
+    cdef uint64_t acc
+    with nogil:
+        acc = _walk(r)
+    return acc
