@@ -12,6 +12,9 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.list cimport PyList_GET_ITEM
 from cpython.ref cimport Py_INCREF, PyObject
 from cpython.tuple cimport PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
+
+cdef extern from "Python.h":
+    void PyObject_GC_UnTrack(object o)
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcmp, memcpy
 
@@ -100,6 +103,7 @@ cdef int64_t _as_int64(value, str what) except? -1:
 
 
 @cython.final
+@cython.no_gc          # see proof.pxd
 cdef class Proof:
     """Merkle inclusion proof of one leaf (CometBFT ``merkle.Proof``).
 
@@ -253,6 +257,7 @@ cdef tuple _aunts_of(list nodes, const size_t* offsets, const size_t* counts, in
             PyTuple_SET_ITEM(aunts, k, aunt)
             k += 1
         i >>= 1
+    PyObject_GC_UnTrack(aunts)          # bytes only: no cycle through it (CPython untracks such tuples lazily)
     return aunts
 
 
