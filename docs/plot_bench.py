@@ -69,39 +69,39 @@ MS = 1e6
 SIDE_BY_SIDE_RUN = "2-vCPU AMD EPYC (Zen 4), 2026-12-05"
 GETH: Dict[str, Tuple[float, float, Optional[float], Optional[float]]] = {
     name: (ns, ns, None, None) for name, ns in {
-        "HashFixedSize/10": 16.5 * US, "HashFixedSize/100": 101 * US, "HashFixedSize/1K": 904 * US,
-        "HashFixedSize/10K": 10.4 * MS, "HashFixedSize/100K": 139 * MS,
-        "CommitAfterHashFixedSize/10": 10.9 * US, "CommitAfterHashFixedSize/100": 42.4 * US,
-        "CommitAfterHashFixedSize/1K": 752 * US, "CommitAfterHashFixedSize/10K": 11.5 * MS,
-        "CommitAfterHashFixedSize/100K": 218 * MS,
-        "DeriveSha200/std_trie": 208 * US, "DeriveSha200/stack_trie": 171 * US,
-        "Insert100K": 28.9 * MS, "Prove": 5.5 * US, "VerifyProof": 2.5 * US,
-        "VerifyRangeProof10": 19.8 * US, "VerifyRangeProof100": 64.5 * US, "VerifyRangeProof1000": 1.06 * MS,
-        "VerifyRangeProof5000": 5.63 * MS,
-        "VerifyRangeNoProof10": 108 * US, "VerifyRangeNoProof500": 448 * US, "VerifyRangeNoProof1000": 855 * US,
+        "HashFixedSize/10": 16.4 * US, "HashFixedSize/100": 95.5 * US, "HashFixedSize/1K": 904 * US,
+        "HashFixedSize/10K": 9.28 * MS, "HashFixedSize/100K": 135 * MS,
+        "CommitAfterHashFixedSize/10": 10.7 * US, "CommitAfterHashFixedSize/100": 39.2 * US,
+        "CommitAfterHashFixedSize/1K": 707 * US, "CommitAfterHashFixedSize/10K": 10.3 * MS,
+        "CommitAfterHashFixedSize/100K": 205 * MS,
+        "DeriveSha200/std_trie": 205 * US, "DeriveSha200/stack_trie": 168 * US,
+        "Insert100K": 29.3 * MS, "Prove": 5.6 * US, "VerifyProof": 2.5 * US,
+        "VerifyRangeProof10": 19.9 * US, "VerifyRangeProof100": 62.4 * US, "VerifyRangeProof1000": 1.02 * MS,
+        "VerifyRangeProof5000": 5.39 * MS,
+        "VerifyRangeNoProof10": 107 * US, "VerifyRangeNoProof500": 435 * US, "VerifyRangeNoProof1000": 849 * US,
     }.items()
 }
 # mpt's medians of that same side-by-side run (--hash-threads 1, Keccak backend avx512).
 MPT_SIDE_BY_SIDE: Dict[str, float] = {
-    "HashFixedSize/10": 3.8 * US, "HashFixedSize/100": 14.6 * US, "HashFixedSize/1K": 138 * US,
-    "HashFixedSize/10K": 1.89 * MS, "HashFixedSize/100K": 20.6 * MS,
-    "CommitAfterHashFixedSize/10": 2.3 * US, "CommitAfterHashFixedSize/100": 10.4 * US,
-    "CommitAfterHashFixedSize/1K": 132 * US, "CommitAfterHashFixedSize/10K": 1.96 * MS,
-    "CommitAfterHashFixedSize/100K": 79.6 * MS,
-    "DeriveSha200/std_trie": 39.4 * US, "DeriveSha200/stack_trie": 24.9 * US,
-    "Insert100K": 6.44 * MS, "Prove": 0.7 * US, "VerifyProof": 1.3 * US,
-    "VerifyRangeProof10": 5.9 * US, "VerifyRangeProof100": 18.0 * US, "VerifyRangeProof1000": 223 * US,
-    "VerifyRangeProof5000": 1.55 * MS,
-    "VerifyRangeNoProof10": 21.8 * US, "VerifyRangeNoProof500": 70.3 * US, "VerifyRangeNoProof1000": 138 * US,
+    "HashFixedSize/10": 3.6 * US, "HashFixedSize/100": 14.3 * US, "HashFixedSize/1K": 135 * US,
+    "HashFixedSize/10K": 1.85 * MS, "HashFixedSize/100K": 20.1 * MS,
+    "CommitAfterHashFixedSize/10": 2.3 * US, "CommitAfterHashFixedSize/100": 9.9 * US,
+    "CommitAfterHashFixedSize/1K": 123 * US, "CommitAfterHashFixedSize/10K": 2.05 * MS,
+    "CommitAfterHashFixedSize/100K": 52.2 * MS,
+    "DeriveSha200/std_trie": 37.6 * US, "DeriveSha200/stack_trie": 24.2 * US,
+    "Insert100K": 6.19 * MS, "Prove": 0.7 * US, "VerifyProof": 1.2 * US,
+    "VerifyRangeProof10": 5.6 * US, "VerifyRangeProof100": 17.5 * US, "VerifyRangeProof1000": 216 * US,
+    "VerifyRangeProof5000": 1.52 * MS,
+    "VerifyRangeNoProof10": 21.5 * US, "VerifyRangeNoProof500": 69.2 * US, "VerifyRangeNoProof1000": 136 * US,
 }
 # The ratios of that run as published (the ratio of the unrounded medians, so not always the ratio of the
 # rounded figures above).
 SIDE_BY_SIDE_RATIO: Dict[str, float] = {
-    "HashFixedSize/10": 0.23, "HashFixedSize/100": 0.15, "HashFixedSize/1K": 0.15, "HashFixedSize/10K": 0.18,
+    "HashFixedSize/10": 0.22, "HashFixedSize/100": 0.15, "HashFixedSize/1K": 0.15, "HashFixedSize/10K": 0.20,
     "HashFixedSize/100K": 0.15, "CommitAfterHashFixedSize/10": 0.21, "CommitAfterHashFixedSize/100": 0.25,
-    "CommitAfterHashFixedSize/1K": 0.17, "CommitAfterHashFixedSize/10K": 0.17, "CommitAfterHashFixedSize/100K": 0.37,
-    "DeriveSha200/std_trie": 0.19, "DeriveSha200/stack_trie": 0.15, "Insert100K": 0.22, "Prove": 0.13,
-    "VerifyProof": 0.52, "VerifyRangeProof10": 0.30, "VerifyRangeProof100": 0.28, "VerifyRangeProof1000": 0.21,
+    "CommitAfterHashFixedSize/1K": 0.17, "CommitAfterHashFixedSize/10K": 0.20, "CommitAfterHashFixedSize/100K": 0.25,
+    "DeriveSha200/std_trie": 0.18, "DeriveSha200/stack_trie": 0.14, "Insert100K": 0.21, "Prove": 0.12,
+    "VerifyProof": 0.51, "VerifyRangeProof10": 0.28, "VerifyRangeProof100": 0.28, "VerifyRangeProof1000": 0.21,
     "VerifyRangeProof5000": 0.28, "VerifyRangeNoProof10": 0.20, "VerifyRangeNoProof500": 0.16,
     "VerifyRangeNoProof1000": 0.16,
 }
