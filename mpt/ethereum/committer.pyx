@@ -45,8 +45,9 @@ cdef enum:
     DELETED_SCAN_MAX = 16
     # Up to this many nodes fit an empty dict's first table (5 usable slots) or its first resize.
     PRESIZE_MIN = 10
-    # A commit prefetches once it has collected this many nodes: by then the trie is too large for the caches
-    # (about 300 bytes of objects per node). make_accounts(10000) commits 13,900 nodes, (100000) 137,000.
+    # A commit prefetches once it has collected this many nodes (about 300 bytes of objects each: 5 MB, past the
+    # L2 caches and a good part of a shared L3): below that the hashed trie is still in the caches, where the
+    # prefetch rounds cost more than they save (docs/contributing/performance_notes.md).
     PREFETCH_FROM = 16384
 
 
@@ -173,9 +174,8 @@ cdef int _commit(Node n, WriteBuffer path, Py_ssize_t plen, WriteBuffer out, Nod
     cdef bytes node_hash, blob, key
     if type(n) is FullNode:
         if ns._count >= PREFETCH_FROM:
-            # The hashing pass's prefetch rounds (node.pxd): the nodes of a large trie are out of the cache again
-            # by the time the commit walks them. A smaller one is still in it, and there the rounds cost more than
-            # they save (CommitAfterHashFixedSize/1K and /10K: 1.2-1.3 times slower with them; /100K 0.6).
+            # The hashing pass's prefetch rounds (node.pxd): the nodes of a large trie are out of the caches again
+            # by the time the commit walks them.
             for i in range(16):
                 c = (<FullNode>n).slots[i]
                 if c != NULL:

@@ -238,11 +238,13 @@ cdef class Proof:
         return (Proof, (self.total, self.index, self.leaf_hash, self.aunts))
 
 
-cdef tuple _aunts_of(list nodes, const size_t* offsets, const size_t* counts, int levels, size_t index):
-    """The aunts of leaf `index`, taken from nodes (a bytes object per tree node, level by level)."""
+cdef tuple _aunts_of(list nodes, const unsigned char* hashes, const size_t* offsets, const size_t* counts,
+                     int levels, size_t index):
+    """The aunts of leaf `index`: the bytes objects of nodes (one per tree node, level by level), or new ones from
+    hashes when nodes is None."""
     cdef Py_ssize_t n_aunts = 0, k = 0
     cdef int level
-    cdef size_t i = index
+    cdef size_t i = index, at
     for level in range(levels - 1):
         if (i ^ 1) < counts[level]:
             n_aunts += 1
@@ -252,7 +254,8 @@ cdef tuple _aunts_of(list nodes, const size_t* offsets, const size_t* counts, in
     i = index
     for level in range(levels - 1):
         if (i ^ 1) < counts[level]:
-            aunt = <object>PyList_GET_ITEM(nodes, <Py_ssize_t>(offsets[level] + (i ^ 1)))
+            at = offsets[level] + (i ^ 1)
+            aunt = _node_bytes(hashes, at) if nodes is None else <object>PyList_GET_ITEM(nodes, <Py_ssize_t>at)
             Py_INCREF(aunt)
             PyTuple_SET_ITEM(aunts, k, aunt)
             k += 1
@@ -285,14 +288,8 @@ cdef tuple proofs_of(items, Py_ssize_t only):
         root_hash = PyBytes_FromStringAndSize(<char*>s.hashes + HASH_LEN * offsets[levels - 1], HASH_LEN)
         if only >= 0:
             # One proof: only its leaf hash and aunts become objects.
-            nodes = [None] * <Py_ssize_t>offsets[levels - 1]
-            i = <size_t>only
-            for level in range(levels - 1):
-                if (i ^ 1) < counts[level]:
-                    nodes[offsets[level] + (i ^ 1)] = _node_bytes(s.hashes, offsets[level] + (i ^ 1))
-                i >>= 1
             return root_hash, [Proof.new(n, only, _node_bytes(s.hashes, only),
-                                         _aunts_of(nodes, offsets, counts, levels, only))]
+                                         _aunts_of(None, s.hashes, offsets, counts, levels, only))]
         # Every node below the root is an aunt of all the leaves under its sibling: one bytes object per node,
         # shared by the proofs (1K leaves: about 2,000 objects instead of about 11,000).
         total = offsets[levels - 1]         # the nodes below the root (none for one leaf: it is the root)
@@ -300,7 +297,7 @@ cdef tuple proofs_of(items, Py_ssize_t only):
             return root_hash, [Proof.new(n, 0, root_hash, ())]
         nodes = [_node_bytes(s.hashes, i) for i in range(total)]
         return root_hash, [Proof.new(n, i, <bytes>PyList_GET_ITEM(nodes, <Py_ssize_t>i),
-                                     _aunts_of(nodes, offsets, counts, levels, i)) for i in range(n)]
+                                     _aunts_of(nodes, s.hashes, offsets, counts, levels, i)) for i in range(n)]
     finally:
         give_scratch(s)
 
