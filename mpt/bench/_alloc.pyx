@@ -339,8 +339,6 @@ def walk_floor(root):
     Returns a checksum of the bytes read, so the work is observable."""
     if not isinstance(root, Node):
         raise TypeError("walk_floor takes a trie node, not %s" % type(root).__name__)
-    cdef PyObject *r = <PyObject *>root
-    cdef uint64_t acc
-    with nogil:
-        acc = _walk(r)
-    return acc
+    # With the GIL held throughout: no other thread can change or free a node of the trie meanwhile (the hashing
+    # pass has its trie's busy state for that; a bare node has none).
+    return _walk(<PyObject *>root)
