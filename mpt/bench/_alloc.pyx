@@ -31,8 +31,9 @@ from libc.stdint cimport uint8_t, uint64_t
 from libc.string cimport memcpy
 
 from cpython.ref cimport PyObject
-from mpt.ethereum.node cimport (FullNode, Node, ShortNode, full_node_slots, node_has_hash, prefetch_below,
-                                prefetch_object, short_node_key, short_node_leaf_value, short_node_val)
+from mpt.ethereum.node cimport (Node, borrowed_bytes_data, borrowed_bytes_size, full_node_slots, is_full_node,
+                                is_short_node, node_has_hash, prefetch_below, prefetch_object, short_node_key,
+                                short_node_leaf_value, short_node_val)
 from mpt.core._keccak.keccak cimport (
     MPT_KECCAK_BACKENDS,
     MPT_KECCAK_SCALAR,
@@ -275,25 +276,10 @@ def keccak_floor(blobs, Py_ssize_t repeat=1, str backend="scalar"):
     return PyBytes_FromStringAndSize(<char *>out, 32)
 
 
-cdef extern from *:
-    """
-    #define MPT_WALK_TYPE(p) ((void *)Py_TYPE(p))
-    #define MPT_WALK_BYTES(p) ((const uint8_t *)PyBytes_AS_STRING(p))
-    #define MPT_WALK_SIZE(p) PyBytes_GET_SIZE(p)
-    """
-    void *_walk_type "MPT_WALK_TYPE"(PyObject *n) noexcept nogil
-    const uint8_t *_walk_bytes "MPT_WALK_BYTES"(PyObject *b) noexcept nogil
-    Py_ssize_t _walk_size "MPT_WALK_SIZE"(PyObject *b) noexcept nogil
-
-
-cdef void *_WALK_FULL = <void *>FullNode
-cdef void *_WALK_SHORT = <void *>ShortNode
-
-
 cdef inline uint64_t _touch(PyObject *b) noexcept nogil:
     # The first, middle and last byte of a bytes object: each of the (up to three) cache lines an encoder reads.
-    cdef Py_ssize_t n = _walk_size(b)
-    cdef const uint8_t *d = _walk_bytes(b)
+    cdef Py_ssize_t n = borrowed_bytes_size(b)
+    cdef const uint8_t *d = borrowed_bytes_data(b)
     return (<uint64_t>d[0] + d[n >> 1] + d[n - 1]) if n > 0 else 0
 
 
@@ -307,7 +293,7 @@ cdef uint64_t _walk(PyObject *n) noexcept nogil:
     cdef PyObject *v
     cdef int i, count = 0
     cdef uint64_t acc = 0
-    if _walk_type(n) is _WALK_FULL:
+    if is_full_node(n):
         slots = full_node_slots(n)
         for i in range(16):
             c = slots[i]
@@ -321,7 +307,7 @@ cdef uint64_t _walk(PyObject *n) noexcept nogil:
                 acc += _walk(kids[i])
         if slots[16] != NULL:
             acc += 1
-    elif _walk_type(n) is _WALK_SHORT:
+    elif is_short_node(n):
         acc += _touch(short_node_key(n))
         v = short_node_leaf_value(n)
         if v != NULL:

@@ -32,9 +32,11 @@ from libc.string cimport memcpy, memset
 from cpython.ref cimport PyObject
 
 from mpt.core._keccak.keccak cimport mpt_keccak256, mpt_keccak256_many
-from mpt.ethereum.node cimport (FullNode, Node, ShortNode, ValueNode, check_filled, full_node_slots, node_has_hash,
-                                node_hash_value, node_publish_hash, prefetch_below, prefetch_line, prefetch_object,
-                                short_node_key, short_node_leaf_value, short_node_val, value_node_bytes)
+from mpt.ethereum.node cimport (FullNode, Node, ShortNode, ValueNode, borrowed_bytes_data, borrowed_bytes_size,
+                                check_filled, full_node_slots, is_full_node, is_short_node, is_value_node,
+                                node_has_hash, node_hash_value, node_publish_hash, prefetch_below, prefetch_line,
+                                prefetch_object, short_node_key, short_node_leaf_value, short_node_val,
+                                value_node_bytes)
 from mpt.ethereum.encoding cimport compact_size, write_compact
 from mpt.core.rlp cimport MAX_HEADER_SIZE, WriteBuffer, header_size, put_header, put_string, string_size
 from mpt.core.runtime cimport hash_threads, keccak_backend_by_name, keccak_backend_number, mark_openmp_used
@@ -150,23 +152,8 @@ cdef extern from *:
 # which children are pending from the pass itself, so no other thread can ever see a flag without its hash.
 # ---------------------------------------------------------------------------------------------------------------
 
-# The nodes are read through node.pxd's borrowed-pointer views (node_has_hash, full_node_slots, ...); the type and
-# bytes macros below are CPython's own API, usable without the GIL on objects the pass holds.
-cdef extern from *:
-    """
-    #define MPT_TYPE(p) ((void *)Py_TYPE(p))
-    #define MPT_BYTES_DATA(b) ((const uint8_t *)PyBytes_AS_STRING(b))
-    #define MPT_BYTES_SIZE(b) PyBytes_GET_SIZE(b)
-    """
-    void *_type_of "MPT_TYPE"(PyObject *n) noexcept nogil
-    const uint8_t *_bytes_data "MPT_BYTES_DATA"(PyObject *b) noexcept nogil
-    Py_ssize_t _bytes_size "MPT_BYTES_SIZE"(PyObject *b) noexcept nogil
-
-
-# Type objects compared without the GIL (the node classes live as long as the module).
-cdef void *_FULL = <void *>FullNode
-cdef void *_SHORT = <void *>ShortNode
-cdef void *_VALUE = <void *>ValueNode
+# The nodes are read through node.pxd's borrowed-pointer views (node_has_hash, full_node_slots, is_full_node,
+# borrowed_bytes_data, ...), CPython's own API, usable without the GIL on objects the pass holds.
 
 
 cdef HashPass *_pass_new() noexcept nogil:
@@ -206,11 +193,11 @@ cdef int _pass_ensure(HashPass *p, Py_ssize_t extra) noexcept nogil:
 
 cdef inline Py_ssize_t _value_size(PyObject *v) noexcept nogil:
     cdef PyObject *b = value_node_bytes(v)
-    return string_size(_bytes_data(b), _bytes_size(b))
+    return string_size(borrowed_bytes_data(b), borrowed_bytes_size(b))
 
 
 cdef inline Py_ssize_t _key_size(PyObject *key) noexcept nogil:
-    cdef Py_ssize_t ck = compact_size(_bytes_data(key), _bytes_size(key))
+    cdef Py_ssize_t ck = compact_size(borrowed_bytes_data(key), borrowed_bytes_size(key))
     # A one-byte compact key is always below 0x80 (flag nibble <= 3), so it encodes as itself.
     return 1 if ck == 1 else header_size(ck) + ck
 
@@ -221,7 +208,7 @@ cdef Py_ssize_t _payload_size(PyObject *n, const bint *pending) noexcept nogil:
     cdef Py_ssize_t payload = 0, i
     cdef PyObject *c
     cdef PyObject **slots
-    if _type_of(n) is _FULL:
+    if is_full_node(n):
         slots = full_node_slots(n)
         for i in range(16):
             c = slots[i]
@@ -235,7 +222,7 @@ cdef Py_ssize_t _payload_size(PyObject *n, const bint *pending) noexcept nogil:
     payload = _key_size(short_node_key(n))
     c = short_node_leaf_value(n)
     if c != NULL:
-        return payload + string_size(_bytes_data(c), _bytes_size(c))
+        return payload + string_size(borrowed_bytes_data(c), borrowed_bytes_size(c))
     c = short_node_val(n)
     if (pending != NULL and pending[0]) or node_has_hash(c):
         return payload + 1 + HASH_LENGTH
@@ -248,7 +235,7 @@ cdef inline Py_ssize_t _embedded_size(PyObject *n) noexcept nogil:
 
 
 cdef inline Py_ssize_t _put_string(uint8_t *out, PyObject *b) noexcept nogil:
-    return put_string(out, _bytes_data(b), _bytes_size(b))
+    return put_string(out, borrowed_bytes_data(b), borrowed_bytes_size(b))
 
 
 cdef inline Py_ssize_t _put_ref(uint8_t *out, PyObject *c) noexcept nogil:
@@ -266,7 +253,7 @@ cdef Py_ssize_t _write_node(uint8_t *out, PyObject *n, Py_ssize_t payload, const
     cdef PyObject *c
     cdef PyObject **slots
     cdef PyObject *key
-    if _type_of(n) is _FULL:
+    if is_full_node(n):
         slots = full_node_slots(n)
         for i in range(16):
             c = slots[i]
@@ -288,10 +275,10 @@ cdef Py_ssize_t _write_node(uint8_t *out, PyObject *n, Py_ssize_t payload, const
             o += _put_string(out + o, value_node_bytes(slots[16]))
     else:
         key = short_node_key(n)
-        i = compact_size(_bytes_data(key), _bytes_size(key))
+        i = compact_size(borrowed_bytes_data(key), borrowed_bytes_size(key))
         if i > 1:
             o += put_header(out + o, 0x80, i)
-        o += write_compact(_bytes_data(key), _bytes_size(key), out + o)
+        o += write_compact(borrowed_bytes_data(key), borrowed_bytes_size(key), out + o)
         c = short_node_leaf_value(n)
         if c != NULL:
             o += _put_string(out + o, c)
@@ -498,10 +485,9 @@ cdef Py_ssize_t _pass_visit(HashPass *p, PyObject *n, int *height) noexcept nogi
     cdef int eh = 0
     cdef bint pending = False
     cdef PyObject *c
-    cdef void *t = _type_of(n)
-    if t is _FULL:
+    if is_full_node(n):
         return _visit_full(p, n, height)
-    if t is not _SHORT:
+    if not is_short_node(n):
         return VISIT_BAD_TYPE
     c = short_node_val(n)
     if short_node_leaf_value(n) == NULL and not node_has_hash(c):
@@ -550,12 +536,12 @@ cdef int _hash_tree(HashPass **passes, int n_passes, PyObject *root) noexcept no
     cdef PyObject *todo[16]
     cdef int m = 0, i, failed = 0, team
     if n_passes > 1:
-        while _type_of(split) is _SHORT:
+        while is_short_node(split):
             c = short_node_val(split)
-            if _type_of(c) is _VALUE or node_has_hash(c):
+            if is_value_node(c) or node_has_hash(c):
                 break
             split = c
-        if _type_of(split) is _FULL:
+        if is_full_node(split):
             for i in range(16):
                 c = full_node_slots(split)[i]
                 if c != NULL and not node_has_hash(c):

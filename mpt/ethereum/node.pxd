@@ -151,6 +151,27 @@ cdef inline PyObject *short_node_leaf_value(PyObject *n) noexcept nogil:
 cdef inline PyObject *value_node_bytes(PyObject *n) noexcept nogil:
     return <PyObject *>(<ValueNode>n).value
 
+# A node's type, and a borrowed bytes object's contents: CPython's own macros, usable without the GIL on objects
+# the caller holds (the node classes live as long as their module).
+cdef extern from *:
+    """
+    #define MPT_NODE_TYPE(p) ((void *)Py_TYPE(p))
+    #define MPT_BORROWED_BYTES_DATA(b) ((const uint8_t *)PyBytes_AS_STRING(b))
+    #define MPT_BORROWED_BYTES_SIZE(b) PyBytes_GET_SIZE(b)
+    """
+    void *node_type "MPT_NODE_TYPE"(PyObject *n) noexcept nogil
+    const uint8_t *borrowed_bytes_data "MPT_BORROWED_BYTES_DATA"(PyObject *b) noexcept nogil
+    Py_ssize_t borrowed_bytes_size "MPT_BORROWED_BYTES_SIZE"(PyObject *b) noexcept nogil
+
+cdef inline bint is_full_node(PyObject *n) noexcept nogil:
+    return node_type(n) is <void *>FullNode
+
+cdef inline bint is_short_node(PyObject *n) noexcept nogil:
+    return node_type(n) is <void *>ShortNode
+
+cdef inline bint is_value_node(PyObject *n) noexcept nogil:
+    return node_type(n) is <void *>ValueNode
+
 
 # ---------------------------------------------------------------------------------------------------------------
 # Prefetching for the passes over a large trie (the hashing pass, the committer): every node, key and value is a
@@ -166,10 +187,8 @@ cdef extern from *:
     #else
     #define MPT_PREFETCH(p) ((void)(p))
     #endif
-    #define MPT_NODE_TYPE(p) ((void *)Py_TYPE(p))
     """
     void prefetch_line "MPT_PREFETCH"(const void *p) noexcept nogil
-    void *_node_type "MPT_NODE_TYPE"(PyObject *n) noexcept nogil
 
 
 cdef inline void prefetch_object(const void *p) noexcept nogil:
@@ -202,17 +221,15 @@ cdef inline void prefetch_below(PyObject **kids, int count, bint for_commit) noe
     cdef PyObject *v
     cdef PyObject **gs
     cdef int j, k
-    cdef void *short_type = <void *>ShortNode
-    cdef void *full_type = <void *>FullNode
     for j in range(count):
         c = kids[j]
         if _passed_over(c, for_commit):
             continue
-        if _node_type(c) is short_type:
+        if is_short_node(c):
             prefetch_object(short_node_key(c))
             v = short_node_leaf_value(c)
             prefetch_object(v if v != NULL else short_node_val(c))
-        elif _node_type(c) is full_type:
+        elif is_full_node(c):
             prefetch_line(<const char *>c + 128)
             prefetch_line(<const char *>c + 192)
             gs = full_node_slots(c)
@@ -221,11 +238,11 @@ cdef inline void prefetch_below(PyObject **kids, int count, bint for_commit) noe
                     prefetch_object(gs[k])
     for j in range(count):
         c = kids[j]
-        if _node_type(c) is full_type and not _passed_over(c, for_commit):
+        if is_full_node(c) and not _passed_over(c, for_commit):
             gs = full_node_slots(c)
             for k in range(16):
                 g = gs[k]
-                if g != NULL and _node_type(g) is short_type and not _passed_over(g, for_commit):
+                if g != NULL and is_short_node(g) and not _passed_over(g, for_commit):
                     prefetch_object(short_node_key(g))
                     v = short_node_leaf_value(g)
                     prefetch_object(v if v != NULL else short_node_val(g))
