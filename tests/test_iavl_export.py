@@ -173,7 +173,7 @@ def test_round_trip_random_tree(fmt):
 
 def test_legacy_versions_written_into_an_empty_memorydb_are_seen():
     """A NodeDB on an empty MemoryDB knows it holds no legacy version without scanning; a legacy save or a legacy
-    import makes one, and the same NodeDB then sees it (the prune that follows deletes it, as Go's would)."""
+    import makes one, and the same NodeDB then sees it (as a prune must, to delete the legacy versions first)."""
     source = MutableTree()
     source.set(b"a", b"1")
     source.set(b"b", b"2")
