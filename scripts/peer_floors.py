@@ -17,24 +17,13 @@ Best of --repeat runs, in microseconds per operation of the bench case.
 from __future__ import annotations
 
 import argparse
-import gc
 import os
-import time
 
 from mpt.bench._alloc import keccak_floor
 from mpt.bench.cases import get
+from mpt.bench.stats import best_seconds
 from mpt.core._sha256.binding import sha256_floor
 from mpt.core.runtime import keccak_backend
-
-
-def best(fn, repeat: int) -> float:
-    out = float("inf")
-    for _ in range(repeat):
-        gc.collect()
-        start = time.perf_counter()
-        fn()
-        out = min(out, time.perf_counter() - start)
-    return out
 
 
 def main() -> None:
@@ -50,10 +39,10 @@ def main() -> None:
     nodes = list(proof)
     print("VerifyProof: verify_proof %.2f us; the Keccak of its %d nodes on the %s lanes %.2f us, one after "
           "another on one lane %.2f us" % (
-              best(lambda: [verify_proof(root, key, proof) for _ in range(calls)], args.repeat) / calls * 1e6,
+              best_seconds(lambda: [verify_proof(root, key, proof) for _ in range(calls)], args.repeat) / calls * 1e6,
               len(nodes), keccak_backend(),
-              best(lambda: keccak_floor(nodes, calls, keccak_backend()), args.repeat) / calls * 1e6,
-              best(lambda: keccak_floor(nodes, calls, "scalar"), args.repeat) / calls * 1e6))
+              best_seconds(lambda: keccak_floor(nodes, calls, keccak_backend()), args.repeat) / calls * 1e6,
+              best_seconds(lambda: keccak_floor(nodes, calls, "scalar"), args.repeat) / calls * 1e6))
 
     root, pairs = get("MerkleVerify").setup()
     p, leaf = pairs[0]
@@ -61,8 +50,8 @@ def main() -> None:
     # the cost of hashing them).
     messages = [b"\x00" + bytes(leaf)] + [b"\x01" + os.urandom(64) for _ in p.aunts]
     print("MerkleVerify: Proof.verify %.2f us; its %d SHA-256 messages one at a time %.2f us" % (
-        best(lambda: [p.verify(root, leaf) for _ in range(calls)], args.repeat) / calls * 1e6, len(messages),
-        best(lambda: sha256_floor(messages, calls, False), args.repeat) / calls * 1e6))
+        best_seconds(lambda: [p.verify(root, leaf) for _ in range(calls)], args.repeat) / calls * 1e6, len(messages),
+        best_seconds(lambda: sha256_floor(messages, calls, False), args.repeat) / calls * 1e6))
 
     case = get("IAVLTree/Get100K/MemoryDB")
     tree, keys = case.setup()
@@ -75,7 +64,8 @@ def main() -> None:
             call(k)
 
     print("IAVLTree/Get100K/MemoryDB: %d gets %.0f us; the same loop calling dict.get %.0f us" % (
-        len(keys), best(lambda: case.op((tree, keys)), args.repeat) * 1e6, best(floor_op, args.repeat) * 1e6))
+        len(keys), best_seconds(lambda: case.op((tree, keys)), args.repeat) * 1e6,
+        best_seconds(floor_op, args.repeat) * 1e6))
 
 
 if __name__ == "__main__":

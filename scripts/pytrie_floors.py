@@ -18,19 +18,9 @@ The best of --repeat runs of each. Needs py-trie 4 (``pip install "mpt-engine[py
 from __future__ import annotations
 
 import argparse
-import gc
 import os
-import time
 
-
-def best(fn, repeat: int) -> float:
-    out = float("inf")
-    for _ in range(repeat):
-        gc.collect()
-        start = time.perf_counter()
-        fn()
-        out = min(out, time.perf_counter() - start)
-    return out
+from mpt.bench.stats import best_seconds
 
 
 class Recorder(dict):
@@ -82,8 +72,8 @@ def main(argv=None) -> int:
         for k, v in zip(keys, values):
             noop(k, v)
 
-    call1 = best(per_call, args.repeat) / n
-    call2 = best(per_call2, args.repeat) / n
+    call1 = best_seconds(per_call, args.repeat) / n
+    call2 = best_seconds(per_call2, args.repeat) / n
 
     # What the sets store and read: every value written is one Keccak.
     recorder = Recorder()
@@ -91,7 +81,7 @@ def main(argv=None) -> int:
     set_blobs = [v for _, v in recorder.written]
     set_writes = list(recorder.written)
     set_reads = list(recorder.read)
-    keccak_set = best(lambda: keccak256_many(set_blobs, "scalar"), args.repeat)
+    keccak_set = best_seconds(lambda: keccak256_many(set_blobs, "scalar"), args.repeat)
 
     def dict_work(writes=set_writes, reads=set_reads):
         d = {}
@@ -100,7 +90,7 @@ def main(argv=None) -> int:
         for k in reads:
             d.get(k)
 
-    dict_set = best(dict_work, args.repeat)
+    dict_set = best_seconds(dict_work, args.repeat)
     _, trie_mine = cases.set_all(mine, keys, values)
     _, trie_theirs = cases.set_all(theirs, keys, values)
     get_reads = Recorder()
@@ -110,24 +100,24 @@ def main(argv=None) -> int:
         probe.get(k)
     reads = list(get_reads.read)
     db = trie_mine.db
-    dict_get = best(lambda: [db[k] for k in reads], args.repeat)
+    dict_get = best_seconds(lambda: [db[k] for k in reads], args.repeat)
     proof_keys = keys[:1000]
     from mpt.core.rlp import encode
 
     # get_from_proof stores (so hashes) every node of the proof; the nodes of one proof are independent, so they
     # may share the SIMD lanes: one keccak256_many call per proof, on the default backend
     proof_blobs = [[encode(node) for node in trie_mine.get_proof(k)] for k in proof_keys]
-    keccak_proof = best(lambda: [keccak256_many(blobs) for blobs in proof_blobs], args.repeat) / len(proof_keys)
+    keccak_proof = best_seconds(lambda: [keccak256_many(blobs) for blobs in proof_blobs], args.repeat) / len(proof_keys)
 
     rows = []
-    t_set = (best(lambda: cases.set_all(mine, keys, values), args.repeat),
-             best(lambda: cases.set_all(theirs, keys, values), max(1, args.repeat // 2)))
+    t_set = (best_seconds(lambda: cases.set_all(mine, keys, values), args.repeat),
+             best_seconds(lambda: cases.set_all(theirs, keys, values), max(1, args.repeat // 2)))
     rows.append(("PyTrie/Set10K+Root", t_set, n * call2, keccak_set + dict_set))
-    t_get = (best(lambda: [trie_mine.get(k) for k in keys], args.repeat),
-             best(lambda: [trie_theirs.get(k) for k in keys], max(1, args.repeat // 2)))
+    t_get = (best_seconds(lambda: [trie_mine.get(k) for k in keys], args.repeat),
+             best_seconds(lambda: [trie_theirs.get(k) for k in keys], max(1, args.repeat // 2)))
     rows.append(("PyTrie/Get10K", t_get, n * call1, dict_get))
-    t_squash = (best(lambda: cases.squash_all(mine, keys, values), args.repeat),
-                best(lambda: cases.squash_all(theirs, keys, values), max(1, args.repeat // 2)))
+    t_squash = (best_seconds(lambda: cases.squash_all(mine, keys, values), args.repeat),
+                best_seconds(lambda: cases.squash_all(theirs, keys, values), max(1, args.repeat // 2)))
     rows.append(("PyTrie/Squash10K", t_squash, n * call2, keccak_set + dict_set))
 
     def proofs(cls, t):
@@ -135,8 +125,8 @@ def main(argv=None) -> int:
         for k in proof_keys:
             cls.get_from_proof(root, k, t.get_proof(k))
 
-    t_proof = (best(lambda: proofs(mine, trie_mine), args.repeat) / len(proof_keys),
-               best(lambda: proofs(theirs, trie_theirs), max(1, args.repeat // 2)) / len(proof_keys))
+    t_proof = (best_seconds(lambda: proofs(mine, trie_mine), args.repeat) / len(proof_keys),
+               best_seconds(lambda: proofs(theirs, trie_theirs), max(1, args.repeat // 2)) / len(proof_keys))
     rows.append(("PyTrie/Proof", t_proof, 3 * call1, keccak_proof))
 
     def fmt(seconds):

@@ -6,12 +6,16 @@
 * :func:`mann_whitney_u` -- two-sided Mann-Whitney U test (exact or normal approximation), the test benchstat
   uses to say whether two sets of samples differ.
 * :func:`geomean` -- the geometric mean of a summary row.
+* :func:`best_seconds` -- the least wall time of repeated calls (the floor scripts' statistic: on a shared
+  machine the least disturbed run).
 """
 
 from __future__ import annotations
 
+import gc
 import math
-from typing import Iterable, List, Optional, Sequence, Tuple
+import time
+from typing import Callable, Iterable, List, Optional, Sequence, Tuple
 
 __all__ = [
     "median",
@@ -20,6 +24,7 @@ __all__ = [
     "SPREAD_METHOD",
     "mann_whitney_u",
     "geomean",
+    "best_seconds",
     "SIGNIFICANCE_LEVEL",
 ]
 
@@ -166,3 +171,14 @@ def geomean(values: Iterable[float]) -> Optional[float]:
     if not logs:
         return None
     return math.exp(math.fsum(logs) / len(logs))
+
+
+def best_seconds(fn: Callable[[], object], repeat: int) -> float:
+    """The least wall time, in seconds, of ``repeat`` calls of fn, each after a full garbage collection."""
+    out = float("inf")
+    for _ in range(repeat):
+        gc.collect()
+        start = time.perf_counter()
+        fn()
+        out = min(out, time.perf_counter() - start)
+    return out
