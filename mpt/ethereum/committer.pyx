@@ -13,7 +13,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.dict cimport PyDict_SetItem
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
-from libc.stdint cimport uint8_t
+from libc.stdint cimport uint8_t, uint32_t
 from libc.string cimport memcmp, memcpy
 
 cdef extern from "Python.h":
@@ -33,7 +33,7 @@ cdef extern from *:
     dict MPT_DICT_PRESIZED(Py_ssize_t n)
 
 from mpt.ethereum.hasher cimport Hasher, HasherPool, default_pool
-from mpt.ethereum.node cimport FullNode, Node, ShortNode, ValueNode, prefetch_below, prefetch_object
+from mpt.ethereum.node cimport FullNode, Node, ShortNode, ValueNode, lowest_bit, prefetch_below, prefetch_object
 from mpt.core.rlp cimport WriteBuffer
 from mpt.db.memory cimport MemoryDB
 
@@ -171,19 +171,24 @@ cdef int _commit(Node n, WriteBuffer path, Py_ssize_t plen, WriteBuffer out, Nod
     cdef PyObject *c
     cdef PyObject *kids[16]
     cdef int count = 0
+    cdef uint32_t present
     cdef bytes node_hash, blob, key
     if type(n) is FullNode:
         if ns._count >= PREFETCH_FROM:
             # The hashing pass's prefetch rounds (node.pxd): the nodes of a large trie are out of the caches again
             # by the time the commit walks them.
-            for i in range(16):
-                c = (<FullNode>n).slots[i]
-                if c != NULL:
-                    prefetch_object(c)
-                    kids[count] = c
-                    count += 1
+            present = (<FullNode>n).present & 0xFFFF
+            while present:
+                c = (<FullNode>n).slots[lowest_bit(present)]
+                present &= present - 1
+                prefetch_object(c)
+                kids[count] = c
+                count += 1
             prefetch_below(kids, count, True)
-        for i in range(16):
+        present = (<FullNode>n).present & 0xFFFF
+        while present:
+            i = lowest_bit(present)
+            present &= present - 1
             c = (<FullNode>n).slots[i]
             if _needs_commit(c):
                 path.set_length(plen)

@@ -158,6 +158,7 @@ cdef class FullNode(Node):
             if self.slots[i] != NULL:
                 Py_INCREF(<object>self.slots[i])
                 n.slots[i] = self.slots[i]
+        n.present = self.present
         n.dirty = True
         return n
 

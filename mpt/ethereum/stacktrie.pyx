@@ -33,6 +33,7 @@ from mpt.core._keccak.keccak cimport (
     mpt_keccak_backend_name,
     mpt_keccak_best_backend,
 )
+from mpt.ethereum.encoding cimport pack_nibbles
 
 cdef bytes _EMPTY_ROOT = bytes.fromhex("56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421")
 cdef uint8_t _EMPTY_ROOT_C[32]
@@ -75,7 +76,7 @@ cdef inline size_t _hp_size(size_t n) noexcept nogil:
 
 
 cdef inline uint8_t *_put_hp(uint8_t *o, const uint8_t *nib, size_t n, bint leaf) noexcept nogil:
-    cdef size_t hl = n // 2 + 1, i
+    cdef size_t hl = n // 2 + 1
     cdef uint8_t flag = 2 if leaf else 0
     if hl > 1:
         o += put_header(o, 0x80, hl)
@@ -85,10 +86,8 @@ cdef inline uint8_t *_put_hp(uint8_t *o, const uint8_t *nib, size_t n, bint leaf
         n -= 1
     else:
         o[0] = <uint8_t>(flag << 4)
-    o += 1
-    for i in range(n // 2):
-        o[i] = <uint8_t>((nib[2 * i] << 4) | nib[2 * i + 1])
-    return o + n // 2
+    pack_nibbles(nib, n // 2, o + 1)
+    return o + 1 + n // 2
 
 
 cdef inline size_t _lcp(const uint8_t *a, size_t na, const uint8_t *b, size_t nb) noexcept nogil:
