@@ -45,6 +45,26 @@ def test_encode_large_string_header():
     assert enc[:4] == bytes([0xBA, 0x01, 0x11, 0x70]) and enc[4:] == data
 
 
+def _header_by_hand(base, length):
+    # The yellow paper's rule: the length in the first byte below 56, else its big-endian bytes follow.
+    if length < 56:
+        return bytes([base + length])
+    be = length.to_bytes((length.bit_length() + 7) // 8, "big")
+    return bytes([base + 55 + len(be)]) + be
+
+
+@pytest.mark.parametrize("length", [55, 56, 57, 110, 255, 256, 257, 532, 65535, 65536, 65537, 1 << 24])
+def test_header_length_boundaries(length):
+    # Headers of one, two and three length bytes are written by their own branches (put_header, header_size);
+    # every boundary between them, for a string and for a list, encoded and decoded back.
+    data = b"\x01" * length
+    assert rlp.encode(data) == _header_by_hand(0x80, length) + data
+    assert rlp.decode(rlp.encode(data)) == data
+    items = [b"\x02"] * length
+    assert rlp.encode(items) == _header_by_hand(0xC0, length) + b"\x02" * length
+    assert rlp.decode(rlp.encode(items)) == items
+
+
 @pytest.mark.parametrize("bad, exc, word", [(-1, ValueError, "negative"), ("abc", TypeError, "str"),
                                               (1.5, TypeError, "float"), (None, TypeError, "NoneType"),
                                               ({b"a": 1}, TypeError, "dict"), (True, TypeError, "bool")])

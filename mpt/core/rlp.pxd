@@ -103,6 +103,11 @@ cdef inline Py_ssize_t header_size(Py_ssize_t payload_length) noexcept nogil:
     """Size of the header in front of a string (of length >= 2 or > 0x7f) or list payload."""
     if payload_length < 56:
         return 1
+    # A trie node's payload (a leaf about 110 bytes, a branch up to 532) takes one or two length bytes.
+    if payload_length < 0x100:
+        return 2
+    if payload_length < 0x10000:
+        return 3
     return 1 + uint_byte_length(<uint64_t>payload_length)
 
 
@@ -119,6 +124,16 @@ cdef inline Py_ssize_t put_header(uint8_t *out, uint8_t short_base, Py_ssize_t p
     if payload_length < 56:
         out[0] = <uint8_t>(short_base + payload_length)
         return 1
+    # One or two length bytes (see header_size) without the general loops.
+    if payload_length < 0x100:
+        out[0] = <uint8_t>(short_base + 56)
+        out[1] = <uint8_t>payload_length
+        return 2
+    if payload_length < 0x10000:
+        out[0] = <uint8_t>(short_base + 57)
+        out[1] = <uint8_t>(payload_length >> 8)
+        out[2] = <uint8_t>payload_length
+        return 3
     nbytes = uint_byte_length(<uint64_t>payload_length)
     out[0] = <uint8_t>(short_base + 55 + nbytes)
     for i in range(nbytes):

@@ -47,6 +47,8 @@ from mpt.ethereum.node import register_encoder
 
 cdef enum:
     HASH_LENGTH = 32
+    # A branch's encoding is written with up to this many bytes of scratch past its end (runs of empty slots).
+    GAP_SLACK = 16
     DEFAULT_MAX_IDLE = 16
     # A pooled hasher keeps a buffer of at most this size; a larger one (a huge value) is dropped on release.
     MAX_IDLE_BUFFER = 4 * 1024 * 1024
@@ -430,7 +432,9 @@ cdef Py_ssize_t _visit_full(HashPass *p, PyObject *n, int *height) noexcept nogi
             payload += header_size(ref[j]) + ref[j]
     v = slots[16]
     payload += 1 if v == NULL else _value_size(v)
-    if _pass_ensure(p, MAX_HEADER_SIZE + payload) < 0:
+    # GAP_SLACK more: each run of empty slots is written as a 16-byte store of 0x80s, of which only the run's
+    # length counts; the rest is overwritten by what follows, or lies past the end.
+    if _pass_ensure(p, MAX_HEADER_SIZE + payload + GAP_SLACK) < 0:
         return -2
     start = p.length
     out = p.buf + start
@@ -438,10 +442,8 @@ cdef Py_ssize_t _visit_full(HashPass *p, PyObject *n, int *height) noexcept nogi
     prev = 0
     for j in range(cnt):
         i = idx[j]
-        while prev < i:
-            out[o] = 0x80
-            o += 1
-            prev += 1
+        memset(out + o, 0x80, GAP_SLACK)
+        o += i - prev
         prev = i + 1
         c = kids[j]
         if ref[j] == -2:
@@ -452,10 +454,8 @@ cdef Py_ssize_t _visit_full(HashPass *p, PyObject *n, int *height) noexcept nogi
             o += _put_ref(out + o, c)
         else:
             o += _write_node(out + o, c, ref[j], NULL, NULL)
-    while prev < 16:
-        out[o] = 0x80
-        o += 1
-        prev += 1
+    memset(out + o, 0x80, GAP_SLACK)
+    o += 16 - prev
     if v == NULL:
         out[o] = 0x80
         o += 1
@@ -472,6 +472,32 @@ cdef Py_ssize_t _visit_full(HashPass *p, PyObject *n, int *height) noexcept nogi
             if heights[j] + 1 > h:
                 h = heights[j] + 1
     return _pass_record(p, n, start, o, h, height)
+
+
+cdef Py_ssize_t _visit_leaf(HashPass *p, PyObject *n, PyObject *value, int *height) noexcept nogil:
+    """_pass_visit for a leaf (value: its leaf_value), most of the nodes of a trie: [compact key, value], sized
+    and written in one go, with nothing pending under it."""
+    cdef PyObject *key = short_node_key(n)
+    cdef const uint8_t *k = borrowed_bytes_data(key)
+    cdef Py_ssize_t nk = borrowed_bytes_size(key)
+    cdef Py_ssize_t ck = compact_size(k, nk)
+    cdef Py_ssize_t payload = (1 if ck == 1 else header_size(ck) + ck) + string_size(
+        borrowed_bytes_data(value), borrowed_bytes_size(value))
+    cdef Py_ssize_t start, o
+    cdef uint8_t *out
+    if _pass_ensure(p, MAX_HEADER_SIZE + payload) < 0:
+        return -2
+    start = p.length
+    out = p.buf + start
+    o = put_header(out, 0xc0, payload)
+    if ck > 1:
+        o += put_header(out + o, 0x80, ck)
+    o += write_compact(k, nk, out + o)
+    o += _put_string(out + o, value)
+    if o < HASH_LENGTH:
+        return -1
+    p.length = start + o
+    return _pass_record(p, n, start, o, 0, height)
 
 
 cdef Py_ssize_t _pass_visit(HashPass *p, PyObject *n, int *height) noexcept nogil:
@@ -491,8 +517,11 @@ cdef Py_ssize_t _pass_visit(HashPass *p, PyObject *n, int *height) noexcept nogi
         return _visit_full(p, n, height)
     if not is_short_node(n):
         return VISIT_BAD_TYPE
+    c = short_node_leaf_value(n)
+    if c != NULL:
+        return _visit_leaf(p, n, c, height)
     c = short_node_val(n)
-    if short_node_leaf_value(n) == NULL and not node_has_hash(c):
+    if not node_has_hash(c):
         e = _pass_visit(p, c, &eh)
         if e < -1:
             return e
