@@ -69,40 +69,40 @@ MS = 1e6
 SIDE_BY_SIDE_RUN = "2-vCPU AMD EPYC (Zen 4), 2026-12-05"
 GETH: Dict[str, Tuple[float, float, Optional[float], Optional[float]]] = {
     name: (ns, ns, None, None) for name, ns in {
-        "HashFixedSize/10": 16.4 * US, "HashFixedSize/100": 95.5 * US, "HashFixedSize/1K": 904 * US,
-        "HashFixedSize/10K": 9.28 * MS, "HashFixedSize/100K": 135 * MS,
-        "CommitAfterHashFixedSize/10": 10.7 * US, "CommitAfterHashFixedSize/100": 39.2 * US,
-        "CommitAfterHashFixedSize/1K": 707 * US, "CommitAfterHashFixedSize/10K": 10.3 * MS,
+        "HashFixedSize/10": 16.7 * US, "HashFixedSize/100": 98.8 * US, "HashFixedSize/1K": 921 * US,
+        "HashFixedSize/10K": 10.2 * MS, "HashFixedSize/100K": 153 * MS,
+        "CommitAfterHashFixedSize/10": 12.0 * US, "CommitAfterHashFixedSize/100": 43.8 * US,
+        "CommitAfterHashFixedSize/1K": 738 * US, "CommitAfterHashFixedSize/10K": 9.65 * MS,
         "CommitAfterHashFixedSize/100K": 205 * MS,
-        "DeriveSha200/std_trie": 205 * US, "DeriveSha200/stack_trie": 168 * US,
-        "Insert100K": 29.3 * MS, "Prove": 5.6 * US, "VerifyProof": 2.5 * US,
-        "VerifyRangeProof10": 19.9 * US, "VerifyRangeProof100": 62.4 * US, "VerifyRangeProof1000": 1.02 * MS,
-        "VerifyRangeProof5000": 5.39 * MS,
-        "VerifyRangeNoProof10": 107 * US, "VerifyRangeNoProof500": 435 * US, "VerifyRangeNoProof1000": 849 * US,
+        "DeriveSha200/std_trie": 209 * US, "DeriveSha200/stack_trie": 180 * US,
+        "Insert100K": 29.1 * MS, "Prove": 5.7 * US, "VerifyProof": 2.5 * US,
+        "VerifyRangeProof10": 20.0 * US, "VerifyRangeProof100": 71.0 * US, "VerifyRangeProof1000": 1.14 * MS,
+        "VerifyRangeProof5000": 5.77 * MS,
+        "VerifyRangeNoProof10": 110 * US, "VerifyRangeNoProof500": 454 * US, "VerifyRangeNoProof1000": 876 * US,
     }.items()
 }
 # mpt's medians of that same side-by-side run (--hash-threads 1, Keccak backend avx512).
 MPT_SIDE_BY_SIDE: Dict[str, float] = {
-    "HashFixedSize/10": 3.6 * US, "HashFixedSize/100": 14.3 * US, "HashFixedSize/1K": 135 * US,
-    "HashFixedSize/10K": 1.85 * MS, "HashFixedSize/100K": 20.1 * MS,
-    "CommitAfterHashFixedSize/10": 2.3 * US, "CommitAfterHashFixedSize/100": 9.9 * US,
-    "CommitAfterHashFixedSize/1K": 123 * US, "CommitAfterHashFixedSize/10K": 2.05 * MS,
-    "CommitAfterHashFixedSize/100K": 52.2 * MS,
-    "DeriveSha200/std_trie": 37.6 * US, "DeriveSha200/stack_trie": 24.2 * US,
-    "Insert100K": 6.19 * MS, "Prove": 0.7 * US, "VerifyProof": 1.2 * US,
-    "VerifyRangeProof10": 5.6 * US, "VerifyRangeProof100": 17.5 * US, "VerifyRangeProof1000": 216 * US,
-    "VerifyRangeProof5000": 1.52 * MS,
-    "VerifyRangeNoProof10": 21.5 * US, "VerifyRangeNoProof500": 69.2 * US, "VerifyRangeNoProof1000": 136 * US,
+    "HashFixedSize/10": 3.4 * US, "HashFixedSize/100": 13.2 * US, "HashFixedSize/1K": 121 * US,
+    "HashFixedSize/10K": 1.44 * MS, "HashFixedSize/100K": 17.1 * MS,
+    "CommitAfterHashFixedSize/10": 2.1 * US, "CommitAfterHashFixedSize/100": 8.9 * US,
+    "CommitAfterHashFixedSize/1K": 105 * US, "CommitAfterHashFixedSize/10K": 1.58 * MS,
+    "CommitAfterHashFixedSize/100K": 47.7 * MS,
+    "DeriveSha200/std_trie": 37.3 * US, "DeriveSha200/stack_trie": 24.9 * US,
+    "Insert100K": 6.48 * MS, "Prove": 0.7 * US, "VerifyProof": 1.3 * US,
+    "VerifyRangeProof10": 5.8 * US, "VerifyRangeProof100": 17.8 * US, "VerifyRangeProof1000": 208 * US,
+    "VerifyRangeProof5000": 1.76 * MS,
+    "VerifyRangeNoProof10": 23.0 * US, "VerifyRangeNoProof500": 74.8 * US, "VerifyRangeNoProof1000": 144 * US,
 }
 # The ratios of that run as published (the ratio of the unrounded medians, so not always the ratio of the
 # rounded figures above).
 SIDE_BY_SIDE_RATIO: Dict[str, float] = {
-    "HashFixedSize/10": 0.22, "HashFixedSize/100": 0.15, "HashFixedSize/1K": 0.15, "HashFixedSize/10K": 0.20,
-    "HashFixedSize/100K": 0.15, "CommitAfterHashFixedSize/10": 0.21, "CommitAfterHashFixedSize/100": 0.25,
-    "CommitAfterHashFixedSize/1K": 0.17, "CommitAfterHashFixedSize/10K": 0.20, "CommitAfterHashFixedSize/100K": 0.25,
-    "DeriveSha200/std_trie": 0.18, "DeriveSha200/stack_trie": 0.14, "Insert100K": 0.21, "Prove": 0.12,
-    "VerifyProof": 0.51, "VerifyRangeProof10": 0.28, "VerifyRangeProof100": 0.28, "VerifyRangeProof1000": 0.21,
-    "VerifyRangeProof5000": 0.28, "VerifyRangeNoProof10": 0.20, "VerifyRangeNoProof500": 0.16,
+    "HashFixedSize/10": 0.21, "HashFixedSize/100": 0.13, "HashFixedSize/1K": 0.13, "HashFixedSize/10K": 0.14,
+    "HashFixedSize/100K": 0.11, "CommitAfterHashFixedSize/10": 0.17, "CommitAfterHashFixedSize/100": 0.20,
+    "CommitAfterHashFixedSize/1K": 0.14, "CommitAfterHashFixedSize/10K": 0.16, "CommitAfterHashFixedSize/100K": 0.23,
+    "DeriveSha200/std_trie": 0.18, "DeriveSha200/stack_trie": 0.14, "Insert100K": 0.22, "Prove": 0.12,
+    "VerifyProof": 0.52, "VerifyRangeProof10": 0.29, "VerifyRangeProof100": 0.25, "VerifyRangeProof1000": 0.18,
+    "VerifyRangeProof5000": 0.30, "VerifyRangeNoProof10": 0.21, "VerifyRangeNoProof500": 0.16,
     "VerifyRangeNoProof1000": 0.16,
 }
 GETH_LABEL = "geth 02b73d4e, 1 core"
