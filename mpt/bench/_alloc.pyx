@@ -26,14 +26,14 @@ prefetching, and nothing else: the cost of reaching the nodes, keys and values b
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
-from libc.stdint cimport uint8_t, uint32_t, uint64_t
+from libc.stdint cimport uint8_t, uint64_t
 
 from libc.string cimport memcpy
 
 from cpython.ref cimport PyObject
-from mpt.ethereum.node cimport (Node, borrowed_bytes_data, borrowed_bytes_size, full_node_present, full_node_slots,
-                                is_full_node, is_short_node, lowest_bit, node_has_hash, prefetch_below,
-                                prefetch_object, short_node_key, short_node_leaf_value, short_node_val)
+from mpt.ethereum.node cimport (Node, borrowed_bytes_data, borrowed_bytes_size, full_node_slots, gather_children,
+                                is_full_node, is_short_node, node_has_hash, prefetch_below, short_node_key,
+                                short_node_leaf_value, short_node_val)
 from mpt.core._keccak.keccak cimport (
     MPT_KECCAK_BACKENDS,
     MPT_KECCAK_SCALAR,
@@ -291,18 +291,11 @@ cdef uint64_t _walk(PyObject *n) noexcept nogil:
     cdef PyObject **slots
     cdef PyObject *c
     cdef PyObject *v
-    cdef uint32_t present
     cdef int i, count = 0
     cdef uint64_t acc = 0
     if is_full_node(n):
         slots = full_node_slots(n)
-        present = full_node_present(n) & 0xFFFF
-        while present:
-            c = slots[lowest_bit(present)]
-            present &= present - 1
-            prefetch_object(c)
-            kids[count] = c
-            count += 1
+        count = gather_children(n, kids, NULL)
         prefetch_below(kids, count, False)
         for i in range(count):
             if not node_has_hash(kids[i]):

@@ -33,7 +33,7 @@ cdef extern from *:
     dict MPT_DICT_PRESIZED(Py_ssize_t n)
 
 from mpt.ethereum.hasher cimport Hasher, HasherPool, default_pool
-from mpt.ethereum.node cimport FullNode, Node, ShortNode, ValueNode, lowest_bit, prefetch_below, prefetch_object
+from mpt.ethereum.node cimport FullNode, Node, ShortNode, ValueNode, gather_children, lowest_bit, prefetch_below
 from mpt.core.rlp cimport WriteBuffer
 from mpt.db.memory cimport MemoryDB
 
@@ -177,13 +177,7 @@ cdef int _commit(Node n, WriteBuffer path, Py_ssize_t plen, WriteBuffer out, Nod
         if ns._count >= PREFETCH_FROM:
             # The hashing pass's prefetch rounds (node.pxd): the nodes of a large trie are out of the caches again
             # by the time the commit walks them.
-            present = (<FullNode>n).present & 0xFFFF
-            while present:
-                c = (<FullNode>n).slots[lowest_bit(present)]
-                present &= present - 1
-                prefetch_object(c)
-                kids[count] = c
-                count += 1
+            count = gather_children(<PyObject *>n, kids, NULL)
             prefetch_below(kids, count, True)
         present = (<FullNode>n).present & 0xFFFF
         while present:

@@ -26,17 +26,16 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.mem cimport (PyMem_Free, PyMem_Malloc, PyMem_RawCalloc, PyMem_RawFree, PyMem_RawMalloc,
                           PyMem_RawRealloc, PyMem_Realloc)
 from cython.parallel cimport prange, threadid
-from libc.stdint cimport uint8_t, uint32_t
+from libc.stdint cimport uint8_t
 from libc.string cimport memcpy, memset
 
 from cpython.ref cimport PyObject
 
 from mpt.core._keccak.keccak cimport mpt_keccak256, mpt_keccak256_many
 from mpt.ethereum.node cimport (FullNode, Node, ShortNode, ValueNode, borrowed_bytes_data, borrowed_bytes_size,
-                                check_filled, full_node_present, full_node_slots, is_full_node, is_short_node,
-                                is_value_node, lowest_bit, node_has_hash, node_hash_value, node_publish_hash,
-                                prefetch_below, prefetch_line, prefetch_object, short_node_key, short_node_leaf_value,
-                                short_node_val, value_node_bytes)
+                                check_filled, full_node_slots, gather_children, is_full_node, is_short_node,
+                                is_value_node, node_has_hash, node_hash_value, node_publish_hash, prefetch_below,
+                                prefetch_line, short_node_key, short_node_leaf_value, short_node_val, value_node_bytes)
 from mpt.ethereum.encoding cimport compact_size, write_compact
 from mpt.core.rlp cimport MAX_HEADER_SIZE, WriteBuffer, header_size, put_header, put_string, string_size
 from mpt.core.runtime cimport hash_threads, keccak_backend_by_name, keccak_backend_number, mark_openmp_used
@@ -385,7 +384,6 @@ cdef Py_ssize_t _visit_full(HashPass *p, PyObject *n, int *height) noexcept nogi
     """_pass_visit for a branch. Every loop runs over the present children only (a branch near the leaves has
     two or three of sixteen), gathered once: the empty slots cost one 0x80 byte each and nothing else."""
     cdef PyObject **slots = full_node_slots(n)
-    cdef uint32_t present = full_node_present(n) & 0xFFFF
     cdef PyObject *kids[16]
     cdef int idx[16]
     cdef Py_ssize_t entry_of[16]          # the child's pending entry, or -1
@@ -397,15 +395,7 @@ cdef Py_ssize_t _visit_full(HashPass *p, PyObject *n, int *height) noexcept nogi
     cdef PyObject *v
     cdef Py_ssize_t payload, start, o, e
     cdef uint8_t *out
-    cdef int cnt = 0, i, j, h = 0, prev
-    while present:
-        i = lowest_bit(present)
-        present &= present - 1
-        c = slots[i]
-        prefetch_object(c)
-        idx[cnt] = i
-        kids[cnt] = c
-        cnt += 1
+    cdef int cnt = gather_children(n, kids, idx), i, j, h = 0, prev
     prefetch_below(kids, cnt, False)
     for j in range(cnt):
         entry_of[j] = -1
