@@ -260,3 +260,23 @@ def test_the_floors_beside_the_peers_are_their_figures_divided():
     assert "`dict.get` alone, which takes %.2f-%.2fx" % share in readme
     # README's "within 10%" of that floor is each run's gets over its own floor.
     assert "within 10% of a Python loop calling `dict.get` alone" in readme and 0.9 <= over[0] <= over[1] <= 1.1
+
+
+NOTES = (ROOT / "docs" / "contributing" / "performance_notes.md").read_text()
+
+
+def test_the_keccak_ratios_and_hash_threads_are_the_notes_runs():
+    # docs/performance.md quotes the ranges of the runs the contributors' notes list (issue 34, session 13).
+    text = " ".join(PERFORMANCE.split())
+    runs = {}
+    for backend in ("avx2", "avx512"):
+        row = re.search(r"^\| %s \| ([\d., ]+) \| ([\d., ]+) \|" % backend, NOTES, re.M)
+        runs[backend] = [float(v) for cell in row.groups() for v in cell.split(",")]
+    assert "is %.2f to %.2f on AVX2 at 10,000 and 100,000 accounts, and %.2f to %.2f on AVX-512" % (
+        min(runs["avx2"]), max(runs["avx2"]), min(runs["avx512"]), max(runs["avx512"])) in text
+    pairs = re.search(r"--hash-threads N`, N = 1, 2, 1, 2 in a row\): ([\d.]+) and ([\d.]+) ms, then ([\d.]+) and "
+                      r"([\d.]+) ms", " ".join(NOTES.split()))
+    one, two, one_again, two_again = (float(v) for v in pairs.groups())
+    low, high = sorted((two / one, two_again / one_again))
+    assert "two threads take %.2f to %.2f times the time of one for HashFixedSize/100K" % (low, high) in text
+    assert "0.15 to 0.18 ms on one still in them" in text and "0.15-0.18 ms (0.44 ms before)" in NOTES
