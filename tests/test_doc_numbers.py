@@ -280,3 +280,28 @@ def test_the_keccak_ratios_and_hash_threads_are_the_notes_runs():
     low, high = sorted((two / one, two_again / one_again))
     assert "two threads take %.2f to %.2f times the time of one for HashFixedSize/100K" % (low, high) in text
     assert "0.15 to 0.18 ms on one still in them" in text and "0.15-0.18 ms (0.44 ms before)" in NOTES
+
+
+def test_the_iavl_allocation_counts_are_the_bench_cases():
+    """docs/iavl.rst's allocations per op of the tree cases, counted as `python -m mpt.bench` counts them (one op
+    after a collection; the counts hardly move between runs, so 5% covers what the interpreter adds)."""
+    from mpt.bench.cases import get
+    from mpt.bench.cases.iavl_trees import leveldb_available
+    from mpt.bench.runner import Runner
+
+    text = " ".join(IAVL.split())
+    found = re.search(r"Allocations per op: (\d+) K \(Set10K\+Save, either store\), ([\d.]+) M \(Set100K\+Save\), "
+                      r"(\d+) for the 10,000 gets .*?, ([\d.]+) M \(Prune on MemoryDB; ([\d.]+) M on LevelDB", text)
+    assert found, "the allocation sentence of docs/iavl.rst changed"
+    quoted = {"Set10K+Save": float(found.group(1)) * 1e3, "Set100K+Save": float(found.group(2)) * 1e6,
+              "Get100K": float(found.group(3))}
+    stores = ["MemoryDB"] + (["LevelDB"] if leveldb_available() else [])
+    for store in stores:
+        want = dict(quoted, Prune=float(found.group(4 if store == "MemoryDB" else 5)) * 1e6)
+        for workload, count in want.items():
+            case = get("IAVLTree/%s/%s" % (workload, store))
+            state = case.setup()
+            if workload == "Get100K":
+                case.op(state)          # the values cached, as after the bench's first sample
+            allocs = Runner._allocs(case, state)[1]
+            assert abs(allocs - count) <= 0.05 * count + 1, (workload, store, allocs, count)

@@ -35,8 +35,9 @@ from mpt.core._keccak.keccak cimport mpt_keccak256, mpt_keccak256_many
 from mpt.ethereum.node cimport (FullNode, Node, ShortNode, ValueNode, borrowed_bytes_data, borrowed_bytes_size,
                                 check_filled, full_node_slots, gather_children, is_full_node, is_short_node,
                                 is_value_node, node_has_hash, node_hash_value, node_publish_hash, prefetch_below,
-                                prefetch_line, short_node_key, short_node_leaf_value, short_node_val, value_node_bytes)
+                                short_node_key, short_node_leaf_value, short_node_val, value_node_bytes)
 from mpt.ethereum.encoding cimport compact_size, write_compact
+from mpt.core.prefetch cimport prefetch_line
 from mpt.core.rlp cimport MAX_HEADER_SIZE, WriteBuffer, header_size, put_header, put_string, string_size
 from mpt.core.runtime cimport hash_threads, keccak_backend_by_name, keccak_backend_number, mark_openmp_used
 

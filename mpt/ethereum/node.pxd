@@ -6,6 +6,7 @@ from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
 from libc.stdint cimport uint8_t, uint32_t
 from libc.string cimport memcpy
+from mpt.core.prefetch cimport prefetch_line, prefetch_object
 from mpt.core.rlp cimport WriteBuffer
 
 
@@ -194,32 +195,9 @@ cdef inline bint is_value_node(PyObject *n) noexcept nogil:
 # ---------------------------------------------------------------------------------------------------------------
 # Prefetching for the passes over a large trie (the hashing pass, the committer): every node, key and value is a
 # separate object somewhere in the heap, so those passes are bound by memory latency. Before walking a branch's
-# children they ask for them, and what they point to, all at once, so that the cache misses overlap instead of
-# queueing one by one (measured: docs/contributing/performance_notes.md).
+# children they ask for them, and what they point to, all at once (mpt.core.prefetch), so that the cache misses
+# overlap instead of queueing one by one (measured: docs/contributing/performance_notes.md).
 # ---------------------------------------------------------------------------------------------------------------
-
-cdef extern from *:
-    """
-    #if defined(__GNUC__) || defined(__clang__)
-    #define MPT_PREFETCH(p) __builtin_prefetch((const void *)(p))
-    #else
-    #define MPT_PREFETCH(p) ((void)(p))
-    #endif
-    """
-    void prefetch_line "MPT_PREFETCH"(const void *p) noexcept nogil
-
-
-cdef inline void prefetch_object(const void *p) noexcept nogil:
-    # Every cache line of an object of up to 144 bytes. pymalloc aligns objects to 16 bytes, not to lines, so
-    # such an object spans three lines whenever it starts late in one: a ShortNode (88 bytes: its key, val and
-    # leaf_value pointers at 64, 72 and 80) at offset 48 has leaf_value in its third line; a 32-byte key's
-    # nibbles (98 bytes as bytes) and an account value (about 110) from offset 32 on. Asked for two lines, the
-    # pass took the third as a serial miss on a large part of the leaves. The extra prefetch of a line the
-    # object does not reach costs one instruction.
-    prefetch_line(p)
-    prefetch_line(<const char *>p + 64)
-    prefetch_line(<const char *>p + 128)
-
 
 cdef inline int gather_children(PyObject *n, PyObject **kids, int *slot_of) noexcept nogil:
     """The first of the three prefetch rounds under branch n: its present children (slots 0-15) into kids, lowest

@@ -33,6 +33,7 @@ from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp
 
 from mpt.core.bytes_like cimport as_bytes, as_bytes_or_none
+from mpt.core.prefetch cimport prefetch_line
 from mpt.iavl.node cimport (
     FORMAT_LEGACY,
     FORMAT_V1,
@@ -53,17 +54,6 @@ from mpt.iavl.nodedb import STORAGE_VERSION_KEY as _STORAGE_VERSION_KEY
 from mpt.iavl.nodedb import encode_fast_node, foreign_store_error, legacy_root_key, root_key
 
 cdef int64_t MAX_VERSION = 0x7FFFFFFFFFFFFFFF
-
-
-cdef extern from *:
-    """
-    #if defined(__GNUC__) || defined(__clang__)
-    #define MPT_PREFETCH(p) __builtin_prefetch((const void *)(p))
-    #else
-    #define MPT_PREFETCH(p) ((void)(p))
-    #endif
-    """
-    void MPT_PREFETCH(const void *p) noexcept nogil
 
 
 @cython.final
@@ -166,9 +156,9 @@ cdef class Exporter:
             if state == 0:
                 # A walk of a large tree waits on memory: ask for both children and this node's key (read when
                 # the node is emitted, after its subtrees) now, so the misses overlap.
-                MPT_PREFETCH(<void *>(<InnerNode>node).left_node)
-                MPT_PREFETCH(<void *>(<InnerNode>node).right_node)
-                MPT_PREFETCH(<void *>node.key)
+                prefetch_line(<void *>(<InnerNode>node).left_node)
+                prefetch_line(<void *>(<InnerNode>node).right_node)
+                prefetch_line(<void *>node.key)
             self._state[top] = state + 1
             self._path.append(self._child(<InnerNode>node, state == 1))
             self._state[top + 1] = 0

@@ -32,6 +32,7 @@ from libc.stdint cimport int64_t, uint8_t, uint32_t
 from libc.string cimport memcmp
 
 from mpt.core.bytes_like cimport as_bytes, as_bytes_or_none
+from mpt.core.prefetch cimport prefetch_object
 from mpt.iavl.export cimport Exporter, import_tree
 from mpt.iavl.node cimport (
     FORMAT_LEGACY,
@@ -804,27 +805,28 @@ cdef class MutableTree:
             nodes[depth] = node
             depth += 1
             inner = <InnerNode>node
-            # Ask for both children while the key compare waits for node.key: the next step's miss overlaps.
-            _prefetch_node(<PyObject *>inner.left_node)
-            _prefetch_node(<PyObject *>inner.right_node)
+            # Ask for both children while the key compare waits for node.key: the next step's miss overlaps
+            # (every line of an InnerNode or a 32-byte hash; None costs three useless prefetches of one line).
+            prefetch_object(<PyObject *>inner.left_node)
+            prefetch_object(<PyObject *>inner.right_node)
             if by_index:
                 left = self._left(node)
                 if i < left.size:
                     if inner.right_child_hash is None:
                         self._right(node)
-                    _prefetch_node(<PyObject *>inner.right_child_hash)
+                    prefetch_object(<PyObject *>inner.right_child_hash)
                     node = left
                     continue
                 i -= left.size
             elif compare_keys(k, node.key) < 0:
                 if inner.right_child_hash is None:
                     self._right(node)
-                _prefetch_node(<PyObject *>inner.right_child_hash)
+                prefetch_object(<PyObject *>inner.right_child_hash)
                 node = self._left(node)
                 continue
             if inner.left_child_hash is None:
                 self._left(node)
-            _prefetch_node(<PyObject *>inner.left_child_hash)
+            prefetch_object(<PyObject *>inner.left_child_hash)
             node = self._right(node)
             rank += inner.size - node.size
         nodes[depth] = node
@@ -874,25 +876,6 @@ cdef class MutableTree:
         self._new_nodes = None
         self._opened(root, version)
         return self.hash()
-
-
-cdef extern from *:
-    """
-    #if defined(__GNUC__) || defined(__clang__)
-    #define MPT_IAVL_PREFETCH(p) __builtin_prefetch((const void *)(p))
-    #else
-    #define MPT_IAVL_PREFETCH(p) ((void)(p))
-    #endif
-    """
-    void MPT_IAVL_PREFETCH(const void *p) noexcept nogil
-
-
-cdef inline void _prefetch_node(PyObject *o) noexcept:
-    # An InnerNode or a 32-byte hash spans two or three lines (pymalloc aligns to 16 bytes, not 64); None costs
-    # three useless prefetches of one line.
-    MPT_IAVL_PREFETCH(o)
-    MPT_IAVL_PREFETCH(<const char *>o + 64)
-    MPT_IAVL_PREFETCH(<const char *>o + 128)
 
 
 # mpt.iavl.proof imports mpt.ics23, which the tree does not need otherwise: looked up on first use and kept (an

@@ -20,6 +20,7 @@ from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.stdint cimport uint8_t
 
 from mpt.core.bytes_like cimport as_bytes
+from mpt.core.prefetch cimport prefetch_line  # the MPT_PREFETCH macro of the C helpers below
 from mpt.ethereum.shards.partition cimport ArenaSet, Partition
 from mpt.ethereum.shards.records cimport Arena, append_record, arenas_move, arenas_presize
 
@@ -66,11 +67,7 @@ cdef extern from *:
        ahead (whose tuple was fetched earlier), so that several misses are in flight at once. */
     #define MPT_AHEAD_PAIR 16
     #define MPT_AHEAD_DATA 8
-    #if defined(__GNUC__) || defined(__clang__)
-    #define MPT_PREFETCH(p) __builtin_prefetch((const void *)(p), 0, 3)
-    #else
-    #define MPT_PREFETCH(p) ((void)(p))
-    #endif
+    /* MPT_PREFETCH: mpt.core.prefetch, cimported above. */
     static inline void mpt_prefetch_pair(PyObject *const *items, Py_ssize_t i, Py_ssize_t hi) {
         PyObject *item;
         if (i + MPT_AHEAD_PAIR < hi)
