@@ -600,6 +600,93 @@ def test_hash_layout_script_builds_one_root_in_every_layout():
         "insertion order (the benchmark)", "key order", "key order, values copied in that order"]
 
 
+
+def _arena_estimate():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("arena_estimate", REPO / "scripts" / "arena_estimate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_flat_trie_gives_hash_roots_in_every_leaf_layout_on_every_backend():
+    """_alloc.FlatTrie (scripts/arena_estimate.py's flat pass) encodes every node and keccaks level by level: its
+    root is the trie's on every Keccak backend, whichever way its leaves keep their keys and values."""
+    from mpt.bench.cases.ethereum import filled_trie
+    from mpt.bench.workloads import hashed_accounts
+    from mpt.core.runtime import keccak_backends
+
+    script = _arena_estimate()
+    keys, values = hashed_accounts(700)
+    trie = filled_trie(keys, values)
+    root = trie.hash()
+    nodes, level_ends, insertion = script.flat_nodes(trie, keys, values)
+    assert sorted(insertion) == [i for i, node in enumerate(nodes) if node[0] == "leaf"]
+    assert {node[0] for node in nodes} >= {"leaf", "branch"} and level_ends[-1] == len(nodes)
+    for layout in ("inline", "compact", "nibbles"):
+        flat = _alloc.FlatTrie(script._leaf_objects(nodes, layout, insertion), level_ends, layout)
+        for backend in keccak_backends():
+            assert flat.hash(backend) == root, (layout, backend)
+            assert flat.hash(backend, 3) == root
+
+
+def test_flat_trie_refuses_what_it_cannot_hash():
+    leaf = ("leaf", b"\x20" + bytes(31), bytes(40))
+    with pytest.raises(ValueError, match="leaves must be"):
+        _alloc.FlatTrie([leaf], [1], "objects")
+    with pytest.raises(ValueError, match="level_ends"):
+        _alloc.FlatTrie([leaf], [2])
+    with pytest.raises(ValueError, match="level_ends"):
+        _alloc.FlatTrie([], [])
+    with pytest.raises(TypeError, match="bytes"):
+        _alloc.FlatTrie([("leaf", bytearray(32), bytes(40))], [1], "compact")
+    flat = _alloc.FlatTrie([leaf], [1])
+    assert flat.hash() == keccak256(bytes.fromhex("f84aa0") + leaf[1] + b"\xa8" + leaf[2])
+    with pytest.raises(ValueError, match="repeat"):
+        flat.hash("scalar", 0)
+
+
+def test_flat_trie_keeps_a_second_thread_out_while_it_hashes():
+    import threading
+
+    script = _arena_estimate()
+    from mpt.bench.cases.ethereum import filled_trie
+    from mpt.bench.workloads import hashed_accounts
+
+    keys, values = hashed_accounts(2000)
+    trie = filled_trie(keys, values)
+    root = trie.hash()
+    nodes, level_ends, _ = script.flat_nodes(trie, keys, values)
+    flat = _alloc.FlatTrie(nodes, level_ends)
+    results, errors = [], []
+
+    def hash_many():
+        try:
+            results.append(flat.hash("scalar", 200))
+        except RuntimeError as e:
+            errors.append(str(e))
+
+    threads = [threading.Thread(target=hash_many) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    # Whichever way the two calls met, every digest returned is the root, and a refused call says why.
+    assert results and all(r == root for r in results)
+    assert len(results) + len(errors) == 2
+    assert all("already running" in e for e in errors)
+
+
+def test_arena_estimate_script_prints_hash_and_every_layout():
+    proc = subprocess.run([sys.executable, "scripts/arena_estimate.py", "300", "--repeat", "1", "--rounds", "1",
+                           "--backend", "scalar"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("300 accounts, scalar, ")
+    assert [line.split()[2] for line in lines[1:]] == ["hash()", "inline", "compact", "nibbles"]
+
+
 # ------------------------------------------------------------------------------------------------ issue 30
 
 def test_report_ends_with_faster_than_what(capsys, tmp_path):

@@ -23,6 +23,11 @@ GIL, the cost Keccak alone sets for a workload (``python -m mpt.bench`` reports 
 **Walk floor.** :func:`walk_floor` reads what the hashing pass reads of a fresh trie, in its order and with its
 prefetching, and nothing else: the cost of reaching the nodes, keys and values before any encoding or hashing
 (scripts/hash_layout.py prints it beside the hash and the Keccak).
+
+**Flat pass.** :class:`FlatTrie` holds a trie's nodes in flat arrays, level by level, and hashes them the way a
+node arena would let the hashing pass: no node objects, each level's encodings written in one run and keccaked
+together. How its leaves keep their keys and values is chosen, so that scripts/arena_estimate.py can tell what
+each layout would cost against Keccak alone.
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
@@ -34,6 +39,8 @@ from cpython.ref cimport PyObject
 from mpt.ethereum.node cimport (Node, borrowed_bytes_data, borrowed_bytes_size, full_node_slots, gather_children,
                                 is_full_node, is_short_node, node_has_hash, prefetch_below, short_node_key,
                                 short_node_leaf_value, short_node_val)
+from mpt.core.rlp cimport put_header, put_string, string_size
+from mpt.ethereum.encoding cimport compact_size, write_compact
 from mpt.core._keccak.keccak cimport (
     MPT_KECCAK_BACKENDS,
     MPT_KECCAK_SCALAR,
@@ -43,7 +50,8 @@ from mpt.core._keccak.keccak cimport (
     mpt_keccak_backend_supported,
 )
 
-__all__ = ["start", "stop", "current", "active", "count_allocs", "measure", "keccak_floor"]
+__all__ = ["start", "stop", "current", "active", "count_allocs", "measure", "keccak_floor", "walk_floor",
+           "FlatTrie"]
 
 
 cdef extern from "Python.h":
@@ -323,3 +331,220 @@ def walk_floor(root):
     # With the GIL held throughout: no other thread can change or free a node of the trie meanwhile (the hashing
     # pass has its trie's busy state for that; a bare node has none).
     return _walk(<PyObject *>root)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The flat pass
+# ---------------------------------------------------------------------------------------------------------------
+
+cdef enum FlatKind:
+    FLAT_LEAF_INLINE = 0        # compact key and value in the blob
+    FLAT_LEAF_COMPACT = 1       # compact key and value as bytes objects
+    FLAT_LEAF_NIBBLES = 2       # key as nibbles (ShortNode's form: packed while encoding), value as a bytes object
+    FLAT_BRANCH = 3
+    FLAT_EXTENSION = 4          # compact key in the blob, one child
+
+
+cdef struct FlatNode:
+    int kind
+    Py_ssize_t key_at           # blob offset, or the index of the key and value objects
+    Py_ssize_t key_size
+    Py_ssize_t value_at
+    Py_ssize_t value_size
+    Py_ssize_t child            # an extension's child; a branch's first of 16 entries in children (-1: empty)
+
+
+cdef class FlatTrie:
+    """A trie's nodes in flat arrays, for the hashing pass a node arena would allow (scripts/arena_estimate.py).
+
+    ``nodes`` lists every node, children before their parents and each height level together (leaves first, the
+    root last), as ``("leaf", compact_key, value)``, ``("branch", [16 child indices or -1])`` or
+    ``("extension", compact_key, child_index)``; ``level_ends[h]`` is one past the last node of height h.
+    ``leaves`` says how a leaf keeps its key and value: ``"inline"``, copied into one contiguous blob;
+    ``"compact"``, the two bytes objects given (the key in compact form), referenced; ``"nibbles"``, likewise,
+    with the key given as ShortNode keeps it (one nibble per byte and the terminator), packed while encoding. :meth:`hash` encodes each level
+    into one buffer and keccaks it in one call on the backend's lanes, the children's digests copied into their
+    parents' encodings: no node objects, no pending holes. Nodes embedded in their parent are not supported (a
+    trie of 32-byte keys and account values has none)."""
+    cdef FlatNode *nodes
+    cdef Py_ssize_t n
+    cdef Py_ssize_t *children
+    cdef Py_ssize_t *level_ends
+    cdef int levels
+    cdef bytes blob
+    cdef const uint8_t *blob_data
+    cdef list objects           # the leaves' key and value objects ("compact", "nibbles"), two per leaf
+    cdef PyObject **object_ptrs # the same, borrowed: objects holds the references
+    cdef uint8_t *buf
+    cdef uint8_t *digests
+    cdef const uint8_t **messages
+    cdef size_t *lengths
+    cdef bint busy              # a hash() running: its buffers are in use
+
+    def __cinit__(self):
+        self.nodes = NULL
+        self.children = NULL
+        self.level_ends = NULL
+        self.buf = NULL
+        self.digests = NULL
+        self.messages = NULL
+        self.lengths = NULL
+        self.object_ptrs = NULL
+
+    def __init__(self, nodes, level_ends, str leaves="inline"):
+        cdef Py_ssize_t i, j, branches = 0, buf_size = 0
+        cdef FlatNode *f
+        cdef bytearray blob = bytearray()
+        if leaves not in ("inline", "compact", "nibbles"):
+            raise ValueError("leaves must be 'inline', 'compact' or 'nibbles', not %r" % (leaves,))
+        nodes = list(nodes)
+        self.n = len(nodes)
+        self.levels = len(level_ends)
+        if self.n == 0 or self.levels == 0 or level_ends[self.levels - 1] != self.n:
+            raise ValueError("level_ends must end at the number of nodes")
+        self.objects = []
+        self.nodes = <FlatNode *>PyMem_RawMalloc(self.n * sizeof(FlatNode))
+        self.level_ends = <Py_ssize_t *>PyMem_RawMalloc(self.levels * sizeof(Py_ssize_t))
+        for node in nodes:
+            branches += node[0] == "branch"
+        self.children = <Py_ssize_t *>PyMem_RawMalloc((16 * branches + 1) * sizeof(Py_ssize_t))
+        self.digests = <uint8_t *>PyMem_RawMalloc(32 * self.n)
+        self.messages = <const uint8_t **>PyMem_RawMalloc(self.n * sizeof(uint8_t *))
+        self.lengths = <size_t *>PyMem_RawMalloc(self.n * sizeof(size_t))
+        if not (self.nodes and self.level_ends and self.children and self.digests and self.messages and
+                self.lengths):
+            raise MemoryError()
+        for i in range(self.levels):
+            self.level_ends[i] = level_ends[i]
+        branches = 0
+        for i, node in enumerate(nodes):
+            f = &self.nodes[i]
+            f.child = -1
+            f.key_size = f.value_size = 0
+            if node[0] == "branch":
+                f.kind = FLAT_BRANCH
+                f.child = 16 * branches
+                for j in range(16):
+                    self.children[16 * branches + j] = node[1][j]
+                branches += 1
+                buf_size += 3 + 16 * 33 + 1
+            elif node[0] == "extension":
+                f.kind = FLAT_EXTENSION
+                f.key_at, f.key_size, f.child = len(blob), len(node[1]), node[2]
+                blob += node[1]
+                buf_size += 6 + f.key_size + 33
+            elif leaves == "inline":
+                f.kind = FLAT_LEAF_INLINE
+                f.key_at, f.key_size = len(blob), len(node[1])
+                blob += node[1]
+                f.value_at, f.value_size = len(blob), len(node[2])
+                blob += node[2]
+                buf_size += 9 + f.key_size + f.value_size
+            else:
+                f.kind = FLAT_LEAF_COMPACT if leaves == "compact" else FLAT_LEAF_NIBBLES
+                if type(node[1]) is not bytes or type(node[2]) is not bytes:
+                    raise TypeError("a leaf's key and value must be bytes")
+                f.key_at = len(self.objects)
+                self.objects += [node[1], node[2]]
+                buf_size += 9 + len(node[1]) + len(node[2])
+        self.blob = bytes(blob)
+        self.blob_data = <const uint8_t *>PyBytes_AS_STRING(self.blob)
+        self.buf = <uint8_t *>PyMem_RawMalloc(buf_size + 1)
+        self.object_ptrs = <PyObject **>PyMem_RawMalloc((len(self.objects) + 1) * sizeof(PyObject *))
+        if self.buf == NULL or self.object_ptrs == NULL:
+            raise MemoryError()
+        for i in range(len(self.objects)):
+            self.object_ptrs[i] = <PyObject *>self.objects[i]
+
+    def __dealloc__(self):
+        PyMem_RawFree(self.nodes)
+        PyMem_RawFree(self.children)
+        PyMem_RawFree(self.level_ends)
+        PyMem_RawFree(self.buf)
+        PyMem_RawFree(self.digests)
+        PyMem_RawFree(self.messages)
+        PyMem_RawFree(self.lengths)
+        PyMem_RawFree(self.object_ptrs)
+
+    def hash(self, str backend="scalar", Py_ssize_t repeat=1):
+        """The root's hash, computed ``repeat`` times over on ``backend``'s lanes, without the GIL."""
+        cdef int b = _backend_number(backend)
+        cdef Py_ssize_t r
+        if repeat < 1:
+            raise ValueError("repeat must be >= 1")
+        if self.busy:
+            raise RuntimeError("FlatTrie.hash() is already running in another thread")
+        # self.objects keeps every key and value alive, and nothing changes them meanwhile; busy (set and read
+        # with the GIL) keeps a second thread out of the buffers.
+        self.busy = True
+        try:
+            with nogil:
+                for r in range(repeat):
+                    self._pass(b, self.object_ptrs)
+        finally:
+            self.busy = False
+        return PyBytes_FromStringAndSize(<char *>self.digests + 32 * (self.n - 1), 32)
+
+    cdef void _pass(self, int backend, PyObject **objects) noexcept nogil:
+        cdef Py_ssize_t h, i, j, start = 0, o, payload, ck, count
+        cdef const uint8_t *blob = self.blob_data
+        cdef const uint8_t *key
+        cdef const uint8_t *value
+        cdef Py_ssize_t key_size, value_size
+        cdef Py_ssize_t *kids
+        cdef FlatNode *f
+        cdef uint8_t *out
+        for h in range(self.levels):
+            out = self.buf
+            for i in range(start, self.level_ends[h]):
+                f = &self.nodes[i]
+                self.messages[i - start] = out
+                if f.kind == FLAT_BRANCH:
+                    kids = self.children + f.child
+                    count = 0
+                    for j in range(16):
+                        count += kids[j] >= 0
+                    o = put_header(out, 0xc0, 17 + 32 * count)
+                    for j in range(16):
+                        if kids[j] < 0:
+                            out[o] = 0x80
+                            o += 1
+                        else:
+                            out[o] = 0x80 + 32
+                            memcpy(out + o + 1, self.digests + 32 * kids[j], 32)
+                            o += 33
+                    out[o] = 0x80
+                    o += 1
+                elif f.kind == FLAT_EXTENSION:
+                    o = put_header(out, 0xc0, string_size(blob + f.key_at, f.key_size) + 33)
+                    o += put_string(out + o, blob + f.key_at, f.key_size)
+                    out[o] = 0x80 + 32
+                    memcpy(out + o + 1, self.digests + 32 * f.child, 32)
+                    o += 33
+                else:
+                    if f.kind == FLAT_LEAF_INLINE:
+                        key, key_size = blob + f.key_at, f.key_size
+                        value, value_size = blob + f.value_at, f.value_size
+                    else:
+                        key = borrowed_bytes_data(objects[f.key_at])
+                        key_size = borrowed_bytes_size(objects[f.key_at])
+                        value = borrowed_bytes_data(objects[f.key_at + 1])
+                        value_size = borrowed_bytes_size(objects[f.key_at + 1])
+                    if f.kind == FLAT_LEAF_NIBBLES:
+                        ck = compact_size(key, key_size)
+                        payload = (1 if ck == 1 else ck + (1 if ck < 56 else 2)) + string_size(value, value_size)
+                        o = put_header(out, 0xc0, payload)
+                        if ck > 1:
+                            o += put_header(out + o, 0x80, ck)
+                        o += write_compact(key, key_size, out + o)
+                    else:
+                        payload = string_size(key, key_size) + string_size(value, value_size)
+                        o = put_header(out, 0xc0, payload)
+                        o += put_string(out + o, key, key_size)
+                    o += put_string(out + o, value, value_size)
+                self.lengths[i - start] = <size_t>o
+                out += o
+            mpt_keccak256_many(backend, self.messages, self.lengths, <size_t>(self.level_ends[h] - start),
+                               self.digests + 32 * start)
+            start = self.level_ends[h]
+

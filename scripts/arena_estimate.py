@@ -1,0 +1,150 @@
+"""What a node arena would do for the hashing pass's keccak ratio: the same trie hashed flat, in three leaf layouts.
+
+    python scripts/arena_estimate.py 10000 --backend avx512 [--repeat 20] [--rounds 3]
+
+Builds the HashFixedSize trie (make_accounts(n), mpt.bench.cases), copies its nodes into a
+mpt.bench._alloc.FlatTrie (flat arrays level by level, no node objects) and times FlatTrie.hash against Keccak
+alone on the same encodings (keccak_floor, the bench's keccak ratio), for three ways a leaf could keep its key
+and value:
+
+* ``inline``: the compact key and the value copied into one contiguous blob (an arena that owns its values);
+* ``compact``: the key in compact form and the value as separate bytes objects;
+* ``nibbles``: as ShortNode keeps them today, the key one nibble per byte (packed while encoding) and the value
+  the workload's own bytes object.
+
+The key objects are made in insertion order and the values are the workload's, as a Trie built by inserts holds
+them. Each level of the trie is encoded in one run and keccaked in one call: no walk, no pending holes, no
+prefetching. The root must equal hash()'s. Prints, per round, hash() of a trie built right before (median of
+15, as the bench times it) and, per layout, the median time of one flat hash (--repeat hashes per timing, 15
+timings), each beside Keccak alone on the same encodings timed right after it, and their ratio.
+"""
+import argparse
+import statistics
+import sys
+import time
+
+from mpt.bench._alloc import FlatTrie, keccak_floor
+from mpt.bench.cases.ethereum import filled_trie, hashed_blobs
+from mpt.bench.workloads import hashed_accounts
+from mpt.core.rlp import decode
+from mpt.core.runtime import set_keccak_backend
+
+
+def _nibbles(compact: bytes) -> bytes:
+    """The nibbles of a compact key, without the terminator."""
+    flag = compact[0] >> 4
+    out = bytearray([compact[0] & 0x0F] if flag & 1 else [])
+    for b in compact[1:]:
+        out += bytes((b >> 4, b & 0x0F))
+    return bytes(out)
+
+
+def flat_nodes(trie, keys, values):
+    """The trie's nodes for FlatTrie: a list by height (leaves first, the root last) and the level ends. Leaves
+    carry the workload's value objects, in the order keys were inserted."""
+    decoded = {}
+    for path, node_hash, blob in trie.node_iter():
+        if node_hash is None:
+            raise ValueError("an embedded node: FlatTrie takes tries without them")
+        decoded[path] = decode(blob)
+    value_of = dict(zip(keys, values))
+    height = {}
+
+    def child_paths(path):
+        items = decoded[path]
+        if len(items) == 17:
+            return [path + bytes([i]) for i in range(16) if items[i]]
+        if items[0][0] >> 4 >= 2:
+            return []
+        return [path + _nibbles(items[0])]
+
+    for path in sorted(decoded, key=len, reverse=True):         # children (longer paths) first
+        height[path] = 1 + max((height[c] for c in child_paths(path)), default=-1)
+    order = sorted(decoded, key=lambda p: (height[p], p))
+    index = {p: i for i, p in enumerate(order)}
+    leaf_key = {}
+    for path in order:
+        items = decoded[path]
+        if len(items) == 2 and items[0][0] >> 4 >= 2:
+            full = path + _nibbles(items[0])
+            leaf_key[path] = bytes((full[i] << 4) | full[i + 1] for i in range(0, len(full), 2))
+    nodes = []
+    for path in order:
+        items = decoded[path]
+        if len(items) == 17:
+            nodes.append(("branch", [index[path + bytes([i])] if items[i] else -1 for i in range(16)]))
+        elif path in leaf_key:
+            nodes.append(("leaf", bytes(items[0]), value_of[leaf_key[path]]))
+        else:
+            nodes.append(("extension", bytes(items[0]), index[path + _nibbles(items[0])]))
+    levels = max(height.values()) + 1
+    level_ends = [sum(1 for p in order if height[p] <= h) for h in range(levels)]
+    # Leaves in insertion order for the key objects FlatTrie makes (as a Trie's inserts made them).
+    by_key = {leaf_key[p]: i for p, i in index.items() if p in leaf_key}
+    insertion = [by_key[k] for k in keys]
+    return nodes, level_ends, insertion
+
+
+def _median(fn, timings=15):
+    out = []
+    for _ in range(timings):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return statistics.median(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("n", type=int, nargs="?", default=10000, help="accounts (make_accounts(n))")
+    ap.add_argument("--backend", default="avx512", help="Keccak backend (scalar, avx2, avx512)")
+    ap.add_argument("--repeat", type=int, default=20, help="flat hashes per timing")
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    set_keccak_backend(args.backend)
+    keys, values = hashed_accounts(args.n)
+    trie = filled_trie(keys, values)
+    root = trie.hash()
+    nodes, level_ends, insertion = flat_nodes(trie, keys, values)
+    blobs = hashed_blobs(trie)
+    flats = {}
+    for layout in ("inline", "compact", "nibbles"):
+        flat = FlatTrie(_leaf_objects(nodes, layout, insertion), level_ends, layout)
+        if flat.hash(args.backend) != root:
+            sys.exit("%s: the flat root differs from hash()'s" % layout)
+        flats[layout] = flat
+    print("%d accounts, %s, %d nodes (%d leaves)" % (args.n, args.backend, len(nodes), len(keys)))
+    for r in range(args.rounds):
+        t_hash = statistics.median(_fresh_hash(keys, values) for _ in range(15))
+        t_keccak = _median(lambda: keccak_floor(blobs, args.repeat, args.backend)) / args.repeat
+        print("round %d  hash()   of a fresh trie %.3f ms  Keccak alone %.3f ms  ratio %.2f" % (
+            r + 1, t_hash * 1e3, t_keccak * 1e3, t_hash / t_keccak))
+        for layout, flat in flats.items():
+            t_flat = _median(lambda: flat.hash(args.backend, args.repeat)) / args.repeat
+            t_keccak = _median(lambda: keccak_floor(blobs, args.repeat, args.backend)) / args.repeat
+            print("round %d  %-8s flat pass %.3f ms  Keccak alone %.3f ms  ratio %.2f" % (
+                r + 1, layout, t_flat * 1e3, t_keccak * 1e3, t_flat / t_keccak))
+
+
+def _fresh_hash(keys, values):
+    """hash() of a trie built right before, as the bench times it."""
+    trie = filled_trie(keys, values)
+    t0 = time.perf_counter()
+    trie.hash()
+    return time.perf_counter() - t0
+
+
+def _leaf_objects(nodes, layout, insertion):
+    """nodes with each leaf's key as the layout keeps it ("nibbles": one nibble per byte and the terminator),
+    the key objects made in the keys' insertion order, as a Trie's inserts made them."""
+    if layout == "inline":
+        return nodes
+    made = {}
+    for i in insertion:
+        compact = nodes[i][1]
+        made[i] = bytes(bytearray(compact)) if layout == "compact" else _nibbles(compact) + b"\x10"
+    return [("leaf", made[i], node[2]) if i in made else node for i, node in enumerate(nodes)]
+
+
+if __name__ == "__main__":
+    main()
