@@ -1,22 +1,25 @@
-"""What a node arena would do for the hashing pass's keccak ratio: the same trie hashed flat, in three leaf layouts.
+"""What a node arena would do for the hashing pass's keccak ratio: the same trie hashed flat, in four leaf layouts.
 
     python scripts/arena_estimate.py 10000 --backend avx512 [--repeat 20] [--rounds 3]
 
 Builds the HashFixedSize trie (make_accounts(n), mpt.bench.cases), copies its nodes into a
 mpt.bench._alloc.FlatTrie (flat arrays level by level, no node objects) and times FlatTrie.hash against Keccak
-alone on the same encodings (keccak_floor, the bench's keccak ratio), for three ways a leaf could keep its key
+alone on the same encodings (keccak_floor, the bench's keccak ratio), for four ways a leaf could keep its key
 and value:
 
-* ``inline``: the compact key and the value copied into one contiguous blob (an arena that owns its values);
+* ``inline``: the compact key and the value copied into one contiguous blob, in the order the pass reads them (an
+  arena that owns its values and keeps them in the trie's order);
+* ``inline-inserted``: the same blob in the order the keys were inserted (an arena that appends what it is given);
 * ``compact``: the key in compact form and the value as separate bytes objects;
 * ``nibbles``: as ShortNode keeps them today, the key one nibble per byte (packed while encoding) and the value
   the workload's own bytes object.
 
 The key objects are made in insertion order and the values are the workload's, as a Trie built by inserts holds
-them. Each level of the trie is encoded in one run and keccaked in one call: no walk, no pending holes, no
-prefetching. The root must equal hash()'s. Prints, per round, hash() of a trie built right before (median of
-15, as the bench times it) and, per layout, the median time of one flat hash (--repeat hashes per timing, 15
-timings), each beside Keccak alone on the same encodings timed right after it, and their ratio.
+them. Each level of the trie is encoded in one run and keccaked in one call (no walk, no pending holes), the
+leaf eight places on asked for while one is encoded. The root must equal hash()'s. Prints, per round, hash() of
+a trie built right before (median of 15, as the bench times it) and, per layout, the median time of one flat
+hash (--repeat hashes per timing, 15 timings), each beside Keccak alone on the same encodings timed right after
+it, and their ratio.
 """
 import argparse
 import statistics
@@ -28,6 +31,9 @@ from mpt.bench.cases.ethereum import filled_trie, hashed_blobs
 from mpt.bench.workloads import hashed_accounts
 from mpt.core.rlp import decode
 from mpt.core.runtime import set_keccak_backend
+
+
+LAYOUTS = ("inline", "inline-inserted", "compact", "nibbles")
 
 
 def _nibbles(compact: bytes) -> bytes:
@@ -108,8 +114,10 @@ def main() -> None:
     nodes, level_ends, insertion = flat_nodes(trie, keys, values)
     blobs = hashed_blobs(trie)
     flats = {}
-    for layout in ("inline", "compact", "nibbles"):
-        flat = FlatTrie(_leaf_objects(nodes, layout, insertion), level_ends, layout)
+    for layout in LAYOUTS:
+        leaves = layout.split("-")[0]
+        flat = FlatTrie(_leaf_objects(nodes, leaves, insertion), level_ends, leaves,
+                        insertion if layout == "inline-inserted" else None)
         if flat.hash(args.backend) != root:
             sys.exit("%s: the flat root differs from hash()'s" % layout)
         flats[layout] = flat
@@ -117,12 +125,12 @@ def main() -> None:
     for r in range(args.rounds):
         t_hash = statistics.median(_fresh_hash(keys, values) for _ in range(15))
         t_keccak = _median(lambda: keccak_floor(blobs, args.repeat, args.backend)) / args.repeat
-        print("round %d  hash()   of a fresh trie %.3f ms  Keccak alone %.3f ms  ratio %.2f" % (
+        print("round %d  hash()          of a fresh trie %.3f ms  Keccak alone %.3f ms  ratio %.2f" % (
             r + 1, t_hash * 1e3, t_keccak * 1e3, t_hash / t_keccak))
         for layout, flat in flats.items():
             t_flat = _median(lambda: flat.hash(args.backend, args.repeat)) / args.repeat
             t_keccak = _median(lambda: keccak_floor(blobs, args.repeat, args.backend)) / args.repeat
-            print("round %d  %-8s flat pass %.3f ms  Keccak alone %.3f ms  ratio %.2f" % (
+            print("round %d  %-15s flat pass %.3f ms  Keccak alone %.3f ms  ratio %.2f" % (
                 r + 1, layout, t_flat * 1e3, t_keccak * 1e3, t_flat / t_keccak))
 
 

@@ -624,8 +624,10 @@ def test_flat_trie_gives_hash_roots_in_every_leaf_layout_on_every_backend():
     nodes, level_ends, insertion = script.flat_nodes(trie, keys, values)
     assert sorted(insertion) == [i for i, node in enumerate(nodes) if node[0] == "leaf"]
     assert {node[0] for node in nodes} >= {"leaf", "branch"} and level_ends[-1] == len(nodes)
-    for layout in ("inline", "compact", "nibbles"):
-        flat = _alloc.FlatTrie(script._leaf_objects(nodes, layout, insertion), level_ends, layout)
+    for layout in script.LAYOUTS:
+        leaves = layout.split("-")[0]
+        flat = _alloc.FlatTrie(script._leaf_objects(nodes, leaves, insertion), level_ends, leaves,
+                               insertion if layout == "inline-inserted" else None)
         for backend in keccak_backends():
             assert flat.hash(backend) == root, (layout, backend)
             assert flat.hash(backend, 3) == root
@@ -641,6 +643,10 @@ def test_flat_trie_refuses_what_it_cannot_hash():
         _alloc.FlatTrie([], [])
     with pytest.raises(TypeError, match="bytes"):
         _alloc.FlatTrie([("leaf", bytearray(32), bytes(40))], [1], "compact")
+    with pytest.raises(ValueError, match="not a node index"):
+        _alloc.FlatTrie([leaf], [1], "inline", [1])
+    with pytest.raises(ValueError, match="leaves out leaf 0"):
+        _alloc.FlatTrie([leaf], [1], "inline", [])
     flat = _alloc.FlatTrie([leaf], [1])
     assert flat.hash() == keccak256(bytes.fromhex("f84aa0") + leaf[1] + b"\xa8" + leaf[2])
     with pytest.raises(ValueError, match="repeat"):
@@ -684,7 +690,7 @@ def test_arena_estimate_script_prints_hash_and_every_layout():
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("300 accounts, scalar, ")
-    assert [line.split()[2] for line in lines[1:]] == ["hash()", "inline", "compact", "nibbles"]
+    assert [line.split()[2] for line in lines[1:]] == ["hash()", "inline", "inline-inserted", "compact", "nibbles"]
 
 
 # ------------------------------------------------------------------------------------------------ issue 30
