@@ -31,18 +31,10 @@ from mpt.bench.cases.ethereum import filled_trie, hashed_blobs
 from mpt.bench.workloads import hashed_accounts
 from mpt.core.rlp import decode
 from mpt.core.runtime import set_keccak_backend
+from mpt.ethereum.encoding import compact_to_hex, hex_to_keybytes
 
 
 LAYOUTS = ("inline", "inline-inserted", "compact", "nibbles")
-
-
-def _nibbles(compact: bytes) -> bytes:
-    """The nibbles of a compact key, without the terminator."""
-    flag = compact[0] >> 4
-    out = bytearray([compact[0] & 0x0F] if flag & 1 else [])
-    for b in compact[1:]:
-        out += bytes((b >> 4, b & 0x0F))
-    return bytes(out)
 
 
 def flat_nodes(trie, keys, values):
@@ -62,7 +54,7 @@ def flat_nodes(trie, keys, values):
             return [path + bytes([i]) for i in range(16) if items[i]]
         if items[0][0] >> 4 >= 2:
             return []
-        return [path + _nibbles(items[0])]
+        return [path + compact_to_hex(bytes(items[0]))]
 
     for path in sorted(decoded, key=len, reverse=True):         # children (longer paths) first
         height[path] = 1 + max((height[c] for c in child_paths(path)), default=-1)
@@ -72,8 +64,7 @@ def flat_nodes(trie, keys, values):
     for path in order:
         items = decoded[path]
         if len(items) == 2 and items[0][0] >> 4 >= 2:
-            full = path + _nibbles(items[0])
-            leaf_key[path] = bytes((full[i] << 4) | full[i + 1] for i in range(0, len(full), 2))
+            leaf_key[path] = hex_to_keybytes(path + compact_to_hex(bytes(items[0])))
     nodes = []
     for path in order:
         items = decoded[path]
@@ -82,22 +73,23 @@ def flat_nodes(trie, keys, values):
         elif path in leaf_key:
             nodes.append(("leaf", bytes(items[0]), value_of[leaf_key[path]]))
         else:
-            nodes.append(("extension", bytes(items[0]), index[path + _nibbles(items[0])]))
+            nodes.append(("extension", bytes(items[0]), index[path + compact_to_hex(bytes(items[0]))]))
     levels = max(height.values()) + 1
     level_ends = [sum(1 for p in order if height[p] <= h) for h in range(levels)]
-    # Leaves in insertion order for the key objects FlatTrie makes (as a Trie's inserts made them).
+    # The leaves' node indices in the order their keys were inserted.
     by_key = {leaf_key[p]: i for p, i in index.items() if p in leaf_key}
     insertion = [by_key[k] for k in keys]
     return nodes, level_ends, insertion
 
 
 def _median(fn, timings=15):
-    out = []
-    for _ in range(timings):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return statistics.median(out)
+    return statistics.median(_timed(fn) for _ in range(timings))
+
+
+def _timed(fn):
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
 
 
 def main() -> None:
@@ -136,10 +128,7 @@ def main() -> None:
 
 def _fresh_hash(keys, values):
     """hash() of a trie built right before, as the bench times it."""
-    trie = filled_trie(keys, values)
-    t0 = time.perf_counter()
-    trie.hash()
-    return time.perf_counter() - t0
+    return _timed(filled_trie(keys, values).hash)
 
 
 def _leaf_objects(nodes, layout, insertion):
@@ -150,7 +139,8 @@ def _leaf_objects(nodes, layout, insertion):
     made = {}
     for i in insertion:
         compact = nodes[i][1]
-        made[i] = bytes(bytearray(compact)) if layout == "compact" else _nibbles(compact) + b"\x10"
+        # A new object either way (bytes(b) of a bytes object would be that object, allocated in level order).
+        made[i] = bytes(bytearray(compact)) if layout == "compact" else compact_to_hex(compact)
     return [("leaf", made[i], node[2]) if i in made else node for i, node in enumerate(nodes)]
 
 

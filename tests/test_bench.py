@@ -641,6 +641,15 @@ def test_flat_trie_refuses_what_it_cannot_hash():
         _alloc.FlatTrie([leaf], [2])
     with pytest.raises(ValueError, match="level_ends"):
         _alloc.FlatTrie([], [])
+    with pytest.raises(ValueError, match="level_ends must rise"):
+        _alloc.FlatTrie([leaf, leaf], [2, 1, 2])
+    with pytest.raises(ValueError, match="not a node listed before it"):
+        _alloc.FlatTrie([leaf, ("branch", [0, 5] + [-1] * 14)], [1, 2])
+    with pytest.raises(ValueError, match="not a node listed before it"):
+        _alloc.FlatTrie([leaf, ("extension", b"\x00\x01", 1)], [1, 2])
+    big = ("leaf", b"\x20" + bytes(31), bytes(70000))          # a 3-byte length: 4-byte headers
+    assert _alloc.FlatTrie([big], [1]).hash() == keccak256(
+        bytes.fromhex("fa011195a0") + big[1] + bytes.fromhex("ba011170") + big[2])
     with pytest.raises(TypeError, match="bytes"):
         _alloc.FlatTrie([("leaf", bytearray(32), bytes(40))], [1], "compact")
     with pytest.raises(ValueError, match="not a node index"):
@@ -651,6 +660,10 @@ def test_flat_trie_refuses_what_it_cannot_hash():
     assert flat.hash() == keccak256(bytes.fromhex("f84aa0") + leaf[1] + b"\xa8" + leaf[2])
     with pytest.raises(ValueError, match="repeat"):
         flat.hash("scalar", 0)
+    with pytest.raises(RuntimeError, match="initialised once"):
+        flat.__init__([leaf], [1])
+    with pytest.raises(ValueError, match="not initialised"):
+        _alloc.FlatTrie.__new__(_alloc.FlatTrie).hash()
 
 
 def test_flat_trie_keeps_a_second_thread_out_while_it_hashes():

@@ -40,7 +40,7 @@ from mpt.ethereum.node cimport (Node, borrowed_bytes_data, borrowed_bytes_size, 
                                 is_full_node, is_short_node, node_has_hash, prefetch_below, short_node_key,
                                 short_node_leaf_value, short_node_val)
 from mpt.core.prefetch cimport prefetch_line, prefetch_object
-from mpt.core.rlp cimport put_header, put_string, string_size
+from mpt.core.rlp cimport MAX_HEADER_SIZE, put_header, put_string, string_size
 from mpt.ethereum.encoding cimport compact_size, write_compact
 from mpt.core._keccak.keccak cimport (
     MPT_KECCAK_BACKENDS,
@@ -371,6 +371,13 @@ cdef inline void _prefetch_flat_leaf(const FlatNode *f, const uint8_t *blob, PyO
         prefetch_object(objects[f.key_at + 1])
 
 
+cdef Py_ssize_t _child_index(object child, Py_ssize_t parent, bint may_be_empty) except -2:
+    cdef Py_ssize_t c = child
+    if (c == -1 and may_be_empty) or 0 <= c < parent:
+        return c
+    raise ValueError("node %d: child %r is not a node listed before it" % (parent, child))
+
+
 cdef class FlatTrie:
     """A trie's nodes in flat arrays, for the hashing pass a node arena would allow (scripts/arena_estimate.py).
 
@@ -381,11 +388,11 @@ cdef class FlatTrie:
     ``"compact"``, the two bytes objects given (the key in compact form), referenced; ``"nibbles"``, likewise,
     with the key given as ShortNode keeps it (one nibble per byte and the terminator), packed while encoding.
     ``blob_order`` lists the inline leaves (node indices) in the order their keys and values follow each other
-    in the blob; by default the node order, which is the order the pass reads them in. :meth:`hash` encodes each level
-    into one buffer and keccaks it in one call on the backend's lanes, the children's digests copied into their
-    parents' encodings: no node objects, no pending holes; the leaf FLAT_PREFETCH_AHEAD places on is asked for
-    while one is encoded. Nodes embedded in their parent are not supported (a trie of 32-byte keys and account
-    values has none)."""
+    in the blob; by default the node order, which is the order the pass reads them in. :meth:`hash` encodes
+    each level into one buffer and keccaks it in one call on the backend's lanes, the children's digests copied
+    into their parents' encodings: no node objects, no pending holes; the leaf FLAT_PREFETCH_AHEAD places on is
+    asked for while one is encoded. Nodes embedded in their parent and branches with a value are not supported
+    (a trie of 32-byte keys and account values has neither)."""
     cdef FlatNode *nodes
     cdef Py_ssize_t n
     cdef Py_ssize_t *children
@@ -415,6 +422,8 @@ cdef class FlatTrie:
         cdef Py_ssize_t i, j, branches = 0, buf_size = 0
         cdef FlatNode *f
         cdef bytearray blob = bytearray()
+        if self.nodes != NULL:
+            raise RuntimeError("a FlatTrie is initialised once")
         if leaves not in ("inline", "compact", "nibbles"):
             raise ValueError("leaves must be 'inline', 'compact' or 'nibbles', not %r" % (leaves,))
         nodes = list(nodes)
@@ -436,6 +445,8 @@ cdef class FlatTrie:
             raise MemoryError()
         for i in range(self.levels):
             self.level_ends[i] = level_ends[i]
+            if not (self.level_ends[i - 1] if i else 0) <= self.level_ends[i] <= self.n:
+                raise ValueError("level_ends must rise from 0 to the number of nodes")
         branches = 0
         for i, node in enumerate(nodes):
             f = &self.nodes[i]
@@ -445,25 +456,25 @@ cdef class FlatTrie:
                 f.kind = FLAT_BRANCH
                 f.child = 16 * branches
                 for j in range(16):
-                    self.children[16 * branches + j] = node[1][j]
+                    self.children[16 * branches + j] = _child_index(node[1][j], i, True)
                 branches += 1
-                buf_size += 3 + 16 * 33 + 1
+                buf_size += MAX_HEADER_SIZE + 16 * 33 + 1
             elif node[0] == "extension":
                 f.kind = FLAT_EXTENSION
-                f.key_at, f.key_size, f.child = len(blob), len(node[1]), node[2]
+                f.key_at, f.key_size, f.child = len(blob), len(node[1]), _child_index(node[2], i, False)
                 blob += node[1]
-                buf_size += 6 + f.key_size + 33
+                buf_size += 2 * MAX_HEADER_SIZE + f.key_size + 33
             elif leaves == "inline":
                 f.kind = FLAT_LEAF_INLINE           # laid out in the blob below, in blob_order
                 f.key_size, f.value_size = len(node[1]), len(node[2])
-                buf_size += 9 + f.key_size + f.value_size
+                buf_size += 3 * MAX_HEADER_SIZE + f.key_size + f.value_size
             else:
                 f.kind = FLAT_LEAF_COMPACT if leaves == "compact" else FLAT_LEAF_NIBBLES
                 if type(node[1]) is not bytes or type(node[2]) is not bytes:
                     raise TypeError("a leaf's key and value must be bytes")
                 f.key_at = len(self.objects)
                 self.objects += [node[1], node[2]]
-                buf_size += 9 + len(node[1]) + len(node[2])
+                buf_size += 3 * MAX_HEADER_SIZE + len(node[1]) + len(node[2])
         placed = set()
         for i in (range(self.n) if blob_order is None else blob_order):
             if not 0 <= i < self.n:
@@ -503,6 +514,8 @@ cdef class FlatTrie:
         cdef Py_ssize_t r
         if repeat < 1:
             raise ValueError("repeat must be >= 1")
+        if self.buf == NULL:
+            raise ValueError("this FlatTrie was not initialised")
         if self.busy:
             raise RuntimeError("FlatTrie.hash() is already running in another thread")
         # self.objects keeps every key and value alive, and nothing changes them meanwhile; busy (set and read
