@@ -120,7 +120,7 @@ def main() -> None:
         print("round %d  hash()          of a fresh trie %.3f ms  Keccak alone %.3f ms  ratio %.2f" % (
             r + 1, t_hash * 1e3, t_keccak * 1e3, t_hash / t_keccak))
         for layout, flat in flats.items():
-            t_flat = _median(lambda: flat.hash(args.backend, args.repeat)) / args.repeat
+            t_flat = _median(lambda flat=flat: flat.hash(args.backend, args.repeat)) / args.repeat
             t_keccak = _median(lambda: keccak_floor(blobs, args.repeat, args.backend)) / args.repeat
             print("round %d  %-15s flat pass %.3f ms  Keccak alone %.3f ms  ratio %.2f" % (
                 r + 1, layout, t_flat * 1e3, t_keccak * 1e3, t_flat / t_keccak))

@@ -409,6 +409,56 @@ def test_prune_moves_a_reused_root_to_nonce_zero(store):
     assert t.load() == 3 and t.hash() == h3 and len(list(t.items())) == 20
 
 
+
+class _CountingStore(MemoryDB):
+    """A MemoryDB subclass: NodeDB reads it through get(), as any store other than MemoryDB itself."""
+
+    def __init__(self):
+        super().__init__()
+        self.reads = {}
+
+    def get(self, key, default=None):
+        self.reads[key] = self.reads.get(key, 0) + 1
+        return super().get(key, default)
+
+
+def _random_versions(tree, versions, seed):
+    import random
+
+    r = random.Random(seed)
+    keys = [r.randbytes(12) for _ in range(1500)]
+    for k in keys:
+        tree.set(k, r.randbytes(20))
+    tree.save_version()
+    for _ in range(versions - 1):
+        for k in r.sample(keys, 150):
+            tree.set(k, r.randbytes(20))
+        for k in r.sample(keys, 10):
+            tree.remove(k)
+            keys.remove(k)
+        for _ in range(10):
+            keys.append(r.randbytes(12))
+            tree.set(keys[-1], b"new")
+        tree.save_version()
+
+
+def test_a_prune_reads_each_node_record_once():
+    """Step v of a prune walks version v + 1, step v + 1 walks it again, and the nodes above the changes are
+    checked at every step: on a store read through get() (LevelDB, LMDB), the prune keeps what it has read, as Go's
+    node cache does, and asks the store for each node record once. The result is the same as on a MemoryDB."""
+    counting, plain = _CountingStore(), MemoryDB()
+    for store in (counting, plain):
+        _random_versions(MutableTree(store), 8, seed=3)
+    counting.reads.clear()
+    assert MutableTree(counting).delete_versions_to(6) == MutableTree(plain).delete_versions_to(6) > 0
+    # Root records (nonce 1) are also read when the prune looks each version up.
+    node_reads = [n for k, n in counting.reads.items() if k[:1] == b"s" and k[9:] != b"\x00\x00\x00\x01"]
+    assert len(node_reads) > 1000 and max(node_reads) == 1
+    assert list(counting.iterate()) == list(plain.iterate())
+    for store in (counting, plain):
+        tree = MutableTree(store)
+        assert tree.load() == 8 and tree.available_versions() == [7, 8]
+
 def test_prune_empty_versions(store):
     tree = MutableTree(store)
     tree.save_version()

@@ -38,6 +38,10 @@ cdef class NodeDB:
         StoreState _state               # a persistent store's open state (None for a store without one)
         bint _ours                      # check_ours passed: the store is empty or an IAVL tree's
         str _hidden_import              # why an unfinished import is hidden and writes refused (None: no such)
+        # Pruning on a store other than MemoryDB: the records read so far (key -> data), in two generations
+        # (PRUNE_CACHED_RECORDS each), for the steps that read them again (None outside delete_versions_to).
+        dict _prune_records
+        dict _prune_records_before
 
     cdef inline int check_open(self) except -1:
         """StoreClosedError once the store is closed: every tree and NodeDB entry that may touch the store
@@ -79,6 +83,8 @@ cdef class NodeDB:
                             dict fast_additions, str storage_version) except -1
     cdef int _put_root_reference(self, _RecordWriter out, int64_t version, Node root) except -1
     cdef int _apply_prune(self, list dels, list moved) except -1
+    cdef Py_ssize_t _collect_prune(self, list dels, list moved, int64_t legacy, int64_t first, int64_t to_version,
+                                   object ref_of) except -1
     cdef bytes record(self, bytes key)
     cdef list _orphan_keys(self, int64_t prev_version, bytes prev_ref, bytes cur_ref)
     cdef bint _maybe_same(self, bytes a, bytes b) except -1

@@ -88,6 +88,11 @@ FAST_CACHE_SIZE = 100000        # Go iavl's fastNodeCacheSize
 # reads metadata records by name and never sees it.
 IMPORT_MARKER_KEY = b"m" + b"mpt:import"
 REMOVE_BATCH_SIZE = 10000       # records deleted per batch when an interrupted import is removed
+# The records a prune keeps for its later steps, which read many of them again (on a store other than MemoryDB:
+# there each is a read of the backend). Two generations of at most this many: when the newer one is full, the
+# older one goes, with what was not read again since. About 25 MB of 200-byte records at most, whatever the
+# store's size.
+cdef Py_ssize_t PRUNE_CACHED_RECORDS = 65536
 
 cdef extern from "Python.h":
     PyObject *PyDict_GetItemWithError(object d, object key) except? NULL
@@ -1180,13 +1185,30 @@ cdef class NodeDB:
 
     cdef bytes record(self, bytes key):
         """The stored record under a node's record key (s + node key, or n + hash); a root that pruning moved from
-        (version, 1) to (version, 0) is found there, as get_node finds it. MissingNodeError if there is none."""
+        (version, 1) to (version, 0) is found there, as get_node finds it. MissingNodeError if there is none.
+        While a prune runs, from its record cache first (nothing is written before its walks end)."""
+        cdef PyObject *hit
+        cdef dict now = self._prune_records
+        if now is not None:
+            hit = PyDict_GetItemWithError(now, key)
+            if hit != NULL:
+                return <bytes>hit
+            hit = PyDict_GetItemWithError(self._prune_records_before, key)
+            if hit != NULL:
+                now[key] = <bytes>hit
+                return <bytes>hit
         data = self._read_key(key)
         if data is None and PyBytes_GET_SIZE(key) == 1 + NODE_KEY_SIZE and \
                 read_be32(<const uint8_t *>PyBytes_AS_STRING(key) + 9) == 1:
             data = self._read_key(_node_record_key(_key_version(key), 0))
         if data is None:
             raise MissingNodeError(key[1:], message="missing IAVL node %s" % show_key(key))
+        if now is not None:
+            if len(now) >= PRUNE_CACHED_RECORDS:
+                # Full: what was not read again since the last turn goes, what was stays (moved on a hit above).
+                self._prune_records_before = now
+                now = self._prune_records = {}
+            now[key] = data
         return data
 
     cdef list _orphan_keys(self, int64_t prev_version, bytes prev_ref, bytes cur_ref):
@@ -1254,8 +1276,7 @@ cdef class NodeDB:
         on the legacy versions go first (deleteLegacyVersions), then the v1 versions up to to_version.
         """
         cdef int64_t legacy = self.legacy_latest_version()
-        cdef int64_t latest, first, v
-        cdef Node root
+        cdef int64_t latest, first
         self.check_open()
         self.check_ours("prune versions up to %d" % to_version)
         if legacy > to_version:
@@ -1278,9 +1299,32 @@ cdef class NodeDB:
         # own). A Python call per deleted key cost a third of a prune.
         cdef list dels = []
         cdef list moved = []            # (key, value): roots moved to (version, 0)
+        if self._dict is None:
+            # Step v walks version v + 1's new nodes, step v + 1 walks version v + 1 again, and the nodes above the
+            # changes are checked at every step that passes them: a prune reads many records more than once. They
+            # are kept, as Go's node cache keeps them. (A MemoryDB's dict answers as fast as a cache would.)
+            self._prune_records = {}
+            self._prune_records_before = {}
+        try:
+            deleted += self._collect_prune(dels, moved, legacy, first, to_version, ref_of)
+        finally:
+            self._prune_records = self._prune_records_before = None
+        # Moved roots first, then the deletes: a key is put (a root moved to (v, 0) at step v) before any later
+        # step deletes it, never after, so this order ends where the walk's order would.
+        self._apply_prune(dels, moved)
+        if legacy > 0:
+            self._legacy_latest = -1
+        return deleted
+
+    cdef Py_ssize_t _collect_prune(self, list dels, list moved, int64_t legacy, int64_t first, int64_t to_version,
+                                   object ref_of) except -1:
+        """delete_versions_to's walk: the keys to delete into dels, the moved roots into moved, nothing written.
+        Returns how many keys go."""
+        cdef Py_ssize_t deleted = 0
+        cdef int64_t v, version
         cdef bytes k, legacy_key
         cdef uint32_t nonce
-        cdef int64_t version
+        cdef Node root
         if legacy > 0:
             deleted += self._delete_legacy_versions(dels, legacy)
         for v in range(first if first else to_version + 1, to_version + 1):
@@ -1318,11 +1362,6 @@ cdef class NodeDB:
                 root.nonce = 0
                 moved.append((_node_record_key(v, 0), root.c_to_bytes(FORMAT_V1)))
                 deleted += 1
-        # Moved roots first, then the deletes: a key is put (a root moved to (v, 0) at step v) before any later
-        # step deletes it, never after, so this order ends where the walk's order would.
-        self._apply_prune(dels, moved)
-        if legacy > 0:
-            self._legacy_latest = -1
         return deleted
 
     cdef int _apply_prune(self, list dels, list moved) except -1:
