@@ -9,15 +9,20 @@ the case's own inputs (mpt.bench.cases), next to the case itself:
   comparison, one after another on one lane), before any walking;
 * MerkleVerify: the SHA-256 of its leaf and of each inner node up to the root, one message at a time (each waits
   for the hash before it);
-* IAVLTree/Get100K/MemoryDB: the bench's loop calling ``dict.get`` of the same keys instead of ``tree.get``.
+* IAVLTree/Get100K/MemoryDB: the bench's loop calling ``dict.get`` of the same keys instead of ``tree.get``;
+* IAVLTree/Prune/LevelDB: LevelDB's own part of the prune, on a fresh store of the case: a read of each record
+  the prune reads (in its order, from a C loop: ``map`` over plyvel's get), then one write batch of the keys it
+  deletes.
 
-Best of --repeat runs, in microseconds per operation of the bench case.
+Best of --repeat runs, in microseconds per operation of the bench case (the prune: best of 5, in milliseconds;
+each run needs a fresh store).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import time
 
 from mpt.bench._alloc import keccak_floor
 from mpt.bench.cases import get
@@ -66,6 +71,64 @@ def main() -> None:
     print("IAVLTree/Get100K/MemoryDB: %d gets %.0f us; the same loop calling dict.get %.0f us" % (
         len(keys), best_seconds(lambda: case.op((tree, keys)), args.repeat) * 1e6,
         best_seconds(floor_op, args.repeat) * 1e6))
+
+    try:
+        import plyvel  # noqa: F401
+    except ImportError:
+        print("IAVLTree/Prune/LevelDB: plyvel is not installed")
+        return
+    prune_floor()
+
+
+class _LoggedReads:
+    """A store whose node reads (unchecked_get, what NodeDB calls) are logged; the rest is the store's."""
+
+    def __init__(self, store):
+        self._store = store
+        self.reads = []
+        read = store.unchecked_get
+
+        def logged(key):
+            self.reads.append(key)
+            return read(key)
+
+        self.unchecked_get = logged
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+
+def prune_floor(runs=5):
+    """IAVLTree/Prune/LevelDB against LevelDB's own part of it."""
+    from mpt.iavl import MutableTree
+
+    case = get("IAVLTree/Prune/LevelDB")
+    store = case.setup().db
+    before = {k for k, _ in store.iterate()}
+    logged = _LoggedReads(store)
+    MutableTree(logged).delete_versions_to(9)
+    reads = list(dict.fromkeys(logged.reads))
+    deletes = sorted(before - {k for k, _ in store.iterate()})
+
+    def store_work():
+        fresh = case.setup().db                 # the case's store, rebuilt (the last one is closed and removed)
+        t0 = time.perf_counter()
+        list(map(fresh.unchecked_get, reads))
+        t1 = time.perf_counter()
+        with fresh.write_batch() as batch:
+            list(map(getattr(batch, "bytes_delete", batch.delete), deletes))
+        return t1 - t0, time.perf_counter() - t1
+
+    def op():
+        tree = case.setup()
+        t0 = time.perf_counter()
+        case.op(tree)
+        return time.perf_counter() - t0
+
+    work = [store_work() for _ in range(runs)]
+    print("IAVLTree/Prune/LevelDB: delete_versions_to %.1f ms; LevelDB alone: %d reads %.1f ms and a batch of %d "
+          "deletes %.1f ms" % (min(op() for _ in range(runs)) * 1e3, len(reads), min(w[0] for w in work) * 1e3,
+                               len(deletes), min(w[1] for w in work) * 1e3))
 
 
 if __name__ == "__main__":

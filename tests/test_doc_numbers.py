@@ -328,3 +328,29 @@ def test_the_flat_pass_figures_are_the_notes_runs():
             "`Trie` keeps the values it is given, %s and %s." % (
                 span(inline[0]), span(inline[1]), span(inserted[0]), span(inserted[1]), span(objects[0]),
                 span(objects[1]))) in text
+
+
+def test_the_prune_figures_are_the_notes_runs():
+    # docs/iavl.rst's pruning figures after the record cache (issue 34, session 14): the side-by-side medians of
+    # the rounds the contributors' notes list, and LevelDB's own part of the op from scripts/peer_floors.py.
+    import statistics
+
+    rows = re.findall(r"^\| [12] \| [123] \| ([\d.]+) \| ([\d.]+) \| ([\d., ]+) \| ([\d., ]+) \|$", NOTES, re.M)
+    assert len(rows) == 6
+    go_mem = statistics.median(float(r[0]) for r in rows)
+    go_ldb = statistics.median(float(r[1]) for r in rows)
+    mpt_mem = statistics.median(float(v) for r in rows for v in r[2].split(","))
+    mpt_ldb = statistics.median(float(v) for r in rows for v in r[3].split(","))
+    go_all = [float(r[i]) for r in rows for i in (0, 1)]
+    text = " ".join(IAVL.split())
+    assert ("%.0f ms against Go's %.0f ms on LevelDB (%.2f×), and %.0f against %.0f ms on MemoryDB (%.2f×), Go's own "
+            "times moving between %.0f and %.0f ms" % (mpt_ldb, go_ldb, mpt_ldb / go_ldb, mpt_mem, go_mem,
+                                                       mpt_mem / go_mem, min(go_all), max(go_all))) in text
+    notes = " ".join(NOTES.split())
+    found = re.search(r"the ([\d,]+) reads ([\d.]+) ms from a C loop and the batch of ([\d,]+) deletes ([\d.]+) ms, "
+                      r"([\d.]+) ms of the op's ([\d.]+) ms", notes)
+    reads, read_ms, deletes, delete_ms, store_ms, op_ms = found.groups()
+    assert round(float(read_ms) + float(delete_ms), 1) == float(store_ms)
+    assert ("the %s reads alone take %s ms and the batch of %s deletes %s ms (``python scripts/peer_floors.py``), "
+            "%s ms of the op's %s ms and %.2f times Go's time below" % (
+                reads, read_ms, deletes, delete_ms, store_ms, op_ms, float(store_ms) / go_ldb)) in text
