@@ -343,14 +343,13 @@ def test_the_prune_figures_are_the_notes_runs():
     mpt_ldb = statistics.median(float(v) for r in rows for v in r[3].split(","))
     go_all = [float(r[i]) for r in rows for i in (0, 1)]
     text = " ".join(IAVL.split())
-    assert ("%.0f ms against Go's %.0f ms on LevelDB (%.2f×), and %.0f against %.0f ms on MemoryDB (%.2f×), Go's own "
-            "times moving between %.0f and %.0f ms" % (mpt_ldb, go_ldb, mpt_ldb / go_ldb, mpt_mem, go_mem,
-                                                       mpt_mem / go_mem, min(go_all), max(go_all))) in text
-    notes = " ".join(NOTES.split())
     found = re.search(r"the ([\d,]+) reads ([\d.]+) ms from a C loop and the batch of ([\d,]+) deletes ([\d.]+) ms, "
-                      r"([\d.]+) ms of the op's ([\d.]+) ms", notes)
+                      r"([\d.]+) ms of the op's ([\d.]+) ms", " ".join(NOTES.split()))
     reads, read_ms, deletes, delete_ms, store_ms, op_ms = found.groups()
     assert round(float(read_ms) + float(delete_ms), 1) == float(store_ms)
+    assert ("%.0f ms against Go's %.0f ms on LevelDB (%.2f×; LevelDB's own part alone is %.2f times Go's time), and "
+            "%.0f against %.0f ms on MemoryDB (%.2f×), Go's own times moving between %.0f and %.0f ms" % (
+                mpt_ldb, go_ldb, mpt_ldb / go_ldb, float(store_ms) / go_ldb, mpt_mem, go_mem, mpt_mem / go_mem,
+                min(go_all), max(go_all))) in text
     assert ("the %s reads alone take %s ms and the batch of %s deletes %s ms (``python scripts/peer_floors.py``), "
-            "%s ms of the op's %s ms and %.2f times Go's time below" % (
-                reads, read_ms, deletes, delete_ms, store_ms, op_ms, float(store_ms) / go_ldb)) in text
+            "%s ms of the op's %s ms." % (reads, read_ms, deletes, delete_ms, store_ms, op_ms)) in text

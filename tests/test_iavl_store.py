@@ -459,6 +459,28 @@ def test_a_prune_reads_each_node_record_once():
         tree = MutableTree(store)
         assert tree.load() == 8 and tree.available_versions() == [7, 8]
 
+
+def test_a_prune_with_a_full_record_cache_ends_the_same(monkeypatch):
+    """When the records read outgrow the cache, its older generation goes (a record not read again since is read
+    from the store again if needed): the prune still ends where a MemoryDB's does."""
+    import mpt.iavl.nodedb as nodedb
+
+    monkeypatch.setattr(nodedb, "PRUNE_CACHED_RECORDS", 200)
+    counting, plain = _CountingStore(), MemoryDB()
+    for store in (counting, plain):
+        _random_versions(MutableTree(store), 8, seed=4)
+    counting.reads.clear()
+    assert MutableTree(counting).delete_versions_to(6) == MutableTree(plain).delete_versions_to(6) > 0
+    node_reads = [n for k, n in counting.reads.items() if k[:1] == b"s" and k[9:] != b"\x00\x00\x00\x01"]
+    assert max(node_reads) > 1                  # some were read again after their generation went
+    assert list(counting.iterate()) == list(plain.iterate())
+    monkeypatch.setattr(nodedb, "PRUNE_CACHED_RECORDS", 0)      # no cache to speak of: a generation of one
+    counting2, plain2 = _CountingStore(), MemoryDB()
+    for store in (counting2, plain2):
+        _random_versions(MutableTree(store), 5, seed=5)
+    assert MutableTree(counting2).delete_versions_to(3) == MutableTree(plain2).delete_versions_to(3) > 0
+    assert list(counting2.iterate()) == list(plain2.iterate())
+
 def test_prune_empty_versions(store):
     tree = MutableTree(store)
     tree.save_version()

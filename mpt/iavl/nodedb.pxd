@@ -39,9 +39,11 @@ cdef class NodeDB:
         bint _ours                      # check_ours passed: the store is empty or an IAVL tree's
         str _hidden_import              # why an unfinished import is hidden and writes refused (None: no such)
         # Pruning on a store other than MemoryDB: the records read so far (key -> data), in two generations
-        # (PRUNE_CACHED_RECORDS each), for the steps that read them again (None outside delete_versions_to).
+        # (of _prune_cache_limit records each), for the steps that read them again (None outside
+        # delete_versions_to).
         dict _prune_records
         dict _prune_records_before
+        Py_ssize_t _prune_cache_limit
 
     cdef inline int check_open(self) except -1:
         """StoreClosedError once the store is closed: every tree and NodeDB entry that may touch the store

@@ -14,6 +14,7 @@ FAST_STORAGE_VERSION: str
 FAST_CACHE_SIZE: int
 IMPORT_MARKER_KEY: bytes
 REMOVE_BATCH_SIZE: int
+PRUNE_CACHED_RECORDS: int
 
 def root_key(version: int) -> bytes: ...
 def legacy_root_key(version: int) -> bytes: ...

@@ -91,8 +91,8 @@ REMOVE_BATCH_SIZE = 10000       # records deleted per batch when an interrupted 
 # The records a prune keeps for its later steps, which read many of them again (on a store other than MemoryDB:
 # there each is a read of the backend). Two generations of at most this many: when the newer one is full, the
 # older one goes, with what was not read again since. About 25 MB of 200-byte records at most, whatever the
-# store's size.
-cdef Py_ssize_t PRUNE_CACHED_RECORDS = 65536
+# store's size. Read when a prune starts.
+PRUNE_CACHED_RECORDS = 65536
 
 cdef extern from "Python.h":
     PyObject *PyDict_GetItemWithError(object d, object key) except? NULL
@@ -1189,11 +1189,12 @@ cdef class NodeDB:
         While a prune runs, from its record cache first (nothing is written before its walks end)."""
         cdef PyObject *hit
         cdef dict now = self._prune_records
-        if now is not None:
+        cdef dict before = self._prune_records_before
+        if now is not None and before is not None:
             hit = PyDict_GetItemWithError(now, key)
             if hit != NULL:
                 return <bytes>hit
-            hit = PyDict_GetItemWithError(self._prune_records_before, key)
+            hit = PyDict_GetItemWithError(before, key)
             if hit != NULL:
                 now[key] = <bytes>hit
                 return <bytes>hit
@@ -1203,8 +1204,8 @@ cdef class NodeDB:
             data = self._read_key(_node_record_key(_key_version(key), 0))
         if data is None:
             raise MissingNodeError(key[1:], message="missing IAVL node %s" % show_key(key))
-        if now is not None:
-            if len(now) >= PRUNE_CACHED_RECORDS:
+        if now is not None and before is not None:
+            if len(now) >= self._prune_cache_limit:
                 # Full: what was not read again since the last turn goes, what was stays (moved on a hit above).
                 self._prune_records_before = now
                 now = self._prune_records = {}
@@ -1303,6 +1304,7 @@ cdef class NodeDB:
             # Step v walks version v + 1's new nodes, step v + 1 walks version v + 1 again, and the nodes above the
             # changes are checked at every step that passes them: a prune reads many records more than once. They
             # are kept, as Go's node cache keeps them. (A MemoryDB's dict answers as fast as a cache would.)
+            self._prune_cache_limit = max(1, PRUNE_CACHED_RECORDS)
             self._prune_records = {}
             self._prune_records_before = {}
         try:
