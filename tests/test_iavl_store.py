@@ -442,22 +442,28 @@ def _random_versions(tree, versions, seed):
         tree.save_version()
 
 
+def _prune_beside_a_memorydb(versions, to_version, seed):
+    """The same random versions pruned on a _CountingStore and on a MemoryDB, checked to delete as many keys and
+    to end with the same records; returns the counting store and how often it was asked for each node record
+    (root records left out: the prune also reads them when it looks each version up)."""
+    counting, plain = _CountingStore(), MemoryDB()
+    for store in (counting, plain):
+        _random_versions(MutableTree(store), versions, seed)
+    counting.reads.clear()
+    deleted = MutableTree(counting).delete_versions_to(to_version)
+    assert deleted == MutableTree(plain).delete_versions_to(to_version) > 0
+    assert list(counting.iterate()) == list(plain.iterate())
+    return counting, [n for k, n in counting.reads.items() if k[:1] == b"s" and k[9:] != b"\x00\x00\x00\x01"]
+
+
 def test_a_prune_reads_each_node_record_once():
     """Step v of a prune walks version v + 1, step v + 1 walks it again, and the nodes above the changes are
     checked at every step: on a store read through get() (LevelDB, LMDB), the prune keeps what it has read, as Go's
     node cache does, and asks the store for each node record once. The result is the same as on a MemoryDB."""
-    counting, plain = _CountingStore(), MemoryDB()
-    for store in (counting, plain):
-        _random_versions(MutableTree(store), 8, seed=3)
-    counting.reads.clear()
-    assert MutableTree(counting).delete_versions_to(6) == MutableTree(plain).delete_versions_to(6) > 0
-    # Root records (nonce 1) are also read when the prune looks each version up.
-    node_reads = [n for k, n in counting.reads.items() if k[:1] == b"s" and k[9:] != b"\x00\x00\x00\x01"]
+    counting, node_reads = _prune_beside_a_memorydb(8, 6, seed=3)
     assert len(node_reads) > 1000 and max(node_reads) == 1
-    assert list(counting.iterate()) == list(plain.iterate())
-    for store in (counting, plain):
-        tree = MutableTree(store)
-        assert tree.load() == 8 and tree.available_versions() == [7, 8]
+    tree = MutableTree(counting)
+    assert tree.load() == 8 and tree.available_versions() == [7, 8]
 
 
 def test_a_prune_with_a_full_record_cache_ends_the_same(monkeypatch):
@@ -466,20 +472,10 @@ def test_a_prune_with_a_full_record_cache_ends_the_same(monkeypatch):
     import mpt.iavl.nodedb as nodedb
 
     monkeypatch.setattr(nodedb, "PRUNE_CACHED_RECORDS", 200)
-    counting, plain = _CountingStore(), MemoryDB()
-    for store in (counting, plain):
-        _random_versions(MutableTree(store), 8, seed=4)
-    counting.reads.clear()
-    assert MutableTree(counting).delete_versions_to(6) == MutableTree(plain).delete_versions_to(6) > 0
-    node_reads = [n for k, n in counting.reads.items() if k[:1] == b"s" and k[9:] != b"\x00\x00\x00\x01"]
+    _, node_reads = _prune_beside_a_memorydb(8, 6, seed=4)
     assert max(node_reads) > 1                  # some were read again after their generation went
-    assert list(counting.iterate()) == list(plain.iterate())
     monkeypatch.setattr(nodedb, "PRUNE_CACHED_RECORDS", 0)      # no cache to speak of: a generation of one
-    counting2, plain2 = _CountingStore(), MemoryDB()
-    for store in (counting2, plain2):
-        _random_versions(MutableTree(store), 5, seed=5)
-    assert MutableTree(counting2).delete_versions_to(3) == MutableTree(plain2).delete_versions_to(3) > 0
-    assert list(counting2.iterate()) == list(plain2.iterate())
+    _prune_beside_a_memorydb(5, 3, seed=5)
 
 def test_prune_empty_versions(store):
     tree = MutableTree(store)
