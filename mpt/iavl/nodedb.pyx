@@ -31,6 +31,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromSt
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.dict cimport PyDict_Next
 from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF, Py_XDECREF
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy
 
@@ -394,9 +395,12 @@ cdef inline bytes _prefixed_raw(char prefix, const uint8_t *data, Py_ssize_t n):
     return out
 
 
-cdef int _links(bytes key, bytes data, int64_t *height, int64_t *size, list stack) except -1:
-    """Read a stored node's height and size, and push its children's record keys on stack (right, then left:
-    popped in pre-order; stack None: the height and size alone). The record's format follows its key: ``s`` v1,
+cdef class _Walk
+
+
+cdef int _links(bytes key, bytes data, int64_t *height, int64_t *size, _Walk walk) except -1:
+    """Read a stored node's height and size, and push its children's record keys on walk (right, then left:
+    popped in pre-order; walk None: the height and size alone). The record's format follows its key: ``s`` v1,
     ``n`` legacy."""
     cdef const uint8_t *p = <const uint8_t *>PyBytes_AS_STRING(data)
     cdef Py_ssize_t n = PyBytes_GET_SIZE(data), pos
@@ -412,7 +416,7 @@ cdef int _links(bytes key, bytes data, int64_t *height, int64_t *size, list stac
         pos = _skip_bytes(p, pos, n)                # the key
     if pos < 0 or height[0] < 0 or height[0] > 127 or (size[0] != 1 if height[0] == 0 else size[0] < 2):
         raise CorruptTreeError("corrupt IAVL node %s: %s" % (show_key(key), data.hex()))
-    if height[0] == 0 or stack is None:
+    if height[0] == 0 or walk is None:
         return 0
     if not legacy:
         pos = _skip_bytes(p, pos, n)                # the node's hash
@@ -424,8 +428,8 @@ cdef int _links(bytes key, bytes data, int64_t *height, int64_t *size, list stac
     right = _child_key(p, &pos, n, legacy or (mode & MODE_LEGACY_RIGHT) != 0) if left is not None else None
     if right is None or pos != n:
         raise CorruptTreeError("corrupt IAVL node %s: %s" % (show_key(key), data.hex()))
-    stack.append(right)
-    stack.append(left)
+    walk.push(right)
+    walk.push(left)
     return 0
 
 
@@ -456,45 +460,80 @@ cdef class _Walk:
     """One of pruning's two pre-order walks: a stack of record keys, and beside each key what its node must look
     like, from its parent and its left sibling: every node read is checked to sit lower than its parent and hold
     fewer leaves (what keeps a walk over a corrupt store finite), and a right child read after its left sibling
-    must give the parent its height and size, as check_children requires of loaded trees."""
-    cdef list keys
+    must give the parent its height and size, as check_children requires of loaded trees.
+
+    The keys are a C array of references, not a list: a walk's stack goes up and down by one or two at every
+    node, and a list reallocated itself each time its length crossed half its allocation (a fifth of a prune's
+    instructions on a MemoryDB)."""
+    cdef PyObject **keys            # n references, owned
+    cdef Py_ssize_t n
     cdef int64_t *slots             # _SLOTS per key
-    cdef Py_ssize_t capacity
+    cdef Py_ssize_t capacity        # of keys and of slots
     cdef int64_t top[_SLOTS]        # the slots of the key popped last
 
     def __cinit__(self):
-        self.keys = []
+        self.n = 0
         self.capacity = 64
+        self.keys = <PyObject **>PyMem_Malloc(self.capacity * sizeof(PyObject *))
         self.slots = <int64_t *>PyMem_Malloc(_SLOTS * self.capacity * sizeof(int64_t))
-        if self.slots == NULL:
+        if self.keys == NULL or self.slots == NULL:
             raise MemoryError()
 
     def __dealloc__(self):
+        cdef Py_ssize_t i
+        if self.keys != NULL:
+            for i in range(self.n):
+                Py_XDECREF(self.keys[i])
+        PyMem_Free(self.keys)
         PyMem_Free(self.slots)
+
+    cdef inline bint empty(self) noexcept:
+        return self.n == 0
+
+    cdef int push(self, bytes key) except -1:
+        """key on top of the stack, its slots not set yet."""
+        cdef PyObject **grown_keys
+        cdef int64_t *grown_slots
+        if self.n == self.capacity:
+            grown_keys = <PyObject **>PyMem_Realloc(self.keys, 2 * self.capacity * sizeof(PyObject *))
+            if grown_keys == NULL:
+                raise MemoryError()
+            self.keys = grown_keys
+            grown_slots = <int64_t *>PyMem_Realloc(self.slots, 2 * _SLOTS * self.capacity * sizeof(int64_t))
+            if grown_slots == NULL:
+                raise MemoryError()
+            self.slots = grown_slots
+            self.capacity *= 2
+        Py_INCREF(key)
+        self.keys[self.n] = <PyObject *>key
+        self.n += 1
+        return 0
 
     cdef int push_root(self, bytes key) except -1:
         cdef int i
-        self.keys.append(key)
+        self.push(key)
         for i in range(_SLOTS):
-            self.slots[i] = -1
+            self.slots[_SLOTS * (self.n - 1) + i] = -1
         return 0
 
     cdef bytes pop(self):
-        cdef Py_ssize_t i = len(self.keys) - 1
         cdef int j
+        cdef bytes key
+        self.n -= 1
         for j in range(_SLOTS):
-            self.top[j] = self.slots[_SLOTS * i + j]
-        return <bytes>self.keys.pop()
+            self.top[j] = self.slots[_SLOTS * self.n + j]
+        key = <bytes>self.keys[self.n]         # a reference of our own, then the array's dropped
+        Py_XDECREF(self.keys[self.n])
+        return key
 
     cdef int expand(self, NodeDB ndb, bytes key, bint children) except -1:
         """Read the node of key, popped last, check it, and push its children (with children; else only check
         it: a node the other walk shares, which must be there and fit its place before any node is deleted
         because it is not that one)."""
         cdef int64_t height, size, ph = self.top[_PARENT_HEIGHT], ps = self.top[_PARENT_SIZE]
-        cdef Py_ssize_t n = len(self.keys), i
-        cdef int64_t *grown
+        cdef Py_ssize_t n = self.n, i
         cdef int64_t *sibling
-        _links(key, ndb.record(key), &height, &size, self.keys if children else None)
+        _links(key, ndb.record(key), &height, &size, self if children else None)
         if ph >= 0 and not (height < ph and height >= ph - 2 and size < ps):
             raise CorruptTreeError("corrupt IAVL store: node %s (height %d, size %d) sits under a parent of height "
                                    "%d and size %d" % (show_key(key), height, size, ph, ps))
@@ -507,13 +546,7 @@ cdef class _Walk:
             sibling = self.slots + _SLOTS * (n - 1)
             sibling[_EXACT_SIZE] = ps - size
             sibling[_EXACT_HEIGHT] = ph - 1 if height == ph - 2 else -1
-        if len(self.keys) > self.capacity:
-            grown = <int64_t *>PyMem_Realloc(self.slots, 2 * _SLOTS * self.capacity * sizeof(int64_t))
-            if grown == NULL:
-                raise MemoryError()
-            self.slots = grown
-            self.capacity *= 2
-        for i in range(n, len(self.keys)):              # the right child, then the left one
+        for i in range(n, self.n):                      # the right child, then the left one
             self.slots[_SLOTS * i + _PARENT_HEIGHT] = height
             self.slots[_SLOTS * i + _PARENT_SIZE] = size
             self.slots[_SLOTS * i + _SIDE] = 1 if i == n else 0
@@ -1224,8 +1257,8 @@ cdef class NodeDB:
             cur.push_root(_record_key(cur_ref))
         if prev_ref:
             prev.push_root(_record_key(prev_ref))
-        while prev.keys:
-            while org is None and cur.keys:
+        while not prev.empty():
+            while org is None and not cur.empty():
                 k = cur.pop()
                 if _key_version(k) <= prev_version:
                     # Shared with the previous tree: read and checked all the same, so that a damaged reference
