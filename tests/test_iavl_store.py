@@ -4,6 +4,7 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +22,7 @@ from mpt.iavl import MutableTree, decode_node, node_key
 from mpt.iavl.nodedb import NodeDB, decode_fast_node, encode_fast_node, root_key
 
 from conftest import IAVL_STORE_KINDS, VECTORS, new_iavl_store, replay_iavl_ops
+from mpt.bench.workloads import iavl_prune_history
 
 pytest.importorskip("plyvel")
 
@@ -422,33 +424,15 @@ class _CountingStore(MemoryDB):
         return super().get(key, default)
 
 
-def _random_versions(tree, versions, seed):
-    import random
-
-    r = random.Random(seed)
-    keys = [r.randbytes(12) for _ in range(1500)]
-    for k in keys:
-        tree.set(k, r.randbytes(20))
-    tree.save_version()
-    for _ in range(versions - 1):
-        for k in r.sample(keys, 150):
-            tree.set(k, r.randbytes(20))
-        for k in r.sample(keys, 10):
-            tree.remove(k)
-            keys.remove(k)
-        for _ in range(10):
-            keys.append(r.randbytes(12))
-            tree.set(keys[-1], b"new")
-        tree.save_version()
-
-
 def _prune_beside_a_memorydb(versions, to_version, seed):
-    """The same random versions pruned on a _CountingStore and on a MemoryDB, checked to delete as many keys and
-    to end with the same records; returns the counting store and how often it was asked for each node record
-    (root records left out: the prune also reads them when it looks each version up)."""
+    """The same random versions (the bench's prune workload, smaller) pruned on a _CountingStore and on a
+    MemoryDB, checked to delete as many keys and to end with the same records; returns the counting store and how
+    often it was asked for each node record (root records left out: the prune also reads them when it looks each
+    version up)."""
     counting, plain = _CountingStore(), MemoryDB()
     for store in (counting, plain):
-        _random_versions(MutableTree(store), versions, seed)
+        iavl_prune_history(MutableTree(store), keys=1500, versions=versions, updates=150, removes=10, inserts=10,
+                           seed=seed)
     counting.reads.clear()
     deleted = MutableTree(counting).delete_versions_to(to_version)
     assert deleted == MutableTree(plain).delete_versions_to(to_version) > 0
@@ -474,8 +458,33 @@ def test_a_prune_with_a_full_record_cache_ends_the_same(monkeypatch):
     monkeypatch.setattr(nodedb, "PRUNE_CACHED_RECORDS", 200)
     _, node_reads = _prune_beside_a_memorydb(8, 6, seed=4)
     assert max(node_reads) > 1                  # some were read again after their generation went
-    monkeypatch.setattr(nodedb, "PRUNE_CACHED_RECORDS", 0)      # no cache to speak of: a generation of one
+    monkeypatch.setattr(nodedb, "PRUNE_CACHED_RECORDS", 1)      # a generation of one record
     _prune_beside_a_memorydb(5, 3, seed=5)
+
+
+def test_the_prune_cache_figures_of_the_docs(monkeypatch):
+    """docs/iavl.rst: the cache's size, and what it saves on the IAVLTree/Prune workload (PRUNE_CACHED_RECORDS = 0
+    turns it off, reading the store as before it existed)."""
+    import re
+
+    import mpt.iavl.nodedb as nodedb
+
+    text = " ".join((Path(__file__).resolve().parent.parent / "docs" / "iavl.rst").read_text().split())
+    found = re.search(r"two generations of at most ([\d,]+) records, ``mpt.iavl.nodedb.PRUNE_CACHED_RECORDS``.*?"
+                      r"without it the case asked LevelDB for ([\d,]+) records where ([\d,]+) are distinct", text)
+    size, without, distinct = (int(g.replace(",", "")) for g in found.groups())
+    assert nodedb.PRUNE_CACHED_RECORDS == size
+    reads = {}
+    for limit in (0, size):
+        monkeypatch.setattr(nodedb, "PRUNE_CACHED_RECORDS", limit)
+        store = _CountingStore()
+        tree = MutableTree(store)
+        iavl_prune_history(tree)
+        store.reads.clear()
+        tree.delete_versions_to(9)
+        reads[limit] = store.reads
+    assert sum(reads[0].values()) == without and len(reads[0]) == distinct
+    assert set(reads[size]) == set(reads[0]) and sum(reads[size].values()) < 1.01 * distinct
 
 def test_prune_empty_versions(store):
     tree = MutableTree(store)

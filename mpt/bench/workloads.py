@@ -404,6 +404,31 @@ def iavl_tree_entries(n: int, seed: int = IAVL_TREE_SEED) -> Tuple[Tuple[bytes, 
     return tuple(seen.items())
 
 
+def iavl_prune_history(tree, keys: int = 10000, versions: int = 10, updates: int = 1000, removes: int = 100,
+                       inserts: int = 100, seed: int = 99, entries_seed: int = 77) -> None:
+    """The versions ``IAVLTree/Prune`` prunes, saved in ``tree`` (an empty ``MutableTree``): ``keys`` pairs of
+    :func:`iavl_tree_entries` as the first version, then ``versions - 1`` more, each with ``updates`` new 32-byte
+    values for random live keys, ``removes`` random live keys removed and the next ``inserts`` pairs added."""
+    r = random.Random(seed)
+    entries = iavl_tree_entries(keys + inserts * versions, seed=entries_seed)
+    live = [k for k, _ in entries[:keys]]
+    for k, v in entries[:keys]:
+        tree.set(k, v)
+    tree.save_version()
+    fresh = iter(entries[keys:])
+    for _ in range(versions - 1):
+        for k in r.sample(live, updates):
+            tree.set(k, r.randbytes(32))
+        for k in r.sample(live, removes):
+            tree.remove(k)
+            live.remove(k)
+        for _ in range(inserts):
+            k, v = next(fresh)
+            tree.set(k, v)
+            live.append(k)
+        tree.save_version()
+
+
 IAVL_NODE_LEAVES: Dict[str, Tuple[bytes, bytes, int]] = {
     # PR #673 node_test.go: the "leaf" vector (key "key", value "value", version 3) and its "large number"
     # version 2**32-1 (the largest the stream-vbyte format holds; a leaf's size stays 1).

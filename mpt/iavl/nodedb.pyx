@@ -92,7 +92,7 @@ REMOVE_BATCH_SIZE = 10000       # records deleted per batch when an interrupted 
 # The records a prune keeps for its later steps, which read many of them again (on a store other than MemoryDB:
 # there each is a read of the backend). Two generations of at most this many: when the newer one is full, the
 # older one goes, with what was not read again since. About 25 MB of 200-byte records at most, whatever the
-# store's size. Read when a prune starts.
+# store's size. Read when a prune starts; 0 turns the cache off.
 PRUNE_CACHED_RECORDS = 65536
 
 cdef extern from "Python.h":
@@ -1333,11 +1333,11 @@ cdef class NodeDB:
         # own). A Python call per deleted key cost a third of a prune.
         cdef list dels = []
         cdef list moved = []            # (key, value): roots moved to (version, 0)
-        if self._dict is None:
+        if self._dict is None and PRUNE_CACHED_RECORDS > 0:
             # Step v walks version v + 1's new nodes, step v + 1 walks version v + 1 again, and the nodes above the
             # changes are checked at every step that passes them: a prune reads many records more than once. They
             # are kept, as Go's node cache keeps them. (A MemoryDB's dict answers as fast as a cache would.)
-            self._prune_cache_limit = max(1, PRUNE_CACHED_RECORDS)
+            self._prune_cache_limit = PRUNE_CACHED_RECORDS
             self._prune_records = {}
             self._prune_records_before = {}
         try:

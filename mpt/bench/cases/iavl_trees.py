@@ -19,7 +19,7 @@ import tempfile
 from typing import Any, List
 
 from mpt.bench.registry import each_key
-from mpt.bench.workloads import iavl_tree_entries
+from mpt.bench.workloads import iavl_prune_history, iavl_tree_entries
 
 STORES = ("MemoryDB", "LevelDB")
 GET_KEYS = 10000
@@ -168,26 +168,8 @@ def _prune(case_type, expect, kind: str):
     def setup():
         from mpt.iavl import MutableTree
 
-        store = _SCRATCH.new(kind)
-        tree = MutableTree(store)
-        r = random.Random(99)
-        entries = list(iavl_tree_entries(PRUNE_KEYS + 100 * PRUNE_VERSIONS, seed=77))
-        live = [k for k, _ in entries[:PRUNE_KEYS]]
-        for k, v in entries[:PRUNE_KEYS]:
-            tree.set(k, v)
-        tree.save_version()
-        fresh = iter(entries[PRUNE_KEYS:])
-        for _ in range(PRUNE_VERSIONS - 1):
-            for k in r.sample(live, 1000):
-                tree.set(k, r.randbytes(32))
-            for k in r.sample(live, 100):
-                tree.remove(k)
-                live.remove(k)
-            for _ in range(100):
-                k, v = next(fresh)
-                tree.set(k, v)
-                live.append(k)
-            tree.save_version()
+        tree = MutableTree(_SCRATCH.new(kind))
+        iavl_prune_history(tree, PRUNE_KEYS, PRUNE_VERSIONS)
         return tree
 
     def op(tree):
