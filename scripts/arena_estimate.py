@@ -108,7 +108,7 @@ def main() -> None:
     flats = {}
     for layout in LAYOUTS:
         leaves = layout.split("-")[0]
-        flat = FlatTrie(_leaf_objects(nodes, leaves, insertion), level_ends, leaves,
+        flat = FlatTrie(leaf_objects(nodes, leaves, insertion), level_ends, leaves,
                         insertion if layout == "inline-inserted" else None)
         if flat.hash(args.backend) != root:
             sys.exit("%s: the flat root differs from hash()'s" % layout)
@@ -131,7 +131,7 @@ def _fresh_hash(keys, values):
     return _timed(filled_trie(keys, values).hash)
 
 
-def _leaf_objects(nodes, layout, insertion):
+def leaf_objects(nodes, layout, insertion):
     """nodes with each leaf's key as the layout keeps it ("nibbles": one nibble per byte and the terminator),
     the key objects made in the keys' insertion order, as a Trie's inserts made them."""
     if layout == "inline":

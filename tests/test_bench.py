@@ -626,7 +626,7 @@ def test_flat_trie_gives_hash_roots_in_every_leaf_layout_on_every_backend():
     assert {node[0] for node in nodes} >= {"leaf", "branch"} and level_ends[-1] == len(nodes)
     for layout in script.LAYOUTS:
         leaves = layout.split("-")[0]
-        flat = _alloc.FlatTrie(script._leaf_objects(nodes, leaves, insertion), level_ends, leaves,
+        flat = _alloc.FlatTrie(script.leaf_objects(nodes, leaves, insertion), level_ends, leaves,
                                insertion if layout == "inline-inserted" else None)
         for backend in keccak_backends():
             assert flat.hash(backend) == root, (layout, backend)
