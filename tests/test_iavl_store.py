@@ -486,6 +486,67 @@ def test_the_prune_cache_figures_of_the_docs(monkeypatch):
     assert sum(reads[0].values()) == without and len(reads[0]) == distinct
     assert set(reads[size]) == set(reads[0]) and sum(reads[size].values()) < 1.01 * distinct
 
+def _point_reads(store):
+    """Count the reads a NodeDB makes of store one key at a time (it binds the store's unchecked_get, or get, when
+    it is made: wrap before making the tree). Returns the key -> count dict."""
+    reads = {}
+    name = "unchecked_get" if getattr(store, "unchecked_get", None) is not None else "get"
+    read = getattr(store, name)
+
+    def counted(key, *default):
+        reads[key] = reads.get(key, 0) + 1
+        return read(key, *default)
+
+    setattr(store, name, counted)
+    return reads
+
+
+def _prune_a_persistent_store_beside_a_memorydb(kind, tmp_path, seed, first_point_read_only):
+    """The prune workload (smaller) pruned on a persistent store and on a MemoryDB: the same keys deleted, the
+    same records left. Each step v scans the node records version v + 1 wrote into the prune's record cache; with
+    first_point_read_only, the only node records read one at a time must be the first version's."""
+    persistent, plain = new_iavl_store(kind, tmp_path), MemoryDB()
+    try:
+        for s in (persistent, plain):
+            iavl_prune_history(MutableTree(s), keys=1500, versions=8, updates=150, removes=10, inserts=10, seed=seed)
+        reads = _point_reads(persistent)
+        tree = MutableTree(persistent)
+        reads.clear()
+        deleted = tree.delete_versions_to(6)
+        assert deleted == MutableTree(plain).delete_versions_to(6) > 0
+        assert list(persistent.iterate()) == list(plain.iterate())
+        node_versions = {int.from_bytes(k[1:9], "big") for k in reads if k[:1] == b"s" and k[9:] != b"\x00\x00\x00\x01"}
+        if first_point_read_only:
+            assert node_versions == {1}
+        else:
+            assert len(node_versions) > 1
+        again = MutableTree(persistent)
+        assert again.load() == 8 and again.available_versions() == [7, 8]
+    finally:
+        persistent.close()
+
+
+@pytest.mark.parametrize("kind", ["lmdb", "leveldb"])
+def test_a_prune_on_a_persistent_store_scans_each_version_it_walks(kind, tmp_path):
+    """On LMDB and LevelDB, step v of a prune reads the records version v + 1 wrote in one ordered scan (a
+    LevelDB scan hands over a record in about a third of a point read's time): after the scans, only the first
+    version's nodes are read one at a time. The result is a MemoryDB's."""
+    _prune_a_persistent_store_beside_a_memorydb(kind, tmp_path, seed=6, first_point_read_only=True)
+
+
+@pytest.mark.parametrize("kind", ["lmdb", "leveldb"])
+def test_a_prune_scan_takes_only_the_room_the_record_cache_has(kind, tmp_path, monkeypatch):
+    """A scan stops where the cache's newer generation is full (a version may write more nodes than the cache
+    holds): the rest is read one record at a time, and the prune ends the same. With the cache off
+    (PRUNE_CACHED_RECORDS = 0) nothing is scanned."""
+    import mpt.iavl.nodedb as nodedb
+
+    for limit in (200, 1, 0):
+        monkeypatch.setattr(nodedb, "PRUNE_CACHED_RECORDS", limit)
+        (tmp_path / str(limit)).mkdir()
+        _prune_a_persistent_store_beside_a_memorydb(kind, tmp_path / str(limit), seed=7, first_point_read_only=False)
+
+
 def test_prune_empty_versions(store):
     tree = MutableTree(store)
     tree.save_version()

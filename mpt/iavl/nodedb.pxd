@@ -88,6 +88,7 @@ cdef class NodeDB:
     cdef Py_ssize_t _collect_prune(self, list dels, list moved, int64_t legacy, int64_t first, int64_t to_version,
                                    object ref_of) except -1
     cdef bytes record(self, bytes key)
+    cdef int _prune_scan(self, int64_t version) except -1
     cdef list _orphan_keys(self, int64_t prev_version, bytes prev_ref, bytes cur_ref)
     cdef bint _maybe_same(self, bytes a, bytes b) except -1
     cdef bint _same_by_hash(self, bytes a, bytes b) except -1

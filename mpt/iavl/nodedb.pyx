@@ -1245,6 +1245,31 @@ cdef class NodeDB:
             now[key] = data
         return data
 
+    cdef int _prune_scan(self, int64_t version) except -1:
+        """Put the node records of version (s + version + any nonce) into the prune's record cache, read in one
+        ordered scan of the store, as many as the cache's newer generation has room for. Step v of a prune walks
+        every node that version v + 1 wrote (they are its tree's new nodes, each read for its children), and a
+        LevelDB scan hands over a record in about a third of the time of a point read; a record of that range
+        the walk never asks for (a node under one it stops at) only costs its share of the scan. Only on the
+        persistent stores, whose iterate is a seek and a sequential read (a MemoryDB's is not, and one read
+        through get() may be anything)."""
+        cdef dict now = self._prune_records
+        cdef Py_ssize_t room
+        cdef bytes k
+        if now is None or self._state is None:
+            return 0
+        room = self._prune_cache_limit - len(now)
+        if room <= 0:
+            return 0
+        for k, value in self.db.iterate(_node_record_key(version, 0), _node_record_key(version + 1, 0)):
+            if type(value) is not bytes:
+                value = bytes(value)
+            now[k] = value
+            room -= 1
+            if room == 0:
+                break
+        return 0
+
     cdef list _orphan_keys(self, int64_t prev_version, bytes prev_ref, bytes cur_ref):
         """Go's traverseOrphans: the record keys of the nodes of prev_version's tree (root prev_ref) that the next
         version's tree (root cur_ref) no longer holds. Both trees are walked in pre-order; the current walk stops
@@ -1367,6 +1392,7 @@ cdef class NodeDB:
             if root_ref:
                 next_ref = ref_of(v + 1)
                 if next_ref is not None:
+                    self._prune_scan(v + 1)
                     for k in self._orphan_keys(v, root_ref, next_ref):
                         if PyBytes_GET_SIZE(k) != 1 + NODE_KEY_SIZE:
                             dels.append(k)              # a legacy node, n + hash
