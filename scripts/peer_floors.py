@@ -10,11 +10,14 @@ the case's own inputs (mpt.bench.cases), next to the case itself:
 * MerkleVerify: the SHA-256 of its leaf and of each inner node up to the root, one message at a time (each waits
   for the hash before it);
 * IAVLTree/Get100K/MemoryDB: the bench's loop calling ``dict.get`` of the same keys instead of ``tree.get``;
-* IAVLTree/Prune/LevelDB: LevelDB's own part of the prune, on a fresh store of the case: a read of each node
-  record the prune reads (in its order, from a C loop: ``map`` over plyvel's get), then one write batch of the
-  keys it deletes.
+* IAVLTree/Prune/MemoryDB: the store's own part of the prune, on a fresh store of the case: one lookup in its
+  dict of each node record the prune reads (each once, in the prune's order, with a new key object as the walk
+  builds one; from a C loop: ``map``), then one ``pop`` of each key it deletes;
+* IAVLTree/Prune/LevelDB: LevelDB's own part, likewise: the ordered scans of the versions the prune scans (each
+  step reads the records the next version wrote in one scan), a read of each node record it still reads one at a
+  time (from a C loop: ``map`` over plyvel's get), then one write batch of the keys it deletes.
 
-Best of --repeat runs, in microseconds per operation of the bench case (the prune: best of 5, in milliseconds;
+Best of --repeat runs, in microseconds per operation of the bench case (the prunes: best of 5, in milliseconds;
 each run needs a fresh store).
 """
 
@@ -72,25 +75,28 @@ def main() -> None:
         len(keys), best_seconds(lambda: case.op((tree, keys)), args.repeat) * 1e6,
         best_seconds(floor_op, args.repeat) * 1e6))
 
+    prune_floor("MemoryDB")
     try:
         import plyvel  # noqa: F401
     except ImportError:
         print("IAVLTree/Prune/LevelDB: plyvel is not installed")
         return
-    prune_floor()
+    prune_floor("LevelDB")
 
 
 class _LoggedReads:
-    """A store whose node reads (unchecked_get, what NodeDB calls) are logged; the rest is the store's."""
+    """A store whose node reads (unchecked_get or get, what NodeDB binds) are logged; the rest is the store's. Not a
+    persistent store to NodeDB, so a prune on it scans nothing: with the record cache off it reads every record
+    it uses one at a time."""
 
     def __init__(self, store):
         self._store = store
         self.reads = []
-        read = store.unchecked_get
+        read = getattr(store, "unchecked_get", None) or store.get
 
-        def logged(key):
+        def logged(key, *default):
             self.reads.append(key)
-            return read(key)
+            return read(key, *default)
 
         self.unchecked_get = logged
 
@@ -98,39 +104,82 @@ class _LoggedReads:
         return getattr(self._store, name)
 
 
-def prune_floor(runs=5):
-    """IAVLTree/Prune/LevelDB against LevelDB's own part of it."""
+def _prune_work(kind):
+    """The node records IAVLTree/Prune/<kind> reads (each once, in its order: the record cache off, nothing
+    scanned), the keys it deletes, and the versions whose records it scans on a persistent store."""
+    import mpt.iavl.nodedb as nodedb
+    from mpt.bench.cases.iavl_trees import PRUNE_VERSIONS
     from mpt.iavl import MutableTree
 
-    case = get("IAVLTree/Prune/LevelDB")
-    store = case.setup().db
+    store = get("IAVLTree/Prune/" + kind).setup().db
     before = {k for k, _ in store.iterate()}
     logged = _LoggedReads(store)
-    tree = MutableTree(logged)
-    del logged.reads[:]                         # the prune's reads only, not the metadata of opening the tree
-    tree.delete_versions_to(9)
+    limit, nodedb.PRUNE_CACHED_RECORDS = nodedb.PRUNE_CACHED_RECORDS, 0
+    try:
+        tree = MutableTree(logged)
+        first = tree.available_versions()[0]
+        del logged.reads[:]                     # the prune's reads only, not the metadata of opening the tree
+        tree.delete_versions_to(PRUNE_VERSIONS - 1)
+    finally:
+        nodedb.PRUNE_CACHED_RECORDS = limit
     reads = [k for k in dict.fromkeys(logged.reads) if k[:1] in (b"s", b"n")]      # node records
     deletes = sorted(before - {k for k, _ in store.iterate()})
+    return reads, deletes, range(first + 1, PRUNE_VERSIONS + 1)
 
-    def store_work():
-        fresh = case.setup().db                 # the case's store, rebuilt (the last one is closed and removed)
-        t0 = time.perf_counter()
-        list(map(fresh.unchecked_get, reads))
-        t1 = time.perf_counter()
-        with fresh.write_batch() as batch:
-            list(map(getattr(batch, "bytes_delete", batch.delete), deletes))
-        return t1 - t0, time.perf_counter() - t1
 
+def _node_version(key):
+    return int.from_bytes(key[1:9], "big") if key[:1] == b"s" and len(key) == 13 else -1
+
+
+def _best_op(case, runs):
     def op():
         tree = case.setup()
         t0 = time.perf_counter()
         case.op(tree)
         return time.perf_counter() - t0
 
+    return min(op() for _ in range(runs))
+
+
+def prune_floor(kind, runs=5):
+    """IAVLTree/Prune/<kind> against the store's own part of it."""
+    case = get("IAVLTree/Prune/" + kind)
+    reads, deletes, scanned = _prune_work(kind)
+
+    if kind == "MemoryDB":
+        def store_work():
+            records = case.setup().db.records
+            keys, gone = [bytes(bytearray(k)) for k in reads], [bytes(bytearray(k)) for k in deletes]
+            t0 = time.perf_counter()
+            list(map(records.__getitem__, keys))
+            t1 = time.perf_counter()
+            list(map(records.pop, gone))
+            return 0.0, t1 - t0, time.perf_counter() - t1
+
+        work = [store_work() for _ in range(runs)]
+        print("IAVLTree/Prune/MemoryDB: delete_versions_to %.1f ms; its dict alone: %d node lookups %.1f ms and %d "
+              "pops %.1f ms" % (_best_op(case, runs) * 1e3, len(reads), min(w[1] for w in work) * 1e3, len(deletes),
+                                min(w[2] for w in work) * 1e3))
+        return
+    ranges = [(b"s" + v.to_bytes(8, "big"), b"s" + (v + 1).to_bytes(8, "big")) for v in scanned]
+    point = [k for k in reads if _node_version(k) not in scanned]
+
+    def store_work():
+        fresh = case.setup().db                 # the case's store, rebuilt (the last one is closed and removed)
+        t0 = time.perf_counter()
+        records = sum(len(list(fresh.iterate(lo, hi))) for lo, hi in ranges)
+        t1 = time.perf_counter()
+        list(map(fresh.unchecked_get, point))
+        t2 = time.perf_counter()
+        with fresh.write_batch() as batch:
+            list(map(getattr(batch, "bytes_delete", batch.delete), deletes))
+        return records, t1 - t0, t2 - t1, time.perf_counter() - t2
+
     work = [store_work() for _ in range(runs)]
-    print("IAVLTree/Prune/LevelDB: delete_versions_to %.1f ms; LevelDB alone: %d node reads %.1f ms and a batch of %d "
-          "deletes %.1f ms" % (min(op() for _ in range(runs)) * 1e3, len(reads), min(w[0] for w in work) * 1e3,
-                               len(deletes), min(w[1] for w in work) * 1e3))
+    print("IAVLTree/Prune/LevelDB: delete_versions_to %.1f ms; LevelDB alone: scans of %d records %.1f ms, %d node "
+          "reads %.1f ms and a batch of %d deletes %.1f ms" % (
+              _best_op(case, runs) * 1e3, work[0][0], min(w[1] for w in work) * 1e3, len(point),
+              min(w[2] for w in work) * 1e3, len(deletes), min(w[3] for w in work) * 1e3))
 
 
 if __name__ == "__main__":

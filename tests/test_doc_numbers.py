@@ -331,25 +331,38 @@ def test_the_flat_pass_figures_are_the_notes_runs():
 
 
 def test_the_prune_figures_are_the_notes_runs():
-    # docs/iavl.rst's pruning figures after the record cache (issue 34, session 14): the side-by-side medians of
-    # the rounds the contributors' notes list, and LevelDB's own part of the op from scripts/peer_floors.py.
+    # docs/iavl.rst's pruning figures after the version scans (issue 34, session 15): the side-by-side medians of
+    # the rounds the contributors' notes list, and the stores' own parts of the op from scripts/peer_floors.py.
     import statistics
 
-    rows = re.findall(r"^\| [12] \| [123] \| ([\d.]+) \| ([\d.]+) \| ([\d., ]+) \| ([\d., ]+) \|$", NOTES, re.M)
+    section = NOTES[NOTES.index("## Issue 34, pruning with scans"):]
+    section = section[:section.index("\n## ")] if "\n## " in section else section
+    rows = re.findall(r"^\| [12] \| [123] \| ([\d.]+) \| ([\d.]+) \| ([\d., ]+) \| ([\d., ]+) \|$", section, re.M)
     assert len(rows) == 6
     go_mem = statistics.median(float(r[0]) for r in rows)
     go_ldb = statistics.median(float(r[1]) for r in rows)
     mpt_mem = statistics.median(float(v) for r in rows for v in r[2].split(","))
     mpt_ldb = statistics.median(float(v) for r in rows for v in r[3].split(","))
     go_all = [float(r[i]) for r in rows for i in (0, 1)]
+    notes = " ".join(section.split())
+    mem = re.search(r"MemoryDB: its dict alone: ([\d,]+) node lookups ([\d.]+) ms and ([\d,]+) pops ([\d.]+) ms, "
+                    r"([\d.]+) ms of the op's ([\d.]+) ms", notes).groups()
+    ldb = re.search(r"LevelDB: LevelDB alone: scans of ([\d,]+) records ([\d.]+) ms, ([\d,]+) node reads ([\d.]+) ms "
+                    r"and a batch of ([\d,]+) deletes ([\d.]+) ms, ([\d.]+) ms of the op's ([\d.]+) ms", notes).groups()
+    assert round(float(mem[1]) + float(mem[3]), 1) == float(mem[4])
+    assert round(float(ldb[1]) + float(ldb[3]) + float(ldb[5]), 1) == float(ldb[6])
+    # The notes' medians and shares are the table's.
+    assert ("Medians: LevelDB %.2f against %.2f ms (%.2f; 0.91 in session 14), its floor %.2f of Go's time; MemoryDB "
+            "%.2f against %.2f ms (%.2f;" % (mpt_ldb, go_ldb, mpt_ldb / go_ldb, float(ldb[6]) / go_ldb, mpt_mem, go_mem,
+                                             mpt_mem / go_mem)) in notes
+    assert "its floor %.2f." % (float(mem[4]) / go_mem) in notes
     text = " ".join(IAVL.split())
-    found = re.search(r"the ([\d,]+) reads ([\d.]+) ms from a C loop and the batch of ([\d,]+) deletes ([\d.]+) ms, "
-                      r"([\d.]+) ms of the op's ([\d.]+) ms", " ".join(NOTES.split()))
-    reads, read_ms, deletes, delete_ms, store_ms, op_ms = found.groups()
-    assert round(float(read_ms) + float(delete_ms), 1) == float(store_ms)
-    assert ("%.0f ms against Go's %.0f ms on LevelDB (%.2f×; LevelDB's own part alone is %.2f times Go's time), and "
-            "%.0f against %.0f ms on MemoryDB (%.2f×), Go's own times moving between %.0f and %.0f ms" % (
-                mpt_ldb, go_ldb, mpt_ldb / go_ldb, float(store_ms) / go_ldb, mpt_mem, go_mem, mpt_mem / go_mem,
-                min(go_all), max(go_all))) in text
-    assert ("the %s reads alone take %s ms and the batch of %s deletes %s ms (``python scripts/peer_floors.py``), "
-            "%s ms of the op's %s ms." % (reads, read_ms, deletes, delete_ms, store_ms, op_ms)) in text
+    rev = re.search(r"mpt at (\w+), two runs of three alternating rounds at", notes).group(1)
+    assert ("Side by side again (mpt at %s, two runs of three alternating rounds): %.0f ms against Go's %.0f ms on "
+            "LevelDB (%.2f×; LevelDB's own part alone is %.2f times Go's time), and %.0f against %.0f ms on MemoryDB "
+            "(%.2f×; its dict alone %.2f times), Go's own times moving between %.0f and %.0f ms" % (
+                rev, mpt_ldb, go_ldb, mpt_ldb / go_ldb, float(ldb[6]) / go_ldb, mpt_mem, go_mem, mpt_mem / go_mem,
+                float(mem[4]) / go_mem, min(go_all), max(go_all))) in text
+    assert ("LevelDB's scans of %s records take %s ms, the %s records still read by key %s ms and the batch of %s "
+            "deletes %s ms (``python scripts/peer_floors.py``), %s ms of the op's %s ms; on a MemoryDB, the %s lookups "
+            "in its dict take %s ms and the %s pops %s ms, %s ms of the op's %s ms." % (ldb + mem)) in text
