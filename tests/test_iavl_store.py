@@ -547,6 +547,35 @@ def test_a_prune_scan_takes_only_the_room_the_record_cache_has(kind, tmp_path, m
         _prune_a_persistent_store_beside_a_memorydb(kind, tmp_path / str(limit), seed=7, first_point_read_only=False)
 
 
+@pytest.mark.parametrize("kind", ["lmdb", "leveldb"])
+def test_a_prune_whose_scan_fails_changes_nothing(kind, tmp_path):
+    """A store failure in the middle of a version scan (here a corrupt table, raised as the stores raise it) ends
+    the prune with that mpt error before anything is deleted; the same prune afterwards ends where a MemoryDB's
+    does."""
+    persistent, plain = new_iavl_store(kind, tmp_path), MemoryDB()
+    try:
+        for s in (persistent, plain):
+            iavl_prune_history(MutableTree(s), keys=500, versions=5, updates=50, removes=5, inserts=5, seed=8)
+        before = list(persistent.iterate())
+        scan = persistent.iterate
+
+        def failing(start=None, end=None, reverse=False):
+            for i, pair in enumerate(scan(start, end, reverse)):
+                if i == 10 and start[:1] == b"s" and start[9:] == bytes(4):
+                    raise StoreCorruptError("corrupt table in %s (test)" % kind)
+                yield pair
+
+        persistent.iterate = failing
+        with pytest.raises(StoreCorruptError, match="corrupt table"):
+            MutableTree(persistent).delete_versions_to(3)
+        del persistent.iterate
+        assert list(persistent.iterate()) == before
+        assert MutableTree(persistent).delete_versions_to(3) == MutableTree(plain).delete_versions_to(3)
+        assert list(persistent.iterate()) == list(plain.iterate())
+    finally:
+        persistent.close()
+
+
 def test_prune_empty_versions(store):
     tree = MutableTree(store)
     tree.save_version()

@@ -1248,14 +1248,13 @@ cdef class NodeDB:
     cdef int _prune_scan(self, int64_t version) except -1:
         """Put the node records of version (s + version + any nonce) into the prune's record cache, read in one
         ordered scan of the store, as many as the cache's newer generation has room for. Step v of a prune walks
-        every node that version v + 1 wrote (they are its tree's new nodes, each read for its children), and a
-        LevelDB scan hands over a record in about a third of the time of a point read; a record of that range
-        the walk never asks for (a node under one it stops at) only costs its share of the scan. Only on the
-        persistent stores, whose iterate is a seek and a sequential read (a MemoryDB's is not, and one read
-        through get() may be anything)."""
+        the nodes that version v + 1 wrote (they are its tree's new nodes, each read for its children), and a
+        LevelDB scan hands over a record in about a third of the time of a read by key; a record of that range
+        the walk does not reach (it stops once the previous version's walk is done) only costs its share of the
+        scan. Only on the persistent stores (LMDB, LevelDB), whose iterate is a seek and a sequential read: a
+        MemoryDB's sorts its keys, and another store's may cost anything."""
         cdef dict now = self._prune_records
         cdef Py_ssize_t room
-        cdef bytes k
         if now is None or self._state is None:
             return 0
         room = self._prune_cache_limit - len(now)
