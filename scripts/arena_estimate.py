@@ -5,23 +5,29 @@
 Builds the HashFixedSize trie (make_accounts(n), mpt.bench.cases), copies its nodes into a
 mpt.bench._alloc.FlatTrie (flat arrays level by level, no node objects) and times FlatTrie.hash against Keccak
 alone on the same encodings (keccak_floor, the bench's keccak ratio), for four ways a leaf could keep its key
-and value:
+and value, and two for a node arena:
 
 * ``inline``: the compact key and the value copied into one contiguous blob, in the order the pass reads them (an
   arena that owns its values and keeps them in the trie's order);
 * ``inline-inserted``: the same blob in the order the keys were inserted (an arena that appends what it is given);
 * ``compact``: the key in compact form and the value as separate bytes objects;
 * ``nibbles``: as ShortNode keeps them today, the key one nibble per byte (packed while encoding) and the value
-  the workload's own bytes object.
+  the workload's own bytes object;
+* ``arena-lists`` and ``arena-walk``: the nodes as an arena of records would hold them, in the order it made
+  them (the leaves, key and value inline, in insertion order; the branches of each height in a random order,
+  see arena_layout). ``arena-lists`` hashes them level by level in that order, as a pass over lists of the dirty
+  records by height kept while inserting would; ``arena-walk`` first walks from the root over the branches to
+  sort the nodes by height (FlatTrie.hash(collect=True)), as a pass that keeps no such lists must.
 
 The key objects are made in insertion order and the values are the workload's, as a Trie built by inserts holds
-them. Each level of the trie is encoded in one run and keccaked in one call (no walk, no pending holes), the
+them. Each level of the trie is encoded in one run and keccaked in one call (no walk but arena-walk's, no holes), the
 leaf eight places on asked for while one is encoded. The root must equal hash()'s. Prints, per round, hash() of
 a trie built right before (median of 15, as the bench times it) and, per layout, the median time of one flat
 hash (--repeat hashes per timing, 15 timings), each beside Keccak alone on the same encodings timed right after
 it, and their ratio.
 """
 import argparse
+import random
 import statistics
 import sys
 import time
@@ -34,7 +40,7 @@ from mpt.core.runtime import set_keccak_backend
 from mpt.ethereum.encoding import compact_to_hex, hex_to_keybytes
 
 
-LAYOUTS = ("inline", "inline-inserted", "compact", "nibbles")
+LAYOUTS = ("inline", "inline-inserted", "compact", "nibbles", "arena-lists", "arena-walk")
 
 
 def flat_nodes(trie, keys, values):
@@ -82,6 +88,47 @@ def flat_nodes(trie, keys, values):
     return nodes, level_ends, insertion
 
 
+def flat_layouts(nodes, level_ends, insertion):
+    """{layout: (FlatTrie, collect)} for every layout of LAYOUTS, over flat_nodes' output."""
+    out = {}
+    for layout in LAYOUTS:
+        if layout.startswith("arena"):
+            out[layout] = (FlatTrie(arena_layout(nodes, level_ends, insertion), level_ends, "inline"),
+                           layout == "arena-walk")
+        else:
+            leaves = layout.split("-")[0]
+            out[layout] = (FlatTrie(leaf_objects(nodes, leaves, insertion), level_ends, leaves,
+                                    insertion if layout == "inline-inserted" else None), False)
+    return out
+
+
+def arena_layout(nodes, level_ends, insertion, seed=1):
+    """The nodes as an arena that appends a record per node made would hold them: the leaves in the order their
+    keys were inserted, the branches and extensions of each height in a random order (the order a trie's inserts
+    made and replaced them in is lost in a finished trie; seeded). Children stay before their parents, so
+    FlatTrie takes them; ``hash(collect=True)`` then walks from the root as an arena's pass would."""
+    rng = random.Random(seed)
+    order = list(insertion)
+    start = level_ends[0]
+    for end in level_ends[1:]:
+        level = list(range(start, end))
+        rng.shuffle(level)
+        order += level
+        start = end
+    if sorted(order) != list(range(len(nodes))):
+        raise ValueError("the leaves in insertion order must be the first level")
+    position = {old: new for new, old in enumerate(order)}
+
+    def moved(node):
+        if node[0] == "branch":
+            return ("branch", [position[c] if c >= 0 else -1 for c in node[1]])
+        if node[0] == "extension":
+            return ("extension", node[1], position[node[2]])
+        return node
+
+    return [moved(nodes[i]) for i in order]
+
+
 def _median(fn, timings=15):
     return statistics.median(_timed(fn) for _ in range(timings))
 
@@ -105,22 +152,19 @@ def main() -> None:
     root = trie.hash()
     nodes, level_ends, insertion = flat_nodes(trie, keys, values)
     blobs = hashed_blobs(trie)
-    flats = {}
-    for layout in LAYOUTS:
-        leaves = layout.split("-")[0]
-        flat = FlatTrie(leaf_objects(nodes, leaves, insertion), level_ends, leaves,
-                        insertion if layout == "inline-inserted" else None)
-        if flat.hash(args.backend) != root:
+    flats = flat_layouts(nodes, level_ends, insertion)
+    for layout, (flat, collect) in flats.items():
+        if flat.hash(args.backend, collect=collect) != root:
             sys.exit("%s: the flat root differs from hash()'s" % layout)
-        flats[layout] = flat
     print("%d accounts, %s, %d nodes (%d leaves)" % (args.n, args.backend, len(nodes), len(keys)))
     for r in range(args.rounds):
         t_hash = statistics.median(_fresh_hash(keys, values) for _ in range(15))
         t_keccak = _median(lambda: keccak_floor(blobs, args.repeat, args.backend)) / args.repeat
         print("round %d  hash()          of a fresh trie %.3f ms  Keccak alone %.3f ms  ratio %.2f" % (
             r + 1, t_hash * 1e3, t_keccak * 1e3, t_hash / t_keccak))
-        for layout, flat in flats.items():
-            t_flat = _median(lambda flat=flat: flat.hash(args.backend, args.repeat)) / args.repeat
+        for layout, (flat, collect) in flats.items():
+            t_flat = _median(lambda flat=flat, collect=collect: flat.hash(args.backend, args.repeat,
+                                                                           collect)) / args.repeat
             t_keccak = _median(lambda: keccak_floor(blobs, args.repeat, args.backend)) / args.repeat
             print("round %d  %-15s flat pass %.3f ms  Keccak alone %.3f ms  ratio %.2f" % (
                 r + 1, layout, t_flat * 1e3, t_keccak * 1e3, t_flat / t_keccak))

@@ -624,13 +624,13 @@ def test_flat_trie_gives_hash_roots_in_every_leaf_layout_on_every_backend():
     nodes, level_ends, insertion = script.flat_nodes(trie, keys, values)
     assert sorted(insertion) == [i for i, node in enumerate(nodes) if node[0] == "leaf"]
     assert {node[0] for node in nodes} >= {"leaf", "branch"} and level_ends[-1] == len(nodes)
-    for layout in script.LAYOUTS:
-        leaves = layout.split("-")[0]
-        flat = _alloc.FlatTrie(script.leaf_objects(nodes, leaves, insertion), level_ends, leaves,
-                               insertion if layout == "inline-inserted" else None)
+    layouts = script.flat_layouts(nodes, level_ends, insertion)
+    assert list(layouts) == list(script.LAYOUTS)
+    for layout, (flat, collect) in layouts.items():
         for backend in keccak_backends():
-            assert flat.hash(backend) == root, (layout, backend)
-            assert flat.hash(backend, 3) == root
+            assert flat.hash(backend, collect=collect) == root, (layout, backend)
+            assert flat.hash(backend, 3, collect) == root
+            assert flat.hash(backend, collect=not collect) == root     # either pass over either layout
 
 
 def test_flat_trie_refuses_what_it_cannot_hash():
@@ -647,6 +647,10 @@ def test_flat_trie_refuses_what_it_cannot_hash():
         _alloc.FlatTrie([leaf, ("branch", [0, 5] + [-1] * 14)], [1, 2])
     with pytest.raises(ValueError, match="not a node listed before it"):
         _alloc.FlatTrie([leaf, ("extension", b"\x00\x01", 1)], [1, 2])
+    with pytest.raises(ValueError, match="child 0 has another parent"):        # a tree, not a graph
+        _alloc.FlatTrie([leaf, ("branch", [0, 0] + [-1] * 14)], [1, 2])
+    with pytest.raises(ValueError, match="child 0 has another parent"):
+        _alloc.FlatTrie([leaf, ("branch", [0] + [-1] * 15), ("branch", [0, 1] + [-1] * 14)], [1, 2, 3])
     big = ("leaf", b"\x20" + bytes(31), bytes(70000))          # a 3-byte length: 4-byte headers
     assert _alloc.FlatTrie([big], [1]).hash() == keccak256(
         bytes.fromhex("fa011195a0") + big[1] + bytes.fromhex("ba011170") + big[2])
@@ -658,6 +662,7 @@ def test_flat_trie_refuses_what_it_cannot_hash():
         _alloc.FlatTrie([leaf], [1], "inline", [])
     flat = _alloc.FlatTrie([leaf], [1])
     assert flat.hash() == keccak256(bytes.fromhex("f84aa0") + leaf[1] + b"\xa8" + leaf[2])
+    assert flat.hash(collect=True) == flat.hash()                   # a lone leaf is its own root either way
     with pytest.raises(ValueError, match="repeat"):
         flat.hash("scalar", 0)
     with pytest.raises(RuntimeError, match="initialised once"):
@@ -703,7 +708,8 @@ def test_arena_estimate_script_prints_hash_and_every_layout():
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("300 accounts, scalar, ")
-    assert [line.split()[2] for line in lines[1:]] == ["hash()", "inline", "inline-inserted", "compact", "nibbles"]
+    assert [line.split()[2] for line in lines[1:]] == ["hash()", "inline", "inline-inserted", "compact", "nibbles",
+                                                     "arena-lists", "arena-walk"]
 
 
 # ------------------------------------------------------------------------------------------------ issue 30

@@ -330,6 +330,24 @@ def test_the_flat_pass_figures_are_the_notes_runs():
                 span(objects[1]))) in text
 
 
+def test_the_arena_pass_figures_are_the_notes_runs():
+    # docs/performance.md quotes the ranges of the arena layouts of scripts/arena_estimate.py in the contributors'
+    # notes (issue 34, session 15).
+    text = " ".join(PERFORMANCE.split())
+
+    def cells(layout):
+        row = re.search(r"^\| %s \| ([\d., ]+) \| ([\d., ]+) \|" % layout, NOTES, re.M)
+        return [[float(v) for v in cell.split(",")] for cell in row.groups()]
+
+    def span(values):
+        return "%.2f to %.2f" % (min(values), max(values))
+
+    lists, walk = cells("arena-lists"), cells("arena-walk")
+    assert ("they take %s times Keccak's time at 10,000 accounts and %s at 100,000; with a walk over the branches "
+            "from the root first, to find the heights, %s and %s." % (
+                span(lists[0]), span(lists[1]), span(walk[0]), span(walk[1]))) in text
+
+
 def test_the_prune_figures_are_the_notes_runs():
     # docs/iavl.rst's pruning figures after the version scans (issue 34, session 15): the side-by-side medians of
     # the rounds the contributors' notes list, and the stores' own parts of the op from scripts/peer_floors.py.

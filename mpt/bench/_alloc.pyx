@@ -31,7 +31,7 @@ each layout would cost against Keccak alone.
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
-from libc.stdint cimport uint8_t, uint64_t
+from libc.stdint cimport uint8_t, uint32_t, uint64_t
 
 from libc.string cimport memcpy
 
@@ -338,6 +338,11 @@ def walk_floor(root):
 # The flat pass
 # ---------------------------------------------------------------------------------------------------------------
 
+cdef extern from *:
+    int __builtin_ctz(unsigned int x) noexcept nogil
+    int __builtin_clz(unsigned int x) noexcept nogil
+
+
 cdef enum FlatKind:
     FLAT_LEAF_INLINE = 0        # compact key and value in the blob
     FLAT_LEAF_COMPACT = 1       # compact key and value as bytes objects
@@ -371,11 +376,17 @@ cdef inline void _prefetch_flat_leaf(const FlatNode *f, const uint8_t *blob, PyO
         prefetch_object(objects[f.key_at + 1])
 
 
-cdef Py_ssize_t _child_index(object child, Py_ssize_t parent, bint may_be_empty) except -2:
+cdef Py_ssize_t _child_index(object child, Py_ssize_t parent, bint may_be_empty, uint8_t *has_parent) except -2:
     cdef Py_ssize_t c = child
-    if (c == -1 and may_be_empty) or 0 <= c < parent:
+    if c == -1 and may_be_empty:
         return c
-    raise ValueError("node %d: child %r is not a node listed before it" % (parent, child))
+    if not 0 <= c < parent:
+        raise ValueError("node %d: child %r is not a node listed before it" % (parent, child))
+    # A tree: the collecting walk (hash(collect=True)) visits each node once, in arrays of one entry per node.
+    if has_parent[c]:
+        raise ValueError("node %d: child %d has another parent already" % (parent, c))
+    has_parent[c] = 1
+    return c
 
 
 cdef class FlatTrie:
@@ -392,7 +403,9 @@ cdef class FlatTrie:
     each level into one buffer and keccaks it in one call on the backend's lanes, the children's digests copied
     into their parents' encodings: no node objects, no pending holes; the leaf FLAT_PREFETCH_AHEAD places on is
     asked for while one is encoded. Nodes embedded in their parent and branches with a value are not supported
-    (a trie of 32-byte keys and account values has neither)."""
+    (a trie of 32-byte keys and account values has neither). The nodes make a tree (each one child of at most one
+    node) whose root is the last node; ``hash(collect=True)`` finds the levels by walking it from the root
+    instead of taking ``level_ends``' order."""
     cdef FlatNode *nodes
     cdef Py_ssize_t n
     cdef Py_ssize_t *children
@@ -406,6 +419,16 @@ cdef class FlatTrie:
     cdef uint8_t *digests
     cdef const uint8_t **messages
     cdef size_t *lengths
+    # The collecting pass (hash(collect=True)): the node indices in the order it encodes them, by height, and its
+    # scratch (the walk's stack, each node's height, the digests of one level before they go to their nodes).
+    cdef Py_ssize_t *order
+    cdef Py_ssize_t *order_ends
+    cdef Py_ssize_t *stack
+    cdef int *heights
+    cdef uint8_t *leaf_tag          # 1 for a leaf: what a child reference into an arena would say of its node
+    cdef uint32_t *child_masks      # per branch: bit i set for a child in slot i, bit 16 + i if that child is a leaf
+    cdef int levels_collected
+    cdef uint8_t *level_digests
     cdef bint busy              # a hash() running: its buffers are in use
 
     def __cinit__(self):
@@ -417,11 +440,17 @@ cdef class FlatTrie:
         self.messages = NULL
         self.lengths = NULL
         self.object_ptrs = NULL
+        self.order = self.order_ends = self.stack = NULL
+        self.heights = NULL
+        self.leaf_tag = self.level_digests = NULL
+        self.child_masks = NULL
 
     def __init__(self, nodes, level_ends, str leaves="inline", blob_order=None):
         cdef Py_ssize_t i, j, branches = 0, buf_size = 0
         cdef FlatNode *f
         cdef bytearray blob = bytearray()
+        cdef bytearray parents
+        cdef uint8_t *has_parent
         if self.nodes != NULL:
             raise RuntimeError("a FlatTrie is initialised once")
         if leaves not in ("inline", "compact", "nibbles"):
@@ -440,28 +469,45 @@ cdef class FlatTrie:
         self.digests = <uint8_t *>PyMem_RawMalloc(32 * self.n)
         self.messages = <const uint8_t **>PyMem_RawMalloc(self.n * sizeof(uint8_t *))
         self.lengths = <size_t *>PyMem_RawMalloc(self.n * sizeof(size_t))
+        self.order = <Py_ssize_t *>PyMem_RawMalloc(self.n * sizeof(Py_ssize_t))
+        self.order_ends = <Py_ssize_t *>PyMem_RawMalloc((self.n + 1) * sizeof(Py_ssize_t))
+        self.stack = <Py_ssize_t *>PyMem_RawMalloc(self.n * sizeof(Py_ssize_t))
+        self.heights = <int *>PyMem_RawMalloc(self.n * sizeof(int))
+        self.level_digests = <uint8_t *>PyMem_RawMalloc(32 * self.n)
+        self.leaf_tag = <uint8_t *>PyMem_RawMalloc(self.n)
+        self.child_masks = <uint32_t *>PyMem_RawMalloc((branches + 1) * sizeof(uint32_t))
         if not (self.nodes and self.level_ends and self.children and self.digests and self.messages and
-                self.lengths):
+                self.lengths and self.order and self.order_ends and self.stack and self.heights
+                and self.level_digests and self.leaf_tag and self.child_masks):
             raise MemoryError()
         for i in range(self.levels):
             self.level_ends[i] = level_ends[i]
             if not (self.level_ends[i - 1] if i else 0) <= self.level_ends[i] <= self.n:
                 raise ValueError("level_ends must rise from 0 to the number of nodes")
         branches = 0
+        parents = bytearray(self.n)
+        has_parent = <uint8_t *><char *>parents
         for i, node in enumerate(nodes):
             f = &self.nodes[i]
             f.child = -1
             f.key_size = f.value_size = 0
+            self.leaf_tag[i] = node[0] not in ("branch", "extension")
             if node[0] == "branch":
                 f.kind = FLAT_BRANCH
                 f.child = 16 * branches
+                self.child_masks[branches] = 0
                 for j in range(16):
-                    self.children[16 * branches + j] = _child_index(node[1][j], i, True)
+                    self.children[16 * branches + j] = _child_index(node[1][j], i, True, has_parent)
+                    if self.children[16 * branches + j] >= 0:
+                        # (children come before their parent: the child's tag is set)
+                        self.child_masks[branches] |= (<uint32_t>1 << j) | (
+                            <uint32_t>self.leaf_tag[self.children[16 * branches + j]] << (16 + j))
                 branches += 1
                 buf_size += MAX_HEADER_SIZE + 16 * 33 + 1
             elif node[0] == "extension":
                 f.kind = FLAT_EXTENSION
-                f.key_at, f.key_size, f.child = len(blob), len(node[1]), _child_index(node[2], i, False)
+                f.key_at, f.key_size = len(blob), len(node[1])
+                f.child = _child_index(node[2], i, False, has_parent)
                 blob += node[1]
                 buf_size += 2 * MAX_HEADER_SIZE + f.key_size + 33
             elif leaves == "inline":
@@ -507,9 +553,22 @@ cdef class FlatTrie:
         PyMem_RawFree(self.messages)
         PyMem_RawFree(self.lengths)
         PyMem_RawFree(self.object_ptrs)
+        PyMem_RawFree(self.order)
+        PyMem_RawFree(self.order_ends)
+        PyMem_RawFree(self.stack)
+        PyMem_RawFree(self.heights)
+        PyMem_RawFree(self.level_digests)
+        PyMem_RawFree(self.leaf_tag)
+        PyMem_RawFree(self.child_masks)
 
-    def hash(self, str backend="scalar", Py_ssize_t repeat=1):
-        """The root's hash, computed ``repeat`` times over on ``backend``'s lanes, without the GIL."""
+    def hash(self, str backend="scalar", Py_ssize_t repeat=1, bint collect=False):
+        """The root's hash, computed ``repeat`` times over on ``backend``'s lanes, without the GIL.
+
+        With ``collect``, each hash first walks the tree from the root (the last node) over its branches and
+        extensions, as a pass over node records that keeps no lists by height would have to: the walk sorts the
+        branches and extensions by height, in the walk's order, reading a child's kind from the branch's masks
+        (an arena's child reference would carry it) and never a leaf's record; the leaves go first, in the order
+        of their records. Each level is then encoded in that order and its digests copied to their nodes."""
         cdef int b = _backend_number(backend)
         cdef Py_ssize_t r
         if repeat < 1:
@@ -524,73 +583,188 @@ cdef class FlatTrie:
         try:
             with nogil:
                 for r in range(repeat):
-                    self._pass(b, self.object_ptrs)
+                    if collect:
+                        self._collect()
+                        self._pass_ordered(b, self.object_ptrs)
+                    else:
+                        self._pass(b, self.object_ptrs)
         finally:
             self.busy = False
         return PyBytes_FromStringAndSize(<char *>self.digests + 32 * (self.n - 1), 32)
 
-    cdef void _pass(self, int backend, PyObject **objects) noexcept nogil:
-        cdef Py_ssize_t h, i, j, start = 0, o, payload, ck, count
+    cdef Py_ssize_t _encode(self, FlatNode *f, uint8_t *out, PyObject **objects) noexcept nogil:
+        """Write f's encoding at out (its children's digests already in self.digests); returns its size."""
+        cdef Py_ssize_t j, o, payload, ck, count
         cdef const uint8_t *blob = self.blob_data
         cdef const uint8_t *key
         cdef const uint8_t *value
         cdef Py_ssize_t key_size, value_size
         cdef Py_ssize_t *kids
-        cdef FlatNode *f
+        if f.kind == FLAT_BRANCH:
+            kids = self.children + f.child
+            count = 0
+            for j in range(16):
+                count += kids[j] >= 0
+            o = put_header(out, 0xc0, 17 + 32 * count)
+            for j in range(16):
+                if kids[j] < 0:
+                    out[o] = 0x80
+                    o += 1
+                else:
+                    out[o] = 0x80 + 32
+                    memcpy(out + o + 1, self.digests + 32 * kids[j], 32)
+                    o += 33
+            out[o] = 0x80
+            return o + 1
+        if f.kind == FLAT_EXTENSION:
+            o = put_header(out, 0xc0, string_size(blob + f.key_at, f.key_size) + 33)
+            o += put_string(out + o, blob + f.key_at, f.key_size)
+            out[o] = 0x80 + 32
+            memcpy(out + o + 1, self.digests + 32 * f.child, 32)
+            return o + 33
+        if f.kind == FLAT_LEAF_INLINE:
+            key, key_size = blob + f.key_at, f.key_size
+            value, value_size = blob + f.value_at, f.value_size
+        else:
+            key = borrowed_bytes_data(objects[f.key_at])
+            key_size = borrowed_bytes_size(objects[f.key_at])
+            value = borrowed_bytes_data(objects[f.key_at + 1])
+            value_size = borrowed_bytes_size(objects[f.key_at + 1])
+        if f.kind == FLAT_LEAF_NIBBLES:
+            ck = compact_size(key, key_size)
+            payload = (1 if ck == 1 else ck + (1 if ck < 56 else 2)) + string_size(value, value_size)
+            o = put_header(out, 0xc0, payload)
+            if ck > 1:
+                o += put_header(out + o, 0x80, ck)
+            o += write_compact(key, key_size, out + o)
+        else:
+            payload = string_size(key, key_size) + string_size(value, value_size)
+            o = put_header(out, 0xc0, payload)
+            o += put_string(out + o, key, key_size)
+        return o + put_string(out + o, value, value_size)
+
+    cdef void _pass(self, int backend, PyObject **objects) noexcept nogil:
+        cdef Py_ssize_t h, i, start = 0, o
         cdef uint8_t *out
         for h in range(self.levels):
             out = self.buf
             for i in range(start, self.level_ends[h]):
                 if i + FLAT_PREFETCH_AHEAD < self.level_ends[h]:
-                    _prefetch_flat_leaf(&self.nodes[i + FLAT_PREFETCH_AHEAD], blob, objects)
-                f = &self.nodes[i]
+                    _prefetch_flat_leaf(&self.nodes[i + FLAT_PREFETCH_AHEAD], self.blob_data, objects)
                 self.messages[i - start] = out
-                if f.kind == FLAT_BRANCH:
-                    kids = self.children + f.child
-                    count = 0
-                    for j in range(16):
-                        count += kids[j] >= 0
-                    o = put_header(out, 0xc0, 17 + 32 * count)
-                    for j in range(16):
-                        if kids[j] < 0:
-                            out[o] = 0x80
-                            o += 1
-                        else:
-                            out[o] = 0x80 + 32
-                            memcpy(out + o + 1, self.digests + 32 * kids[j], 32)
-                            o += 33
-                    out[o] = 0x80
-                    o += 1
-                elif f.kind == FLAT_EXTENSION:
-                    o = put_header(out, 0xc0, string_size(blob + f.key_at, f.key_size) + 33)
-                    o += put_string(out + o, blob + f.key_at, f.key_size)
-                    out[o] = 0x80 + 32
-                    memcpy(out + o + 1, self.digests + 32 * f.child, 32)
-                    o += 33
-                else:
-                    if f.kind == FLAT_LEAF_INLINE:
-                        key, key_size = blob + f.key_at, f.key_size
-                        value, value_size = blob + f.value_at, f.value_size
-                    else:
-                        key = borrowed_bytes_data(objects[f.key_at])
-                        key_size = borrowed_bytes_size(objects[f.key_at])
-                        value = borrowed_bytes_data(objects[f.key_at + 1])
-                        value_size = borrowed_bytes_size(objects[f.key_at + 1])
-                    if f.kind == FLAT_LEAF_NIBBLES:
-                        ck = compact_size(key, key_size)
-                        payload = (1 if ck == 1 else ck + (1 if ck < 56 else 2)) + string_size(value, value_size)
-                        o = put_header(out, 0xc0, payload)
-                        if ck > 1:
-                            o += put_header(out + o, 0x80, ck)
-                        o += write_compact(key, key_size, out + o)
-                    else:
-                        payload = string_size(key, key_size) + string_size(value, value_size)
-                        o = put_header(out, 0xc0, payload)
-                        o += put_string(out + o, key, key_size)
-                    o += put_string(out + o, value, value_size)
+                o = self._encode(&self.nodes[i], out, objects)
                 self.lengths[i - start] = <size_t>o
                 out += o
             mpt_keccak256_many(backend, self.messages, self.lengths, <size_t>(self.level_ends[h] - start),
                                self.digests + 32 * start)
             start = self.level_ends[h]
+
+    cdef void _collect(self) noexcept nogil:
+        """The collecting walk: self.order lists the nodes by height, one past each height's last in
+        self.order_ends. The leaves (height 0) come in the order of their records, as an arena would list the
+        leaves it made since the last hash; a pre-order walk from the root records the branches and extensions
+        (self.stack, as a list; a branch's children lowest slot first), reading no leaf; the recorded nodes read
+        backwards then meet every child before its parent, which gives the heights, and each height keeps the
+        walk's order."""
+        cdef Py_ssize_t sp = 1, visited = 0, leaves = 0, i, c, h, k
+        cdef int slot, top = 0, height
+        cdef uint32_t mask, inner
+        cdef Py_ssize_t *kids
+        cdef FlatNode *f
+        cdef Py_ssize_t *todo = self.order_ends        # the walk's stack (n + 1 entries: enough for every node)
+        todo[0] = self.n - 1
+        if self.leaf_tag[self.n - 1]:
+            self.heights[self.n - 1] = 0
+            self.order[0] = self.n - 1
+            self.order_ends[0] = 1
+            self.levels_collected = 1
+            return
+        while sp:
+            sp -= 1
+            i = todo[sp]
+            self.stack[visited] = i
+            visited += 1
+            f = &self.nodes[i]
+            if f.kind == FLAT_EXTENSION:
+                if not self.leaf_tag[f.child]:
+                    todo[sp] = f.child
+                    sp += 1
+                continue
+            kids = self.children + f.child
+            mask = self.child_masks[f.child >> 4]
+            inner = (mask & 0xFFFF) & ~(mask >> 16)
+            # The branches and extensions below, pushed highest slot first so that the lowest comes off first.
+            # Only the slots the masks name are read, and no leaf.
+            while inner:
+                slot = 31 - __builtin_clz(inner)
+                inner &= ~(<uint32_t>1 << slot)
+                todo[sp] = kids[slot]
+                sp += 1
+
+        # The leaves in the order of their records (an arena's: the order it made them), all of height 0.
+        for i in range(self.n):
+            if self.leaf_tag[i]:
+                self.heights[i] = 0
+                self.order[leaves] = i
+                leaves += 1
+        # Heights, children first.
+        for k in range(visited - 1, -1, -1):
+            i = self.stack[k]
+            f = &self.nodes[i]
+            if f.kind == FLAT_EXTENSION:
+                height = self.heights[f.child] + 1
+            else:
+                height = 1
+                kids = self.children + f.child
+                inner = (self.child_masks[f.child >> 4] & 0xFFFF) & ~(self.child_masks[f.child >> 4] >> 16)
+                while inner:
+                    slot = __builtin_ctz(inner)
+                    inner &= inner - 1
+                    if self.heights[kids[slot]] >= height:
+                        height = self.heights[kids[slot]] + 1
+            self.heights[i] = height
+            if height > top:
+                top = height
+        # The leaves stay first, in the walk's order; the rest sorted by height (stable, counting sort), each
+        # height in the walk's order too. order_ends[h] counts height h, then is where it starts, then where it ends.
+        for h in range(top + 1):
+            self.order_ends[h] = 0
+        for k in range(visited):
+            self.order_ends[self.heights[self.stack[k]]] += 1
+        c = leaves
+        for h in range(1, top + 1):
+            k = self.order_ends[h]
+            self.order_ends[h] = c
+            c += k
+        for k in range(visited):
+            i = self.stack[k]
+            h = self.heights[i]
+            self.order[self.order_ends[h]] = i
+            self.order_ends[h] += 1
+        self.order_ends[0] = leaves
+        self.levels_collected = top + 1
+
+    cdef void _pass_ordered(self, int backend, PyObject **objects) noexcept nogil:
+        """The level pass over self.order (from _collect): each level's digests land in level_digests, then go
+        to their nodes."""
+        cdef Py_ssize_t h, k, start = 0, o
+        cdef uint8_t *out
+        for h in range(self.levels_collected):
+            out = self.buf
+            for k in range(start, self.order_ends[h]):
+                # Two stages: the record 2 x FLAT_PREFETCH_AHEAD places on, then (its fields arrived meanwhile)
+                # what the record FLAT_PREFETCH_AHEAD places on points to.
+                if k + 2 * FLAT_PREFETCH_AHEAD < self.order_ends[h]:
+                    prefetch_line(<const char *>&self.nodes[self.order[k + 2 * FLAT_PREFETCH_AHEAD]])
+                if k + FLAT_PREFETCH_AHEAD < self.order_ends[h]:
+                    _prefetch_flat_leaf(&self.nodes[self.order[k + FLAT_PREFETCH_AHEAD]], self.blob_data, objects)
+                self.messages[k - start] = out
+                o = self._encode(&self.nodes[self.order[k]], out, objects)
+                self.lengths[k - start] = <size_t>o
+                out += o
+            mpt_keccak256_many(backend, self.messages, self.lengths, <size_t>(self.order_ends[h] - start),
+                               self.level_digests)
+            for k in range(start, self.order_ends[h]):
+                memcpy(self.digests + 32 * self.order[k], self.level_digests + 32 * (k - start), 32)
+            start = self.order_ends[h]
 
