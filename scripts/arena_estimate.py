@@ -13,11 +13,13 @@ and value, and two for a node arena:
 * ``compact``: the key in compact form and the value as separate bytes objects;
 * ``nibbles``: as ShortNode keeps them today, the key one nibble per byte (packed while encoding) and the value
   the workload's own bytes object;
-* ``arena-lists`` and ``arena-walk``: the nodes as an arena of records would hold them, in the order it made
-  them (the leaves, key and value inline, in insertion order; the branches of each height in a random order,
-  see arena_layout). ``arena-lists`` hashes them level by level in that order, as a pass over lists of the dirty
-  records by height kept while inserting would; ``arena-walk`` first walks from the root over the branches to
-  sort the nodes by height (FlatTrie.hash(collect=True)), as a pass that keeps no such lists must.
+* ``arena-lists``, ``arena-scan`` and ``arena-walk``: the nodes as an arena of records would hold them, in the
+  order it made them (the leaves, key and value inline, in insertion order; the branches of each height in a
+  random order, see arena_layout). ``arena-lists`` hashes them level by level in that order, as a pass over
+  lists of the dirty records by height kept while inserting would; ``arena-scan`` first finds the heights in one
+  pass over the records in their order (children first, as in a log where every change appends a record;
+  FlatTrie.hash(levels="scan")); ``arena-walk`` finds them by a walk from the root over the branches
+  (levels="walk"), as a pass that keeps no such log must.
 
 The key objects are made in insertion order and the values are the workload's, as a Trie built by inserts holds
 them. Each level of the trie is encoded in one run and keccaked in one call (no walk but arena-walk's, no holes), the
@@ -40,7 +42,7 @@ from mpt.core.runtime import set_keccak_backend
 from mpt.ethereum.encoding import compact_to_hex, hex_to_keybytes
 
 
-LAYOUTS = ("inline", "inline-inserted", "compact", "nibbles", "arena-lists", "arena-walk")
+LAYOUTS = ("inline", "inline-inserted", "compact", "nibbles", "arena-lists", "arena-scan", "arena-walk")
 
 
 def flat_nodes(trie, keys, values):
@@ -89,16 +91,17 @@ def flat_nodes(trie, keys, values):
 
 
 def flat_layouts(nodes, level_ends, insertion):
-    """{layout: (FlatTrie, collect)} for every layout of LAYOUTS, over flat_nodes' output."""
+    """{layout: (FlatTrie, levels)} for every layout of LAYOUTS, over flat_nodes' output (levels: what
+    FlatTrie.hash takes)."""
     out = {}
     for layout in LAYOUTS:
         if layout.startswith("arena"):
             out[layout] = (FlatTrie(arena_layout(nodes, level_ends, insertion), level_ends, "inline"),
-                           layout == "arena-walk")
+                           {"arena-lists": "given", "arena-scan": "scan", "arena-walk": "walk"}[layout])
         else:
             leaves = layout.split("-")[0]
             out[layout] = (FlatTrie(leaf_objects(nodes, leaves, insertion), level_ends, leaves,
-                                    insertion if layout == "inline-inserted" else None), False)
+                                    insertion if layout == "inline-inserted" else None), "given")
     return out
 
 
@@ -106,7 +109,8 @@ def arena_layout(nodes, level_ends, insertion, seed=1):
     """The nodes as an arena that appends a record per node made would hold them: the leaves in the order their
     keys were inserted, the branches and extensions of each height in a random order (the order a trie's inserts
     made and replaced them in is lost in a finished trie; seeded). Children stay before their parents, so
-    FlatTrie takes them; ``hash(collect=True)`` then walks from the root as an arena's pass would."""
+    FlatTrie takes them, and hash(levels="scan") or hash(levels="walk") find the heights as an arena's pass
+    would."""
     rng = random.Random(seed)
     order = list(insertion)
     start = level_ends[0]
@@ -153,8 +157,8 @@ def main() -> None:
     nodes, level_ends, insertion = flat_nodes(trie, keys, values)
     blobs = hashed_blobs(trie)
     flats = flat_layouts(nodes, level_ends, insertion)
-    for layout, (flat, collect) in flats.items():
-        if flat.hash(args.backend, collect=collect) != root:
+    for layout, (flat, levels) in flats.items():
+        if flat.hash(args.backend, levels=levels) != root:
             sys.exit("%s: the flat root differs from hash()'s" % layout)
     print("%d accounts, %s, %d nodes (%d leaves)" % (args.n, args.backend, len(nodes), len(keys)))
     for r in range(args.rounds):
@@ -162,9 +166,9 @@ def main() -> None:
         t_keccak = _median(lambda: keccak_floor(blobs, args.repeat, args.backend)) / args.repeat
         print("round %d  hash()          of a fresh trie %.3f ms  Keccak alone %.3f ms  ratio %.2f" % (
             r + 1, t_hash * 1e3, t_keccak * 1e3, t_hash / t_keccak))
-        for layout, (flat, collect) in flats.items():
-            t_flat = _median(lambda flat=flat, collect=collect: flat.hash(args.backend, args.repeat,
-                                                                           collect)) / args.repeat
+        for layout, (flat, levels) in flats.items():
+            t_flat = _median(lambda flat=flat, levels=levels: flat.hash(args.backend, args.repeat,
+                                                                         levels)) / args.repeat
             t_keccak = _median(lambda: keccak_floor(blobs, args.repeat, args.backend)) / args.repeat
             print("round %d  %-15s flat pass %.3f ms  Keccak alone %.3f ms  ratio %.2f" % (
                 r + 1, layout, t_flat * 1e3, t_keccak * 1e3, t_flat / t_keccak))

@@ -626,11 +626,12 @@ def test_flat_trie_gives_hash_roots_in_every_leaf_layout_on_every_backend():
     assert {node[0] for node in nodes} >= {"leaf", "branch"} and level_ends[-1] == len(nodes)
     layouts = script.flat_layouts(nodes, level_ends, insertion)
     assert list(layouts) == list(script.LAYOUTS)
-    for layout, (flat, collect) in layouts.items():
+    for layout, (flat, levels) in layouts.items():
         for backend in keccak_backends():
-            assert flat.hash(backend, collect=collect) == root, (layout, backend)
-            assert flat.hash(backend, 3, collect) == root
-            assert flat.hash(backend, collect=not collect) == root     # either pass over either layout
+            assert flat.hash(backend, levels=levels) == root, (layout, backend)
+            assert flat.hash(backend, 3, levels) == root
+            for other in ("given", "scan", "walk"):                      # every pass over every layout
+                assert flat.hash(backend, levels=other) == root, (layout, backend, other)
 
 
 def test_flat_trie_refuses_what_it_cannot_hash():
@@ -662,7 +663,9 @@ def test_flat_trie_refuses_what_it_cannot_hash():
         _alloc.FlatTrie([leaf], [1], "inline", [])
     flat = _alloc.FlatTrie([leaf], [1])
     assert flat.hash() == keccak256(bytes.fromhex("f84aa0") + leaf[1] + b"\xa8" + leaf[2])
-    assert flat.hash(collect=True) == flat.hash()                   # a lone leaf is its own root either way
+    assert flat.hash(levels="walk") == flat.hash(levels="scan") == flat.hash()     # a lone leaf is its root
+    with pytest.raises(ValueError, match="levels must be one of given, walk, scan, not 'sorted'"):
+        flat.hash(levels="sorted")
     with pytest.raises(ValueError, match="repeat"):
         flat.hash("scalar", 0)
     with pytest.raises(RuntimeError, match="initialised once"):
@@ -709,7 +712,7 @@ def test_arena_estimate_script_prints_hash_and_every_layout():
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("300 accounts, scalar, ")
     assert [line.split()[2] for line in lines[1:]] == ["hash()", "inline", "inline-inserted", "compact", "nibbles",
-                                                     "arena-lists", "arena-walk"]
+                                                     "arena-lists", "arena-scan", "arena-walk"]
 
 
 # ------------------------------------------------------------------------------------------------ issue 30

@@ -343,6 +343,9 @@ cdef extern from *:
     int __builtin_clz(unsigned int x) noexcept nogil
 
 
+_LEVEL_ORDERS = ("given", "walk", "scan")     # FlatTrie.hash(levels=...), in the order hash() numbers them
+
+
 cdef enum FlatKind:
     FLAT_LEAF_INLINE = 0        # compact key and value in the blob
     FLAT_LEAF_COMPACT = 1       # compact key and value as bytes objects
@@ -382,7 +385,7 @@ cdef Py_ssize_t _child_index(object child, Py_ssize_t parent, bint may_be_empty,
         return c
     if not 0 <= c < parent:
         raise ValueError("node %d: child %r is not a node listed before it" % (parent, child))
-    # A tree: the collecting walk (hash(collect=True)) visits each node once, in arrays of one entry per node.
+    # A tree: the walk of hash(levels="walk") visits each node once, in arrays of one entry per node.
     if has_parent[c]:
         raise ValueError("node %d: child %d has another parent already" % (parent, c))
     has_parent[c] = 1
@@ -404,8 +407,8 @@ cdef class FlatTrie:
     into their parents' encodings: no node objects, no pending holes; the leaf FLAT_PREFETCH_AHEAD places on is
     asked for while one is encoded. Nodes embedded in their parent and branches with a value are not supported
     (a trie of 32-byte keys and account values has neither). The nodes make a tree (each one child of at most one
-    node) whose root is the last node; ``hash(collect=True)`` finds the levels by walking it from the root
-    instead of taking ``level_ends``' order."""
+    node) whose root is the last node; ``hash(levels="walk")`` and ``hash(levels="scan")`` find the levels
+    themselves instead of taking ``level_ends``' order."""
     cdef FlatNode *nodes
     cdef Py_ssize_t n
     cdef Py_ssize_t *children
@@ -419,7 +422,7 @@ cdef class FlatTrie:
     cdef uint8_t *digests
     cdef const uint8_t **messages
     cdef size_t *lengths
-    # The collecting pass (hash(collect=True)): the node indices in the order it encodes them, by height, and its
+    # The passes that find the levels (hash(levels=...)): the node indices in the order they encode them, by height, and
     # scratch (the walk's stack, each node's height, the digests of one level before they go to their nodes).
     cdef Py_ssize_t *order
     cdef Py_ssize_t *order_ends
@@ -561,18 +564,25 @@ cdef class FlatTrie:
         PyMem_RawFree(self.leaf_tag)
         PyMem_RawFree(self.child_masks)
 
-    def hash(self, str backend="scalar", Py_ssize_t repeat=1, bint collect=False):
+    def hash(self, str backend="scalar", Py_ssize_t repeat=1, str levels="given"):
         """The root's hash, computed ``repeat`` times over on ``backend``'s lanes, without the GIL.
 
-        With ``collect``, each hash first walks the tree from the root (the last node) over its branches and
-        extensions, as a pass over node records that keeps no lists by height would have to: the walk sorts the
-        branches and extensions by height, in the walk's order, reading a child's kind from the branch's masks
-        (an arena's child reference would carry it) and never a leaf's record; the leaves go first, in the order
-        of their records. Each level is then encoded in that order and its digests copied to their nodes."""
+        ``levels`` says how each hash finds the order it encodes the nodes in, height by height: ``"given"``,
+        the order of the nodes and ``level_ends``; otherwise the leaves in the order of their records (as an
+        arena would list the leaves it made since the last hash) and the branches and extensions sorted by
+        height, found by ``"walk"``, a walk from the root (the last node) over the branches and extensions, as a
+        pass over records that keeps no lists by height would have to (a branch's masks say which children are
+        leaves, as an arena's child references would; no leaf record is read), or by ``"scan"``, one pass over
+        the records in their order, each branch's height from its children's (the nodes come children first, as
+        in a log of records where every change appends one). Each level is then encoded in that order and its
+        digests copied to their nodes."""
         cdef int b = _backend_number(backend)
+        cdef int how = _LEVEL_ORDERS.index(levels) if levels in _LEVEL_ORDERS else -1
         cdef Py_ssize_t r
         if repeat < 1:
             raise ValueError("repeat must be >= 1")
+        if how < 0:
+            raise ValueError("levels must be one of %s, not %r" % (", ".join(_LEVEL_ORDERS), levels))
         if self.buf == NULL:
             raise ValueError("this FlatTrie was not initialised")
         if self.busy:
@@ -583,11 +593,14 @@ cdef class FlatTrie:
         try:
             with nogil:
                 for r in range(repeat):
-                    if collect:
-                        self._collect()
-                        self._pass_ordered(b, self.object_ptrs)
-                    else:
+                    if how == 0:
                         self._pass(b, self.object_ptrs)
+                    else:
+                        if how == 1:
+                            self._walk_levels()
+                        else:
+                            self._scan_levels()
+                        self._pass_ordered(b, self.object_ptrs)
         finally:
             self.busy = False
         return PyBytes_FromStringAndSize(<char *>self.digests + 32 * (self.n - 1), 32)
@@ -659,14 +672,14 @@ cdef class FlatTrie:
                                self.digests + 32 * start)
             start = self.level_ends[h]
 
-    cdef void _collect(self) noexcept nogil:
-        """The collecting walk: self.order lists the nodes by height, one past each height's last in
+    cdef void _walk_levels(self) noexcept nogil:
+        """hash(levels="walk"): self.order lists the nodes by height, one past each height's last in
         self.order_ends. The leaves (height 0) come in the order of their records, as an arena would list the
         leaves it made since the last hash; a pre-order walk from the root records the branches and extensions
         (self.stack, as a list; a branch's children lowest slot first), reading no leaf; the recorded nodes read
         backwards then meet every child before its parent, which gives the heights, and each height keeps the
         walk's order."""
-        cdef Py_ssize_t sp = 1, visited = 0, leaves = 0, i, c, h, k
+        cdef Py_ssize_t sp = 1, visited = 0, i, k
         cdef int slot, top = 0, height
         cdef uint32_t mask, inner
         cdef Py_ssize_t *kids
@@ -701,42 +714,58 @@ cdef class FlatTrie:
                 todo[sp] = kids[slot]
                 sp += 1
 
+        # Heights, children first.
+        for k in range(visited - 1, -1, -1):
+            height = self._height(self.stack[k])
+            if height > top:
+                top = height
+        self._by_height(visited, top)
+
+    cdef inline int _height(self, Py_ssize_t i) noexcept nogil:
+        """Set and return the height of branch or extension i, one above its highest child that is not a leaf
+        (1 when all are leaves); those children's heights are set already."""
+        cdef FlatNode *f = &self.nodes[i]
+        cdef int height = 1, slot
+        cdef uint32_t inner
+        cdef Py_ssize_t *kids
+        if f.kind == FLAT_EXTENSION:
+            if not self.leaf_tag[f.child]:
+                height = self.heights[f.child] + 1
+        else:
+            kids = self.children + f.child
+            inner = (self.child_masks[f.child >> 4] & 0xFFFF) & ~(self.child_masks[f.child >> 4] >> 16)
+            while inner:
+                slot = __builtin_ctz(inner)
+                inner &= inner - 1
+                if self.heights[kids[slot]] >= height:
+                    height = self.heights[kids[slot]] + 1
+        self.heights[i] = height
+        return height
+
+    cdef void _by_height(self, Py_ssize_t count, int top) noexcept nogil:
+        """self.order: the leaves in the order of their records (height 0), then the count branches and extensions
+        listed in self.stack (their heights in self.heights, top the highest), sorted by height and keeping the
+        list's order within one; self.order_ends: one past each height's last."""
+        cdef Py_ssize_t leaves = 0, i, k, c
+        cdef int h
         # The leaves in the order of their records (an arena's: the order it made them), all of height 0.
         for i in range(self.n):
             if self.leaf_tag[i]:
                 self.heights[i] = 0
                 self.order[leaves] = i
                 leaves += 1
-        # Heights, children first.
-        for k in range(visited - 1, -1, -1):
-            i = self.stack[k]
-            f = &self.nodes[i]
-            if f.kind == FLAT_EXTENSION:
-                height = self.heights[f.child] + 1
-            else:
-                height = 1
-                kids = self.children + f.child
-                inner = (self.child_masks[f.child >> 4] & 0xFFFF) & ~(self.child_masks[f.child >> 4] >> 16)
-                while inner:
-                    slot = __builtin_ctz(inner)
-                    inner &= inner - 1
-                    if self.heights[kids[slot]] >= height:
-                        height = self.heights[kids[slot]] + 1
-            self.heights[i] = height
-            if height > top:
-                top = height
-        # The leaves stay first, in the walk's order; the rest sorted by height (stable, counting sort), each
-        # height in the walk's order too. order_ends[h] counts height h, then is where it starts, then where it ends.
+        # The rest sorted by height (a counting sort, keeping the list's order within a height): order_ends[h]
+        # counts height h, then is where it starts, then where it ends.
         for h in range(top + 1):
             self.order_ends[h] = 0
-        for k in range(visited):
+        for k in range(count):
             self.order_ends[self.heights[self.stack[k]]] += 1
         c = leaves
         for h in range(1, top + 1):
             k = self.order_ends[h]
             self.order_ends[h] = c
             c += k
-        for k in range(visited):
+        for k in range(count):
             i = self.stack[k]
             h = self.heights[i]
             self.order[self.order_ends[h]] = i
@@ -744,8 +773,24 @@ cdef class FlatTrie:
         self.order_ends[0] = leaves
         self.levels_collected = top + 1
 
+    cdef void _scan_levels(self) noexcept nogil:
+        """hash(levels="scan"): the heights in one pass over the records in their order (children first), then
+        _by_height with the branches and extensions in that order."""
+        cdef Py_ssize_t i, count = 0
+        cdef int top = 0, height
+        for i in range(self.n):
+            if self.leaf_tag[i]:
+                continue
+            height = self._height(i)
+            if height > top:
+                top = height
+            self.stack[count] = i
+            count += 1
+        self._by_height(count, top)
+
     cdef void _pass_ordered(self, int backend, PyObject **objects) noexcept nogil:
-        """The level pass over self.order (from _collect): each level's digests land in level_digests, then go
+        """The level pass over self.order (from _walk_levels or _scan_levels): each level's digests land in
+        level_digests, then go
         to their nodes."""
         cdef Py_ssize_t h, k, start = 0, o
         cdef uint8_t *out
