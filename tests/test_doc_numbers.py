@@ -307,46 +307,41 @@ def test_the_iavl_allocation_counts_are_the_bench_cases():
             assert abs(allocs - count) <= 0.05 * count + 1, (workload, store, allocs, count)
 
 
+def _notes_row(label, columns):
+    """The figures of the contributors' notes' table row starting "| label |": one list of floats per column."""
+    row = re.search(r"^\| %s%s \|" % (re.escape(label), r" \| ([\d., ]+)" * columns), NOTES, re.M)
+    return [[float(v) for v in cell.split(",")] for cell in row.groups()]
+
+
+def _span(values):
+    """How the docs quote a range of ratios: "1.21 to 1.26", or one figure when both ends round alike."""
+    low, high = "%.2f" % min(values), "%.2f" % max(values)
+    return low if low == high else "%s to %s" % (low, high)
+
+
 def test_the_flat_pass_figures_are_the_notes_runs():
     # docs/performance.md quotes the ranges of scripts/arena_estimate.py's run in the contributors' notes (issue 34,
     # session 14): the inline blob in the pass's order and in insertion order, and leaves whose values are their
     # own objects (compact or nibbles).
     text = " ".join(PERFORMANCE.split())
-
-    def cells(layout):
-        row = re.search(r"^\| flat, %s \| ([\d., ]+) \| ([\d., ]+) \| ([\d., ]+) \|" % layout, NOTES, re.M)
-        return [[float(v) for v in cell.split(",")] for cell in row.groups()]
-
-    def span(values):
-        low, high = min(values), max(values)
-        return "%.2f" % low if "%.2f" % low == "%.2f" % high else "%.2f to %.2f" % (low, high)
-
-    inline, inserted = cells("inline"), cells("inline-inserted")
-    objects = [a + b for a, b in zip(cells("compact"), cells("nibbles"))]
+    inline, inserted = _notes_row("flat, inline", 3), _notes_row("flat, inline-inserted", 3)
+    objects = [a + b for a, b in zip(_notes_row("flat, compact", 3), _notes_row("flat, nibbles", 3))]
     assert ("in the order the pass reads them, it takes %s times Keccak's time at 10,000 accounts and %s at 100,000; "
             "with the same block in insertion order, %s and %s; with each value left in its own bytes object, as a "
             "`Trie` keeps the values it is given, %s and %s." % (
-                span(inline[0]), span(inline[1]), span(inserted[0]), span(inserted[1]), span(objects[0]),
-                span(objects[1]))) in text
+                _span(inline[0]), _span(inline[1]), _span(inserted[0]), _span(inserted[1]), _span(objects[0]),
+                _span(objects[1]))) in text
 
 
 def test_the_arena_pass_figures_are_the_notes_runs():
     # docs/performance.md quotes the ranges of the arena layouts of scripts/arena_estimate.py in the contributors'
     # notes (issue 34, session 15).
     text = " ".join(PERFORMANCE.split())
-
-    def cells(layout):
-        row = re.search(r"^\| %s \| ([\d., ]+) \| ([\d., ]+) \|" % layout, NOTES, re.M)
-        return [[float(v) for v in cell.split(",")] for cell in row.groups()]
-
-    def span(values):
-        low, high = min(values), max(values)
-        return "%.2f" % low if "%.2f" % low == "%.2f" % high else "%.2f to %.2f" % (low, high)
-
-    lists, scan, walk = cells("arena-lists"), cells("arena-scan"), cells("arena-walk")
+    lists, scan, walk = (_notes_row(layout, 2) for layout in ("arena-lists", "arena-scan", "arena-walk"))
+    figures = tuple(_span(cell) for row in (lists, scan, walk) for cell in row)
     assert ("they take %s times Keccak's time at 10,000 accounts and %s at 100,000; with one pass over the records "
             "first, to find the heights, %s and %s; with a walk over the branches from the root instead, %s and %s."
-            % (span(lists[0]), span(lists[1]), span(scan[0]), span(scan[1]), span(walk[0]), span(walk[1]))) in text
+            % figures) in text
 
 
 def test_the_prune_figures_are_the_notes_runs():
