@@ -29,6 +29,7 @@ node arena would let the hashing pass: no node objects, each level's encodings w
 together. How its leaves keep their keys and values is chosen, so that scripts/arena_estimate.py can tell what
 each layout would cost against Keccak alone.
 """
+cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
@@ -392,6 +393,7 @@ cdef Py_ssize_t _child_index(object child, Py_ssize_t parent, bint may_be_empty,
     return c
 
 
+@cython.final
 cdef class FlatTrie:
     """A trie's nodes in flat arrays, for the hashing pass a node arena would allow (scripts/arena_estimate.py).
 
@@ -605,7 +607,7 @@ cdef class FlatTrie:
             self.busy = False
         return PyBytes_FromStringAndSize(<char *>self.digests + 32 * (self.n - 1), 32)
 
-    cdef Py_ssize_t _encode(self, FlatNode *f, uint8_t *out, PyObject **objects) noexcept nogil:
+    cdef inline Py_ssize_t _encode(self, FlatNode *f, uint8_t *out, PyObject **objects) noexcept nogil:
         """Write f's encoding at out (its children's digests already in self.digests); returns its size."""
         cdef Py_ssize_t j, o, payload, ck, count
         cdef const uint8_t *blob = self.blob_data
@@ -790,8 +792,7 @@ cdef class FlatTrie:
 
     cdef void _pass_ordered(self, int backend, PyObject **objects) noexcept nogil:
         """The level pass over self.order (from _walk_levels or _scan_levels): each level's digests land in
-        level_digests, then go
-        to their nodes."""
+        level_digests, then go to their nodes."""
         cdef Py_ssize_t h, k, start = 0, o
         cdef uint8_t *out
         for h in range(self.levels_collected):
