@@ -365,6 +365,12 @@ def test_the_prune_figures_are_the_notes_runs():
                     r"and a batch of ([\d,]+) deletes ([\d.]+) ms, ([\d.]+) ms of the op's ([\d.]+) ms", notes).groups()
     assert round(float(mem[1]) + float(mem[3]), 1) == float(mem[4])
     assert round(float(ldb[1]) + float(ldb[3]) + float(ldb[5]), 1) == float(ldb[6])
+    # "a LevelDB scan hands over a record in about a third of the time of a read by key": per record, the run's scans
+    # against its reads by key.
+    per_scanned = float(ldb[1]) / int(ldb[0].replace(",", ""))
+    per_read = float(ldb[3]) / int(ldb[2].replace(",", ""))
+    assert 0.25 <= per_scanned / per_read <= 0.4
+    assert "a LevelDB scan hands over a record in about a third of the time of a read by key" in " ".join(IAVL.split())
     # The notes' medians and shares are the table's.
     assert ("Medians: LevelDB %.2f against %.2f ms (%.2f; 0.91 in session 14), its floor %.2f of Go's time; MemoryDB "
             "%.2f against %.2f ms (%.2f;" % (mpt_ldb, go_ldb, mpt_ldb / go_ldb, float(ldb[6]) / go_ldb, mpt_mem, go_mem,

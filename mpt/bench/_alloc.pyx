@@ -435,20 +435,7 @@ cdef class FlatTrie:
     cdef int levels_collected
     cdef uint8_t *level_digests
     cdef bint busy              # a hash() running: its buffers are in use
-
-    def __cinit__(self):
-        self.nodes = NULL
-        self.children = NULL
-        self.level_ends = NULL
-        self.buf = NULL
-        self.digests = NULL
-        self.messages = NULL
-        self.lengths = NULL
-        self.object_ptrs = NULL
-        self.order = self.order_ends = self.stack = NULL
-        self.heights = NULL
-        self.leaf_tag = self.level_digests = NULL
-        self.child_masks = NULL
+    # Cython starts every C field at NULL / 0: __init__ (allocated once), hash() and __dealloc__ rely on it.
 
     def __init__(self, nodes, level_ends, str leaves="inline", blob_order=None):
         cdef Py_ssize_t i, j, branches = 0, buf_size = 0
