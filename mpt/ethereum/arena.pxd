@@ -1,0 +1,123 @@
+# cython: language_level=3
+"""A trie's nodes as records in flat arrays (issue 34's node arena, first step): what the hashing pass can walk
+without chasing Python objects. Bodies in arena.pyx; the plan and the measurements are in
+docs/contributing/performance_notes.md ("the node arena")."""
+cimport cython
+from libc.stdint cimport uint8_t, uint32_t, uint64_t
+
+
+# A reference to a record: its index in its kind's array, shifted left by two, with the kind in the low bits, so
+# that a parent knows what a child is without reading it. 0 is no node.
+cdef enum:
+    REF_EMPTY = 0
+    KIND_LEAF = 1
+    KIND_EXTENSION = 2
+    KIND_BRANCH = 3
+    KIND_MASK = 3
+    # Records of one kind an arena holds at most (a reference keeps 30 bits for the index).
+    MAX_RECORDS = 1 << 30
+
+
+# Record flags.
+cdef enum:
+    REC_DONE = 1            # the reference is computed: hash_value holds the hash, or the encoding (REC_EMBEDDED)
+    REC_EMBEDDED = 2        # the encoding is under 32 bytes: a parent embeds it, hash_value holds it
+    REC_LISTED = 4          # a branch or extension on the dirty list, waiting for the next pass
+    REC_DEAD = 8            # replaced: nothing refers to it any more
+
+
+# A leaf: its whole RLP encoding written once, when it is made, into the arena's byte blob (compact key and value
+# inside it), so that the pass hashes it where it lies. 64 bytes.
+cdef struct LeafRecord:
+    uint64_t at             # blob offset of the encoding
+    uint32_t size           # bytes of the encoding
+    uint32_t key_at         # the compact key: offset within the encoding, and size
+    uint32_t key_size
+    uint32_t value_at       # the value: offset within the encoding, and size (never 0)
+    uint32_t value_size
+    uint8_t flags
+    uint8_t pad[3]
+    uint8_t hash_value[32]
+
+
+# A branch: 16 child references and an optional value (bytes in the blob). 128 bytes.
+cdef struct BranchRecord:
+    uint32_t child[16]
+    uint8_t hash_value[32]
+    uint64_t value_at       # blob offset of the value stored at the branch (slot 16)
+    uint32_t value_size     # 0: no value
+    uint32_t present        # bit i set exactly when child[i] is set, bit 16 when there is a value
+    uint8_t flags
+    uint8_t embedded_size   # bytes of hash_value that hold the encoding when REC_EMBEDDED
+    uint8_t pad[14]
+
+
+# An extension: a compact key (in the blob) and one child, a branch. 64 bytes.
+cdef struct ExtensionRecord:
+    uint64_t key_at         # blob offset of the compact key
+    uint32_t key_size
+    uint32_t child
+    uint8_t flags
+    uint8_t embedded_size
+    uint8_t pad[14]
+    uint8_t hash_value[32]
+
+
+@cython.final
+cdef class NodeArena:
+    cdef:
+        LeafRecord *leaves
+        Py_ssize_t leaf_count, leaf_capacity
+        # Leaves from leaf_mark on were made since the last pass: the pass hashes them in the order they were made,
+        # which is the order of their records and of their encodings in the blob.
+        Py_ssize_t leaf_mark
+        BranchRecord *branches
+        Py_ssize_t branch_count, branch_capacity
+        ExtensionRecord *extensions
+        Py_ssize_t extension_count, extension_capacity
+        # Heights of the branches and extensions, in arrays of their own: the pass sorts its dirty records by
+        # height reading these dense arrays, not the records. A record's height is above each child's.
+        uint32_t *branch_heights
+        uint32_t *extension_heights
+        # Dead branch and extension records, chained through their first child slot; reused only after the next
+        # pass (until then the dirty list may still name them). UINT32 max: none.
+        uint32_t free_branches, free_extensions, dead_branches, dead_extensions
+        # References of the branches and extensions that lost their hash since the last pass (REC_LISTED), each
+        # once; room for every record, grown with the record arrays, so listing never fails.
+        uint32_t *dirty
+        Py_ssize_t dirty_count, dirty_capacity
+        uint8_t *blob
+        Py_ssize_t blob_size, blob_capacity
+        uint32_t root
+        uint8_t root_hash[32]
+        bint root_hash_valid
+        Py_ssize_t count                    # keys held
+        int key_delta                       # what the last _insert or _delete did to count (+1, -1 or 0)
+        Py_ssize_t max_leaf_size            # the largest leaf encoding made: bounds what a split or merge writes
+        # Three regions of `region` bytes each: the key in hex nibbles, a record's path in nibbles, a path being
+        # built (a merge); region is at least twice the longest key's bytes plus 2.
+        uint8_t *scratch
+        Py_ssize_t region
+
+    cdef int _reserve(self, Py_ssize_t blob_bytes) except -1
+    cdef int _reserve_scratch(self, Py_ssize_t key_bytes) except -1
+    cdef Py_ssize_t _hex_key(self, const uint8_t *key, Py_ssize_t n) noexcept
+    cdef uint32_t _new_leaf(self, const uint8_t *hexkey, Py_ssize_t n, const uint8_t *value,
+                            Py_ssize_t value_size) noexcept
+    cdef uint32_t _new_branch(self) noexcept
+    cdef uint32_t _new_extension(self, const uint8_t *hexkey, Py_ssize_t n, uint32_t child) noexcept
+    cdef void _set_value(self, BranchRecord *b, const uint8_t *value, Py_ssize_t value_size) noexcept
+    cdef void _kill(self, uint32_t ref) noexcept
+    cdef void _dirty(self, uint32_t ref, uint32_t height) noexcept
+    cdef uint32_t height_of(self, uint32_t ref) noexcept
+    cdef Py_ssize_t _path(self, uint32_t ref, uint8_t *out) noexcept
+    cdef uint32_t _insert(self, uint32_t n, const uint8_t *k, Py_ssize_t pos, Py_ssize_t klen,
+                          const uint8_t *value, Py_ssize_t value_size, bint *changed) noexcept
+    cdef uint32_t _delete(self, uint32_t n, const uint8_t *k, Py_ssize_t pos, Py_ssize_t klen,
+                          bint *changed) noexcept
+    cdef int _remove(self, const uint8_t *key, Py_ssize_t n) except -1
+    cdef int _pass(self) except -1
+    cdef void _root_hash_from_record(self) noexcept
+    cdef void _free_dead(self) noexcept
+    cdef void _branch_put(self, uint32_t branch, const uint8_t *hexkey, Py_ssize_t n, const uint8_t *value,
+                          Py_ssize_t value_size) noexcept

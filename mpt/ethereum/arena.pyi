@@ -1,0 +1,24 @@
+"""NodeArena: a trie held as records in flat arrays instead of node objects (issue 34's node arena, first step)."""
+from typing import TypeVar, final
+
+from _typeshed import ReadableBuffer
+
+_D = TypeVar("_D")
+
+__all__ = ["NodeArena"]
+
+@final
+class NodeArena:
+    """A Merkle Patricia Trie held as records in flat arrays, in memory. Not part of the public API yet."""
+
+    def __len__(self) -> int: ...
+    def update(self, key: ReadableBuffer, value: ReadableBuffer) -> None:
+        """Set key to value; an empty value deletes the key."""
+    def delete(self, key: ReadableBuffer) -> None:
+        """Remove key; a key that is not there is no error."""
+    def get(self, key: ReadableBuffer, default: _D | None = None) -> bytes | _D | None:
+        """The value stored at key, or default."""
+    def hash(self) -> bytes:
+        """The root hash; EMPTY_ROOT for an empty trie."""
+    def stats(self) -> dict[str, int]:
+        """Records and bytes held: leaves, branches, extensions, blob_bytes."""

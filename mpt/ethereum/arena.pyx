@@ -1,0 +1,946 @@
+# cython: language_level=3
+"""NodeArena: a trie held as records in flat arrays instead of node objects (issue 34's node arena, first step).
+
+The hashing pass over node objects chases a ShortNode, its key and its value bytes, each somewhere in the heap,
+and finds the order to hash them in by walking the tree. Here a leaf's RLP encoding is written once, when the leaf
+is made, into one byte blob, in the order the leaves are made; branches and extensions are fixed-size records that
+name their children by index; each record knows its height (above each child's), and those that lost their hash
+are listed. The pass then hashes the new leaves where they lie, in the order they were made, sorts the listed
+records by height from a dense array of heights, and encodes and keccaks one height at a time in one batch on the
+Keccak backend's lanes: no walk, no object, no pending hole.
+
+This step holds keys and values in memory only (no database, no commit, no copy, no proofs): it is what
+the measurements of the node arena (docs/contributing/performance_notes.md) are taken on, and what the next steps
+move Trie onto. Records are changed in place (nobody else sees them yet); a replaced record is marked dead, its
+slot reused after the next pass; dead leaves' bytes stay in the blob.
+"""
+cimport cython
+from cpython.buffer cimport PyBuffer_Release
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from libc.stdint cimport uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport free
+from libc.string cimport memcmp, memcpy, memmove, memset
+
+from mpt.core._keccak.keccak cimport mpt_keccak256, mpt_keccak256_many
+from mpt.core.bytes_like cimport get_bytes_view
+from mpt.core.prefetch cimport prefetch_line
+from mpt.core.rlp cimport MAX_HEADER_SIZE, put_header, put_header_before, put_string, string_size
+from mpt.core.runtime cimport keccak_backend_number
+from mpt.ethereum.encoding cimport TERMINATOR, write_compact
+
+from mpt.ethereum.trie import EMPTY_ROOT
+
+__all__ = ["NodeArena"]
+
+
+# The end of a chain of dead or free records.
+cdef const uint32_t NO_RECORD = 0xFFFFFFFF
+# The height of a dead branch or extension: the pass sorts the dirty list reading only the height arrays.
+cdef const uint32_t DEAD_HEIGHT = 0xFFFFFFFF
+
+
+cdef enum:
+    # Records the pass asks for ahead of the one it encodes: the record, then what it points to.
+    PASS_PREFETCH_AHEAD = 8
+    # Encodings hashed in one Keccak call: enough to fill every lane many times over, few enough that they are
+    # still in the caches when Keccak reads them.
+    PASS_CHUNK = 256
+
+
+cdef extern from "<stdlib.h>" nogil:
+    int posix_memalign(void **memptr, size_t alignment, size_t size)
+
+
+cdef extern from *:
+    int __builtin_popcount(unsigned int x) noexcept nogil
+    int __builtin_ctz(unsigned int x) noexcept nogil
+
+
+cdef inline uint32_t make_ref(Py_ssize_t index, int kind) noexcept nogil:
+    return <uint32_t>(index << 2) | <uint32_t>kind
+
+
+cdef inline Py_ssize_t path_nibbles(const uint8_t *compact, Py_ssize_t size) noexcept nogil:
+    """Nibbles of the path in a compact key (the terminator of a leaf's not counted)."""
+    return 2 * (size - 1) + ((compact[0] >> 4) & 1)
+
+
+cdef inline uint8_t path_nibble(const uint8_t *compact, Py_ssize_t i) noexcept nogil:
+    """Nibble i of the path in a compact key. Its nibbles follow the flag nibble, after a pad nibble when even."""
+    cdef Py_ssize_t j = i + 2 - ((compact[0] >> 4) & 1)
+    return (compact[j >> 1] >> (0 if j & 1 else 4)) & 0x0F
+
+
+cdef inline Py_ssize_t match_path(const uint8_t *compact, Py_ssize_t nibbles, const uint8_t *k,
+                                  Py_ssize_t n) noexcept nogil:
+    """Length of the common prefix of a compact key's path and k[:n]."""
+    cdef Py_ssize_t i = 0
+    while i < nibbles and i < n and path_nibble(compact, i) == k[i]:
+        i += 1
+    return i
+
+
+cdef int _grow(void **array, Py_ssize_t *capacity, Py_ssize_t needed, size_t item) except -1:
+    """Grow a PyMem array to hold at least needed items (doubling); MemoryError leaves it as it was."""
+    cdef Py_ssize_t c = capacity[0]
+    cdef void *p
+    if needed <= c:
+        return 0
+    if c < 16:
+        c = 16
+    while c < needed:
+        c *= 2
+    p = PyMem_Realloc(array[0], <size_t>c * item)
+    if p == NULL:
+        raise MemoryError()
+    array[0] = p
+    capacity[0] = c
+    return 0
+
+
+cdef struct PassChunk:
+    # PASS_CHUNK encodings on their way through Keccak: where each lies (offset in the level buffer, then
+    # address), its size, where its digest goes, the flags that say it is done.
+    size_t offsets[PASS_CHUNK]
+    const uint8_t *messages[PASS_CHUNK]
+    size_t lengths[PASS_CHUNK]
+    uint8_t *targets[PASS_CHUNK]
+    uint8_t *done[PASS_CHUNK]
+    uint8_t digests[32 * PASS_CHUNK]
+
+
+cdef void _hash_chunk(int backend, const uint8_t **messages, size_t *lengths, uint8_t **targets, uint8_t **done,
+                      Py_ssize_t m, uint8_t *digests) noexcept:
+    """Keccak of m encodings in one call on the backend's lanes; each digest to its record, which is then done
+    (and off the dirty list)."""
+    cdef Py_ssize_t j
+    if m == 0:
+        return
+    mpt_keccak256_many(backend, messages, lengths, <size_t>m, digests)
+    for j in range(m):
+        memcpy(targets[j], digests + 32 * j, 32)
+        done[j][0] = (done[j][0] & ~REC_LISTED) | REC_DONE
+
+
+cdef struct PassScratch:
+    Py_ssize_t *counts
+    Py_ssize_t counts_capacity
+    uint32_t *order
+    Py_ssize_t order_capacity
+    PassChunk chunk
+    uint8_t *buffer                 # the encodings of one height
+    Py_ssize_t buffer_capacity
+
+
+cdef PassScratch _scratch           # starts zeroed: every array NULL, every capacity 0
+
+
+cdef int _grow_records(void **array, Py_ssize_t *capacity, Py_ssize_t needed, size_t item) except -1:
+    """_grow for a record array, on 64-byte boundaries: a record then starts a cache line, and a leaf's flags,
+    size and hash (what a parent's encoding reads) share one line."""
+    cdef Py_ssize_t c = capacity[0]
+    cdef void *p = NULL
+    if needed <= c:
+        return 0
+    if c < 16:
+        c = 16
+    while c < needed:
+        c *= 2
+    if posix_memalign(&p, 64, <size_t>c * item) != 0:
+        raise MemoryError()
+    if array[0] != NULL:
+        memcpy(p, array[0], <size_t>capacity[0] * item)
+        free(array[0])
+    array[0] = p
+    capacity[0] = c
+    return 0
+
+
+@cython.final
+cdef class NodeArena:
+    """A Merkle Patricia Trie held as records in flat arrays, in memory (issue 34's node arena, first step).
+
+    ``update(key, value)``, ``get(key)``, ``delete(key)`` and ``hash()`` behave as :class:`~mpt.ethereum.Trie`'s
+    (an empty value deletes; the empty trie hashes to ``EMPTY_ROOT``); keys and values are bytes-like. Not part
+    of the public API yet: the tests check it against Trie, scripts/arena_estimate.py times its pass."""
+
+    def __cinit__(self):
+        self.free_branches = self.free_extensions = NO_RECORD
+        self.dead_branches = self.dead_extensions = NO_RECORD
+
+    def __dealloc__(self):
+        free(self.leaves)
+        free(self.branches)
+        free(self.extensions)
+        PyMem_Free(self.branch_heights)
+        PyMem_Free(self.extension_heights)
+        PyMem_Free(self.dirty)
+        PyMem_Free(self.blob)
+        PyMem_Free(self.scratch)
+
+    def __len__(self):
+        return self.count
+
+    # ------------------------------------------------------------------------------------------ room
+
+    cdef int _reserve(self, Py_ssize_t blob_bytes) except -1:
+        """Room for what one update or delete can make: two leaves, a branch, two extensions, blob_bytes of blob.
+        Everything below runs in that room and cannot fail, so an operation either fails here, before it changes
+        anything, or completes."""
+        cdef Py_ssize_t b = self.branch_capacity, e = self.extension_capacity
+        if self.leaf_count + 2 > MAX_RECORDS or self.branch_count + 1 > MAX_RECORDS or \
+                self.extension_count + 2 > MAX_RECORDS:
+            raise MemoryError("a NodeArena holds at most 2**30 records of a kind")
+        _grow_records(<void **>&self.leaves, &self.leaf_capacity, self.leaf_count + 2, sizeof(LeafRecord))
+        _grow(<void **>&self.blob, &self.blob_capacity, self.blob_size + blob_bytes, 1)
+        if self.branch_count + 1 > self.branch_capacity:
+            _grow(<void **>&self.branch_heights, &b, self.branch_count + 1, sizeof(uint32_t))
+            _grow_records(<void **>&self.branches, &self.branch_capacity, b, sizeof(BranchRecord))
+        if self.extension_count + 2 > self.extension_capacity:
+            _grow(<void **>&self.extension_heights, &e, self.extension_count + 2, sizeof(uint32_t))
+            _grow_records(<void **>&self.extensions, &self.extension_capacity, e, sizeof(ExtensionRecord))
+        # Every branch and extension can be listed once: listing never needs to grow the list.
+        _grow(<void **>&self.dirty, &self.dirty_capacity, self.branch_capacity + self.extension_capacity,
+              sizeof(uint32_t))
+        return 0
+
+    cdef int _reserve_scratch(self, Py_ssize_t key_bytes) except -1:
+        cdef Py_ssize_t region = 2 * key_bytes + 2
+        cdef void *p
+        if region <= self.region:
+            return 0
+        region = max(region, 2 * self.region, 130)
+        p = PyMem_Realloc(self.scratch, <size_t>(3 * region))
+        if p == NULL:
+            raise MemoryError()
+        self.scratch = <uint8_t *>p
+        self.region = region
+        return 0
+
+    cdef Py_ssize_t _hex_key(self, const uint8_t *key, Py_ssize_t n) noexcept:
+        cdef uint8_t *o = self.scratch
+        cdef Py_ssize_t i
+        for i in range(n):
+            o[2 * i] = key[i] >> 4
+            o[2 * i + 1] = key[i] & 0x0F
+        o[2 * n] = TERMINATOR
+        return 2 * n + 1
+
+    # ------------------------------------------------------------------------------------------ records
+
+    cdef uint32_t _new_leaf(self, const uint8_t *hexkey, Py_ssize_t n, const uint8_t *value,
+                            Py_ssize_t value_size) noexcept:
+        """A leaf for the hex key tail hexkey[:n] (ending with the terminator) and value, its encoding appended to
+        the blob. value may lie in the blob (a leaf remade with a new key): the blob has room, nothing moves."""
+        cdef Py_ssize_t index = self.leaf_count
+        cdef LeafRecord *r = &self.leaves[index]
+        cdef uint8_t *out = self.blob + self.blob_size
+        cdef uint8_t *key = out + 2 * MAX_HEADER_SIZE      # the compact key is written where it will end up
+        cdef Py_ssize_t key_size, key_string, value_string, o
+        # The compact key first, into the encoding's place after the largest headers, then moved down over them
+        # once their sizes are known.
+        key_size = write_compact(hexkey, n, key)
+        key_string = string_size(key, key_size)
+        value_string = string_size(value, value_size)
+        o = put_header(out, 0xC0, key_string + value_string)
+        if key_string != key_size:
+            o += put_header(out + o, 0x80, key_size)
+        memmove(out + o, key, <size_t>key_size)
+        r.key_at = <uint32_t>o
+        r.key_size = <uint32_t>key_size
+        o += key_size
+        r.value_at = <uint32_t>(o + value_string - value_size)
+        r.value_size = <uint32_t>value_size
+        o += put_string(out + o, value, value_size)
+        r.at = <uint64_t>self.blob_size
+        r.size = <uint32_t>o
+        r.flags = 0
+        self.blob_size += o
+        self.leaf_count += 1
+        if o > self.max_leaf_size:
+            self.max_leaf_size = o
+        return make_ref(index, KIND_LEAF)
+
+    cdef uint32_t _new_branch(self) noexcept:
+        cdef Py_ssize_t index
+        if self.free_branches != NO_RECORD:
+            index = self.free_branches
+            self.free_branches = self.branches[index].child[0]
+        else:
+            index = self.branch_count
+            self.branch_count += 1
+        memset(&self.branches[index], 0, sizeof(BranchRecord))
+        self.branch_heights[index] = 0
+        return make_ref(index, KIND_BRANCH)
+
+    cdef uint32_t _new_extension(self, const uint8_t *hexkey, Py_ssize_t n, uint32_t child) noexcept:
+        """An extension for the path hexkey[:n] (no terminator) above child; its compact key goes into the blob."""
+        cdef Py_ssize_t index
+        cdef ExtensionRecord *e
+        if self.free_extensions != NO_RECORD:
+            index = self.free_extensions
+            self.free_extensions = self.extensions[index].child
+        else:
+            index = self.extension_count
+            self.extension_count += 1
+        e = &self.extensions[index]
+        memset(e, 0, sizeof(ExtensionRecord))
+        e.key_at = <uint64_t>self.blob_size
+        e.key_size = <uint32_t>write_compact(hexkey, n, self.blob + self.blob_size)
+        self.blob_size += e.key_size
+        e.child = child
+        self.extension_heights[index] = 0
+        return make_ref(index, KIND_EXTENSION)
+
+    cdef void _set_value(self, BranchRecord *b, const uint8_t *value, Py_ssize_t value_size) noexcept:
+        b.value_at = <uint64_t>self.blob_size
+        b.value_size = <uint32_t>value_size
+        memmove(self.blob + self.blob_size, value, <size_t>value_size)
+        self.blob_size += value_size
+        b.present |= 1 << 16
+
+    cdef void _kill(self, uint32_t ref) noexcept:
+        """ref is replaced. A dead branch or extension may still be on the dirty list (the pass skips it): its slot
+        is chained for reuse after the next pass."""
+        cdef Py_ssize_t i = ref >> 2
+        cdef int kind = ref & KIND_MASK
+        if kind == KIND_LEAF:
+            self.leaves[i].flags |= REC_DEAD
+        elif kind == KIND_BRANCH:
+            self.branches[i].flags |= REC_DEAD
+            self.branches[i].child[0] = self.dead_branches
+            self.dead_branches = <uint32_t>i
+            self.branch_heights[i] = DEAD_HEIGHT
+        elif kind == KIND_EXTENSION:
+            self.extensions[i].flags |= REC_DEAD
+            self.extensions[i].child = self.dead_extensions
+            self.dead_extensions = <uint32_t>i
+            self.extension_heights[i] = DEAD_HEIGHT
+
+    cdef void _dirty(self, uint32_t ref, uint32_t height) noexcept:
+        """Branch or extension ref changed: its hash is gone, its height is at least height, and it goes on the
+        dirty list unless it is there already (a changed record keeps its place; the pass reads its height then)."""
+        cdef Py_ssize_t i = ref >> 2
+        cdef uint8_t *flags
+        if ref & KIND_MASK == KIND_BRANCH:
+            flags = &self.branches[i].flags
+            if self.branch_heights[i] < height:
+                self.branch_heights[i] = height
+        else:
+            flags = &self.extensions[i].flags
+            if self.extension_heights[i] < height:
+                self.extension_heights[i] = height
+        flags[0] &= ~(REC_DONE | REC_EMBEDDED)
+        if not flags[0] & REC_LISTED:
+            flags[0] |= REC_LISTED
+            self.dirty[self.dirty_count] = ref
+            self.dirty_count += 1
+
+    cdef uint32_t height_of(self, uint32_t ref) noexcept:
+        cdef int kind = ref & KIND_MASK
+        if kind == KIND_BRANCH:
+            return self.branch_heights[ref >> 2]
+        if kind == KIND_EXTENSION:
+            return self.extension_heights[ref >> 2]
+        return 0
+
+    cdef Py_ssize_t _path(self, uint32_t ref, uint8_t *out) noexcept:
+        """The path of leaf or extension ref in hex nibbles at out, a leaf's with the terminator; returns its
+        length."""
+        cdef const uint8_t *compact
+        cdef Py_ssize_t nibbles, i
+        if ref & KIND_MASK == KIND_LEAF:
+            compact = self.blob + self.leaves[ref >> 2].at + self.leaves[ref >> 2].key_at
+            nibbles = path_nibbles(compact, self.leaves[ref >> 2].key_size)
+        else:
+            compact = self.blob + self.extensions[ref >> 2].key_at
+            nibbles = path_nibbles(compact, self.extensions[ref >> 2].key_size)
+        for i in range(nibbles):
+            out[i] = path_nibble(compact, i)
+        if ref & KIND_MASK == KIND_LEAF:
+            out[nibbles] = TERMINATOR
+            return nibbles + 1
+        return nibbles
+
+    cdef void _branch_put(self, uint32_t branch, const uint8_t *hexkey, Py_ssize_t n, const uint8_t *value,
+                                 Py_ssize_t value_size) noexcept:
+        """Under branch, a leaf for the hex key tail hexkey[:n]: its first nibble picks the slot, the terminator
+        the branch's own value."""
+        cdef BranchRecord *b = &self.branches[branch >> 2]
+        cdef uint8_t slot = hexkey[0]
+        if slot == TERMINATOR:
+            self._set_value(b, value, value_size)
+        else:
+            b.child[slot] = self._new_leaf(hexkey + 1, n - 1, value, value_size)
+            b.present |= <uint32_t>1 << slot
+
+    # ------------------------------------------------------------------------------------------ insert
+
+    cdef uint32_t _insert(self, uint32_t n, const uint8_t *k, Py_ssize_t pos, Py_ssize_t klen,
+                          const uint8_t *value, Py_ssize_t value_size, bint *changed) noexcept:
+        """Insert value at the hex key k[:klen] (its terminator last) below n, which sits at k[:pos]; return what
+        takes n's place. As Trie._insert, on records: what changes is changed in place."""
+        cdef Py_ssize_t nibbles, matchlen, path_size
+        cdef const uint8_t *compact
+        cdef uint8_t *path
+        cdef LeafRecord *leaf
+        cdef ExtensionRecord *e
+        cdef BranchRecord *b
+        cdef uint32_t branch, nn, sub, child, height
+        cdef int kind = n & KIND_MASK
+        cdef uint8_t slot
+        cdef bint child_changed = False
+        if n == REF_EMPTY:
+            changed[0] = True
+            self.key_delta = 1
+            return self._new_leaf(k + pos, klen - pos, value, value_size)
+        if kind == KIND_LEAF:
+            leaf = &self.leaves[n >> 2]
+            compact = self.blob + leaf.at + leaf.key_at
+            nibbles = path_nibbles(compact, leaf.key_size)
+            matchlen = match_path(compact, nibbles, k + pos, klen - pos)
+            if matchlen == nibbles and pos + matchlen == klen - 1:
+                # The same key.
+                if <Py_ssize_t>leaf.value_size == value_size and \
+                        memcmp(self.blob + leaf.at + leaf.value_at, value, <size_t>value_size) == 0:
+                    return n
+                changed[0] = True
+                nn = self._new_leaf(k + pos, klen - pos, value, value_size)
+                self._kill(n)
+                return nn
+            changed[0] = True
+            self.key_delta = 1
+            # The keys part inside this leaf: a branch there, behind an extension for the common part if any.
+            path = self.scratch + self.region
+            path_size = self._path(n, path)
+            branch = self._new_branch()
+            self._branch_put(branch, path + matchlen, path_size - matchlen,
+                             self.blob + leaf.at + leaf.value_at, leaf.value_size)
+            self._branch_put(branch, k + pos + matchlen, klen - pos - matchlen, value, value_size)
+            self._kill(n)
+            self._dirty(branch, 1)
+            if matchlen == 0:
+                return branch
+            nn = self._new_extension(k + pos, matchlen, branch)
+            self._dirty(nn, 2)
+            return nn
+        if kind == KIND_EXTENSION:
+            e = &self.extensions[n >> 2]
+            compact = self.blob + e.key_at
+            nibbles = path_nibbles(compact, e.key_size)
+            matchlen = match_path(compact, nibbles, k + pos, klen - pos)
+            if matchlen == nibbles:
+                nn = self._insert(e.child, k, pos + nibbles, klen, value, value_size, &child_changed)
+                if not child_changed:
+                    return n
+                changed[0] = True
+                self.extensions[n >> 2].child = nn
+                self._dirty(n, self.height_of(nn) + 1)
+                return n
+            changed[0] = True
+            self.key_delta = 1
+            path = self.scratch + self.region
+            path_size = self._path(n, path)
+            child = e.child
+            branch = self._new_branch()
+            b = &self.branches[branch >> 2]
+            slot = path[matchlen]
+            if matchlen + 1 == path_size:
+                b.child[slot] = child
+                height = self.height_of(child) + 1
+            else:
+                sub = self._new_extension(path + matchlen + 1, path_size - matchlen - 1, child)
+                self._dirty(sub, self.height_of(child) + 1)
+                b.child[slot] = sub
+                height = self.height_of(sub) + 1
+            b.present |= <uint32_t>1 << slot
+            self._branch_put(branch, k + pos + matchlen, klen - pos - matchlen, value, value_size)
+            self._kill(n)
+            self._dirty(branch, height)
+            if matchlen == 0:
+                return branch
+            nn = self._new_extension(k + pos, matchlen, branch)
+            self._dirty(nn, height + 1)
+            return nn
+        b = &self.branches[n >> 2]
+        slot = k[pos]
+        if slot == TERMINATOR:
+            if <Py_ssize_t>b.value_size == value_size and \
+                    memcmp(self.blob + b.value_at, value, <size_t>value_size) == 0:
+                return n
+            changed[0] = True
+            if b.value_size == 0:
+                self.key_delta = 1
+            self._set_value(b, value, value_size)
+            self._dirty(n, 1)
+            return n
+        nn = self._insert(b.child[slot], k, pos + 1, klen, value, value_size, &child_changed)
+        if not child_changed:
+            return n
+        changed[0] = True
+        b = &self.branches[n >> 2]
+        b.child[slot] = nn
+        b.present |= <uint32_t>1 << slot
+        self._dirty(n, self.height_of(nn) + 1)
+        return n
+
+    # ------------------------------------------------------------------------------------------ delete
+
+    cdef uint32_t _delete(self, uint32_t n, const uint8_t *k, Py_ssize_t pos, Py_ssize_t klen,
+                          bint *changed) noexcept:
+        """Delete the hex key k[:klen] below n (at k[:pos]); return what takes n's place (REF_EMPTY for nothing).
+        As Trie._delete: a branch left with one entry becomes a leaf or an extension, and an extension above a
+        leaf or an extension merges with it."""
+        cdef Py_ssize_t nibbles, matchlen, size
+        cdef const uint8_t *compact
+        cdef uint8_t *path = self.scratch + self.region
+        cdef uint8_t *merged = self.scratch + 2 * self.region
+        cdef LeafRecord *leaf
+        cdef ExtensionRecord *e
+        cdef BranchRecord *b
+        cdef uint32_t nn, child, present
+        cdef int kind = n & KIND_MASK
+        cdef uint8_t slot
+        cdef bint child_changed = False
+        if n == REF_EMPTY:
+            return n
+        if kind == KIND_LEAF:
+            leaf = &self.leaves[n >> 2]
+            compact = self.blob + leaf.at + leaf.key_at
+            nibbles = path_nibbles(compact, leaf.key_size)
+            if nibbles != klen - 1 - pos or match_path(compact, nibbles, k + pos, nibbles) != nibbles:
+                return n
+            changed[0] = True
+            self.key_delta = -1
+            self._kill(n)
+            return REF_EMPTY
+        if kind == KIND_EXTENSION:
+            e = &self.extensions[n >> 2]
+            compact = self.blob + e.key_at
+            nibbles = path_nibbles(compact, e.key_size)
+            if match_path(compact, nibbles, k + pos, klen - pos) != nibbles:
+                return n
+            nn = self._delete(e.child, k, pos + nibbles, klen, &child_changed)
+            if not child_changed:
+                return n
+            changed[0] = True
+            # A branch below an extension never ends empty: it becomes a leaf or an extension or stays a branch.
+            if nn & KIND_MASK == KIND_BRANCH:
+                self.extensions[n >> 2].child = nn
+                self._dirty(n, self.height_of(nn) + 1)
+                return n
+            size = self._path(n, merged)
+            size += self._path(nn, merged + size)
+            if nn & KIND_MASK == KIND_LEAF:
+                leaf = &self.leaves[nn >> 2]
+                child = self._new_leaf(merged, size, self.blob + leaf.at + leaf.value_at, leaf.value_size)
+            else:
+                child = self._new_extension(merged, size, self.extensions[nn >> 2].child)
+                self._dirty(child, self.height_of(self.extensions[nn >> 2].child) + 1)
+            self._kill(nn)
+            self._kill(n)
+            return child
+        b = &self.branches[n >> 2]
+        slot = k[pos]
+        if slot == TERMINATOR:
+            if b.value_size == 0:
+                return n
+            self.key_delta = -1
+            b.value_size = 0
+            b.present &= ~(<uint32_t>1 << 16)
+        else:
+            nn = self._delete(b.child[slot], k, pos + 1, klen, &child_changed)
+            if not child_changed:
+                return n
+            b = &self.branches[n >> 2]
+            b.child[slot] = nn
+            if nn == REF_EMPTY:
+                b.present &= ~(<uint32_t>1 << slot)
+        changed[0] = True
+        present = b.present
+        if __builtin_popcount(present) >= 2:
+            self._dirty(n, 1 + (self.height_of(nn) if slot != TERMINATOR else 0))
+            return n
+        # One entry left: the branch goes, its entry takes its place with the entry's slot in front of its path.
+        slot = <uint8_t>__builtin_ctz(present)
+        if slot == TERMINATOR:
+            merged[0] = TERMINATOR
+            nn = self._new_leaf(merged, 1, self.blob + b.value_at, b.value_size)
+        else:
+            child = b.child[slot]
+            merged[0] = slot
+            if child & KIND_MASK == KIND_BRANCH:
+                nn = self._new_extension(merged, 1, child)
+                self._dirty(nn, self.height_of(child) + 1)
+            else:
+                size = 1 + self._path(child, merged + 1)
+                if child & KIND_MASK == KIND_LEAF:
+                    leaf = &self.leaves[child >> 2]
+                    nn = self._new_leaf(merged, size, self.blob + leaf.at + leaf.value_at, leaf.value_size)
+                else:
+                    nn = self._new_extension(merged, size, self.extensions[child >> 2].child)
+                    self._dirty(nn, self.height_of(self.extensions[child >> 2].child) + 1)
+                self._kill(child)
+        self._kill(n)
+        return nn
+
+    # ------------------------------------------------------------------------------------------ Python API
+
+    def update(self, key, value):
+        """Set key to value; an empty value deletes the key (as geth's and Trie's update)."""
+        cdef Py_buffer kv, vv
+        cdef Py_ssize_t klen
+        cdef bint changed = False
+        cdef uint32_t root
+        get_bytes_view(key, &kv, "key")
+        try:
+            get_bytes_view(value, &vv, "value")
+            try:
+                if vv.len == 0:
+                    self._remove(<const uint8_t *>kv.buf, kv.len)
+                    return
+                self._reserve_scratch(kv.len)
+                self._reserve(2 * (2 * kv.len + 2 + vv.len + 3 * MAX_HEADER_SIZE) + self.max_leaf_size)
+                klen = self._hex_key(<const uint8_t *>kv.buf, kv.len)
+                self.key_delta = 0
+                root = self._insert(self.root, self.scratch, 0, klen, <const uint8_t *>vv.buf, vv.len, &changed)
+                if changed:
+                    self.root = root
+                    self.root_hash_valid = False
+                    self.count += self.key_delta
+            finally:
+                PyBuffer_Release(&vv)
+        finally:
+            PyBuffer_Release(&kv)
+
+    def delete(self, key):
+        """Remove key; a key that is not there is no error (as geth's Delete)."""
+        cdef Py_buffer kv
+        get_bytes_view(key, &kv, "key")
+        try:
+            self._remove(<const uint8_t *>kv.buf, kv.len)
+        finally:
+            PyBuffer_Release(&kv)
+
+    cdef int _remove(self, const uint8_t *key, Py_ssize_t n) except -1:
+        cdef bint changed = False
+        cdef uint32_t root
+        cdef Py_ssize_t klen
+        self._reserve_scratch(n)
+        # A merge writes at most two records whose paths come from the key's and whose value is a leaf's.
+        self._reserve(2 * (2 * n + 2 + self.max_leaf_size + 3 * MAX_HEADER_SIZE))
+        klen = self._hex_key(key, n)
+        self.key_delta = 0
+        root = self._delete(self.root, self.scratch, 0, klen, &changed)
+        if changed:
+            self.root = root
+            self.root_hash_valid = False
+            self.count += self.key_delta
+        return 0
+
+    def get(self, key, default=None):
+        """The value stored at key, or default."""
+        cdef Py_buffer kv
+        cdef Py_ssize_t pos = 0, klen, nibbles
+        cdef uint32_t n
+        cdef const uint8_t *k
+        cdef const uint8_t *compact
+        cdef LeafRecord *leaf
+        cdef BranchRecord *b
+        cdef uint8_t slot
+        get_bytes_view(key, &kv, "key")
+        try:
+            self._reserve_scratch(kv.len)
+            klen = self._hex_key(<const uint8_t *>kv.buf, kv.len)
+        finally:
+            PyBuffer_Release(&kv)
+        k = self.scratch
+        n = self.root
+        while n != REF_EMPTY:
+            if n & KIND_MASK == KIND_LEAF:
+                leaf = &self.leaves[n >> 2]
+                compact = self.blob + leaf.at + leaf.key_at
+                nibbles = path_nibbles(compact, leaf.key_size)
+                if nibbles != klen - 1 - pos or match_path(compact, nibbles, k + pos, nibbles) != nibbles:
+                    return default
+                return PyBytes_FromStringAndSize(<const char *>self.blob + leaf.at + leaf.value_at,
+                                                 leaf.value_size)
+            if n & KIND_MASK == KIND_EXTENSION:
+                compact = self.blob + self.extensions[n >> 2].key_at
+                nibbles = path_nibbles(compact, self.extensions[n >> 2].key_size)
+                if match_path(compact, nibbles, k + pos, klen - pos) != nibbles:
+                    return default
+                pos += nibbles
+                n = self.extensions[n >> 2].child
+                continue
+            b = &self.branches[n >> 2]
+            slot = k[pos]
+            if slot == TERMINATOR:
+                if b.value_size == 0:
+                    return default
+                return PyBytes_FromStringAndSize(<const char *>self.blob + b.value_at, b.value_size)
+            n = b.child[slot]
+            pos += 1
+        return default
+
+    def hash(self):
+        """The root hash (keccak256 of the root node's encoding); EMPTY_ROOT for an empty trie."""
+        if self.root == REF_EMPTY:
+            # Nothing is left to hash: everything listed is dead, and free for reuse now.
+            self.dirty_count = 0
+            self.leaf_mark = self.leaf_count
+            self._free_dead()
+            return EMPTY_ROOT
+        if not self.root_hash_valid:
+            self._pass()
+        return PyBytes_FromStringAndSize(<const char *>self.root_hash, 32)
+
+    def stats(self):
+        """Records and bytes held: ``leaves``, ``branches`` and ``extensions`` (slots, dead ones included) and
+        ``blob_bytes``."""
+        return {"leaves": self.leaf_count, "branches": self.branch_count, "extensions": self.extension_count,
+                "blob_bytes": self.blob_size}
+
+    # ------------------------------------------------------------------------------------------ the pass
+
+    cdef int _pass(self) except -1:
+        """Hash every record that lost its hash: the new leaves where they lie in the blob, in the order they were
+        made, then the listed branches and extensions one height at a time (children first), each height
+        encoded into one buffer and keccaked in one call on the backend's lanes. An encoding under 32 bytes is
+        kept in the record for its parent (embedded), not hashed; the root is hashed whatever its size.
+        Nothing is marked done before its digest is in place, so a MemoryError leaves a pass to run again."""
+        cdef int backend = keccak_backend_number()
+        cdef Py_ssize_t i, m, leaves = self.leaf_count - self.leaf_mark, listed = 0, k, start, level_end
+        cdef Py_ssize_t used, size, j
+        cdef uint32_t top = 0, h, ref, child
+        cdef LeafRecord *leaf
+        cdef BranchRecord *b
+        cdef ExtensionRecord *e
+        cdef uint8_t *flags
+        cdef uint8_t *hv
+        cdef uint8_t *payload
+        cdef uint8_t *embedded_size
+        cdef Py_ssize_t header, embedded
+        cdef uint32_t mask
+        cdef Py_ssize_t *counts
+        cdef uint32_t *order
+        cdef size_t *offsets
+        cdef const uint8_t **messages
+        cdef size_t *lengths
+        cdef uint8_t **targets
+        cdef uint8_t **done
+        cdef uint8_t *digests
+        cdef uint8_t *buf
+        # The live listed records and their heights, sorted by height (a counting sort on the dense height arrays).
+        for k in range(self.dirty_count):
+            h = listed_height(self, self.dirty[k])
+            if h == DEAD_HEIGHT:
+                continue
+            if h > top:
+                top = h
+            listed += 1
+        # The pass's arrays live between passes (one set per process, under the GIL): a fresh trie's pass would
+        # otherwise pay the page faults of new ones.
+        _grow(<void **>&_scratch.counts, &_scratch.counts_capacity, top + 2, sizeof(Py_ssize_t))
+        _grow(<void **>&_scratch.order, &_scratch.order_capacity, listed + 1, sizeof(uint32_t))
+        counts, order = _scratch.counts, _scratch.order
+        offsets, messages, lengths = _scratch.chunk.offsets, _scratch.chunk.messages, _scratch.chunk.lengths
+        targets, done, digests = _scratch.chunk.targets, _scratch.chunk.done, _scratch.chunk.digests
+        memset(counts, 0, (top + 2) * sizeof(Py_ssize_t))
+        for k in range(self.dirty_count):
+            h = listed_height(self, self.dirty[k])
+            if h != DEAD_HEIGHT:
+                counts[h + 1] += 1
+        # counts[h] becomes where height h starts (heights start at 1; counts[0] and [1] stay 0).
+        for h in range(1, top + 1):
+            counts[h + 1] += counts[h]
+        for k in range(self.dirty_count):
+            ref = self.dirty[k]
+            h = listed_height(self, ref)
+            if h == DEAD_HEIGHT:
+                continue
+            order[counts[h]] = ref
+            counts[h] += 1
+        # counts[h] is now where height h ends.
+
+        # Height 0: the new leaves, hashed where they lie, PASS_CHUNK at a time.
+        m = 0
+        for i in range(self.leaf_mark, self.leaf_count):
+            leaf = &self.leaves[i]
+            if leaf.flags & REC_DEAD:
+                continue
+            if leaf.size < 32:
+                memcpy(leaf.hash_value, self.blob + leaf.at, leaf.size)
+                leaf.flags |= REC_DONE | REC_EMBEDDED
+                continue
+            messages[m] = self.blob + leaf.at
+            lengths[m] = leaf.size
+            targets[m] = leaf.hash_value
+            done[m] = &leaf.flags
+            m += 1
+            if m == PASS_CHUNK:
+                _hash_chunk(backend, messages, lengths, targets, done, m, digests)
+                m = 0
+        _hash_chunk(backend, messages, lengths, targets, done, m, digests)
+
+        # Heights 1 and up, PASS_CHUNK records at a time: a chunk's encodings are still in the caches when Keccak
+        # reads them, and its records when their digests go back.
+        start = 0
+        for h in range(1, top + 1):
+            level_end = counts[h]
+            used = 0
+            m = 0
+            for k in range(start, level_end):
+                # Two stages: the record 2 x PASS_PREFETCH_AHEAD places on, then (its fields arrived
+                # meanwhile) the children's references of the one PASS_PREFETCH_AHEAD places on.
+                if k + 2 * PASS_PREFETCH_AHEAD < level_end:
+                    ref = order[k + 2 * PASS_PREFETCH_AHEAD]
+                    if ref & KIND_MASK == KIND_BRANCH:
+                        prefetch_line(<const char *>&self.branches[ref >> 2])
+                        prefetch_line(<const char *>&self.branches[ref >> 2] + 64)
+                    else:
+                        prefetch_line(<const char *>&self.extensions[ref >> 2])
+                if k + PASS_PREFETCH_AHEAD < level_end:
+                    ref = order[k + PASS_PREFETCH_AHEAD]
+                    if ref & KIND_MASK == KIND_BRANCH:
+                        b = &self.branches[ref >> 2]
+                        mask = b.present & 0xFFFF
+                        while mask:
+                            prefetch_line(reference(self, b.child[__builtin_ctz(mask)], &embedded))
+                            mask &= mask - 1
+                        if b.value_size:
+                            prefetch_line(self.blob + b.value_at)
+                    else:
+                        prefetch_line(reference(self, self.extensions[ref >> 2].child, &embedded))
+                ref = order[k]
+                # Room for the largest encoding this record can have.
+                if ref & KIND_MASK == KIND_BRANCH:
+                    b = &self.branches[ref >> 2]
+                    size = MAX_HEADER_SIZE + 16 * 33 + MAX_HEADER_SIZE + b.value_size
+                else:
+                    e = &self.extensions[ref >> 2]
+                    size = 2 * MAX_HEADER_SIZE + e.key_size + 33
+                if used + size > _scratch.buffer_capacity:
+                    # (before anything of this chunk is marked done: a MemoryError leaves the pass to run again)
+                    _grow(<void **>&_scratch.buffer, &_scratch.buffer_capacity, used + size, 1)
+                buf = _scratch.buffer
+                payload = buf + used + MAX_HEADER_SIZE
+                if ref & KIND_MASK == KIND_BRANCH:
+                    size = branch_payload(self, b, payload)
+                    flags = &b.flags
+                    hv = b.hash_value
+                    embedded_size = &b.embedded_size
+                else:
+                    size = extension_payload(self, e, payload)
+                    flags = &e.flags
+                    hv = e.hash_value
+                    embedded_size = &e.embedded_size
+                put_header_before(payload, 0xC0, size, &header)
+                size += header
+                used += MAX_HEADER_SIZE + size
+                if size < 32:
+                    memcpy(hv, payload - header, <size_t>size)
+                    embedded_size[0] = <uint8_t>size
+                    flags[0] = (flags[0] & ~REC_LISTED) | REC_DONE | REC_EMBEDDED
+                    continue
+                offsets[m] = <size_t>(payload - header - buf)
+                lengths[m] = <size_t>size
+                targets[m] = hv
+                done[m] = flags
+                m += 1
+                if m == PASS_CHUNK:
+                    for j in range(m):
+                        messages[j] = buf + offsets[j]
+                    _hash_chunk(backend, messages, lengths, targets, done, m, digests)
+                    m = 0
+                    used = 0
+            for j in range(m):
+                messages[j] = buf + offsets[j]
+            _hash_chunk(backend, messages, lengths, targets, done, m, digests)
+            start = level_end
+        self._root_hash_from_record()
+        # Done: the list is empty (each live record left it when it was hashed; a dead one is cleared when its
+        # slot is reused), dead records are free for reuse.
+        self.dirty_count = 0
+        self.leaf_mark = self.leaf_count
+        self._free_dead()
+        return 0
+
+    cdef void _root_hash_from_record(self) noexcept:
+        """The root's hash: its digest, or (an encoding under 32 bytes, kept for a parent it does not have) the
+        keccak of that encoding, as geth hashes the root whatever its size."""
+        cdef Py_ssize_t embedded
+        cdef const uint8_t *r = reference(self, self.root, &embedded)
+        if embedded:
+            mpt_keccak256(r, <size_t>embedded, self.root_hash)
+        else:
+            memcpy(self.root_hash, r, 32)
+        self.root_hash_valid = True
+
+    cdef void _free_dead(self) noexcept:
+        """After a pass the dirty list is empty: the dead branches and extensions can be reused."""
+        cdef uint32_t i
+        while self.dead_branches != NO_RECORD:
+            i = self.dead_branches
+            self.dead_branches = self.branches[i].child[0]
+            self.branches[i].child[0] = self.free_branches
+            self.free_branches = i
+        while self.dead_extensions != NO_RECORD:
+            i = self.dead_extensions
+            self.dead_extensions = self.extensions[i].child
+            self.extensions[i].child = self.free_extensions
+            self.free_extensions = i
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The pass's helpers, inline.
+# --------------------------------------------------------------------------------------------------------------
+
+cdef inline uint32_t listed_height(NodeArena self, uint32_t ref) noexcept:
+    if ref & KIND_MASK == KIND_BRANCH:
+        return self.branch_heights[ref >> 2]
+    return self.extension_heights[ref >> 2]
+
+cdef inline const uint8_t *reference(NodeArena self, uint32_t ref, Py_ssize_t *embedded) noexcept:
+    """Where a done record's reference lies: its hash (embedded[0] = 0) or its encoding (its size)."""
+    cdef Py_ssize_t i = ref >> 2
+    cdef int kind = ref & KIND_MASK
+    if kind == KIND_LEAF:
+        embedded[0] = self.leaves[i].size if self.leaves[i].flags & REC_EMBEDDED else 0
+        return self.leaves[i].hash_value
+    if kind == KIND_BRANCH:
+        embedded[0] = self.branches[i].embedded_size if self.branches[i].flags & REC_EMBEDDED else 0
+        return self.branches[i].hash_value
+    embedded[0] = self.extensions[i].embedded_size if self.extensions[i].flags & REC_EMBEDDED else 0
+    return self.extensions[i].hash_value
+
+cdef inline Py_ssize_t write_reference(NodeArena self, uint32_t ref, uint8_t *out) noexcept:
+    """A child as its parent's encoding holds it: the 33-byte string of its hash, or its own encoding."""
+    cdef Py_ssize_t embedded
+    cdef const uint8_t *r = reference(self, ref, &embedded)
+    if embedded:
+        memcpy(out, r, <size_t>embedded)
+        return embedded
+    out[0] = 0x80 + 32
+    memcpy(out + 1, r, 32)
+    return 33
+
+cdef inline Py_ssize_t branch_payload(NodeArena self, BranchRecord *b, uint8_t *out) noexcept:
+    cdef Py_ssize_t o = 0
+    cdef int i
+    for i in range(16):
+        if b.child[i] == REF_EMPTY:
+            out[o] = 0x80
+            o += 1
+        else:
+            o += write_reference(self, b.child[i], out + o)
+    if b.value_size:
+        return o + put_string(out + o, self.blob + b.value_at, b.value_size)
+    out[o] = 0x80
+    return o + 1
+
+cdef inline Py_ssize_t extension_payload(NodeArena self, ExtensionRecord *e, uint8_t *out) noexcept:
+    cdef Py_ssize_t o = put_string(out, self.blob + e.key_at, e.key_size)
+    return o + write_reference(self, e.child, out + o)
+

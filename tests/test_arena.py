@@ -1,0 +1,188 @@
+"""NodeArena (mpt.ethereum.arena, issue 34's node arena, first step): the Ethereum TrieTests, the bench's account
+roots, and random operations against Trie and the pure-Python reference, on every Keccak backend."""
+import random
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from mpt import EMPTY_ROOT, Trie
+from mpt.bench import workloads
+from mpt.core import runtime
+from mpt.ethereum._reference import trie_root
+from mpt.ethereum.arena import NodeArena
+
+from conftest import from_hex_or_text, load_vector
+
+
+def _steps(case):
+    inp = case["in"]
+    pairs = inp.items() if isinstance(inp, dict) else inp
+    return [(from_hex_or_text(k), from_hex_or_text(v)) for k, v in pairs]
+
+
+@pytest.fixture(params=runtime.keccak_backends())
+def backend(request):
+    """Each Keccak backend this CPU runs, forced for the pass's batches (the SIMD lanes against scalar)."""
+    before = runtime.keccak_backend()
+    runtime.set_keccak_backend(request.param)
+    yield request.param
+    runtime.set_keccak_backend(before)
+
+
+@pytest.mark.parametrize("name", sorted(load_vector("TrieTests/trietest.json")))
+def test_trietest(name, backend):
+    case = load_vector("TrieTests/trietest.json")[name]
+    a = NodeArena()
+    for k, v in _steps(case):
+        if v is None:
+            a.delete(k)
+        else:
+            a.update(k, v)
+    assert a.hash().hex() == case["root"][2:]
+
+
+@pytest.mark.parametrize("name", sorted(load_vector("TrieTests/trieanyorder.json")))
+def test_trieanyorder(name):
+    case = load_vector("TrieTests/trieanyorder.json")[name]
+    steps = _steps(case)
+    rng = random.Random(name)
+    for _ in range(5):
+        rng.shuffle(steps)
+        a = NodeArena()
+        for k, v in steps:
+            a.update(k, v)
+        assert a.hash().hex() == case["root"][2:]
+
+
+def test_empty():
+    a = NodeArena()
+    assert a.hash() == EMPTY_ROOT
+    assert len(a) == 0
+    assert a.get(b"x") is None
+    assert a.get(b"x", b"d") == b"d"
+    a.delete(b"x")
+    a.update(b"x", b"")
+    assert a.hash() == EMPTY_ROOT
+    a.update(b"x", b"1")
+    a.delete(b"x")
+    assert a.hash() == EMPTY_ROOT and len(a) == 0
+
+
+@pytest.mark.parametrize("n", [1000, 10000])
+def test_account_roots(n, backend):
+    """The bench's HashFixedSize tries: the same root as geth (workloads.ACCOUNT_ROOTS), then again after
+    half the accounts change, hashed in between and not."""
+    keys, values = workloads.hashed_accounts(n)
+    a, t = NodeArena(), Trie()
+    for k, v in zip(keys, values):
+        a.update(k, v)
+    assert a.hash() == workloads.ACCOUNT_ROOTS[n]
+    assert len(a) == n
+    for k, v in list(zip(keys, values))[::2]:
+        a.update(k, v[::-1])
+    for k, v in zip(keys, values):
+        t.update(k, v)
+    for k, v in list(zip(keys, values))[::2]:
+        t.update(k, v[::-1])
+    assert a.hash() == t.hash()
+    for k in keys[::3]:
+        a.delete(k)
+        t.delete(k)
+    assert a.hash() == t.hash()
+    for k, v in list(zip(keys, values))[:50]:
+        assert a.get(k) == t.get(k)
+
+
+def _random_ops(rng, steps, key_sizes, value_sizes, alphabet):
+    """Updates (some with an empty value: a delete) and deletes over a small key space, so that keys are set,
+    changed and removed again; short keys and values make embedded nodes and values at branches."""
+    space = [bytes(rng.randrange(alphabet) for _ in range(rng.choice(key_sizes))) for _ in range(40)]
+    ops = []
+    for _ in range(steps):
+        k = rng.choice(space)
+        r = rng.random()
+        if r < 0.6:
+            ops.append(("update", k, bytes(rng.randrange(256) for _ in range(rng.choice(value_sizes)))))
+        elif r < 0.85:
+            ops.append(("delete", k, None))
+        else:
+            ops.append(("update", k, b""))
+    return space, ops
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_against_trie(seed, backend):
+    """Every kind of split and merge (keys that are prefixes of others, values at branches, nodes under 32
+    bytes embedded in their parent): root, length and every get agree with Trie and the reference after
+    each hash, and the records a delete killed are reused after the next pass."""
+    rng = random.Random(seed)
+    space, ops = _random_ops(rng, 300, [0, 1, 2, 3, 5, 33, 100], [1, 2, 5, 31, 32, 40, 300], 3 + seed % 4)
+    a, t, ref = NodeArena(), Trie(), {}
+    for i, (op, k, v) in enumerate(ops):
+        if op == "update":
+            a.update(k, v)
+            t.update(k, v)
+            if v:
+                ref[k] = v
+            else:
+                ref.pop(k, None)
+        else:
+            a.delete(k)
+            t.delete(k)
+            ref.pop(k, None)
+        assert len(a) == len(ref)
+        if i % 23 == 0:
+            assert a.hash() == t.hash() == trie_root(ref)
+    assert a.hash() == t.hash() == trie_root(ref)
+    for k in space:
+        assert a.get(k) == ref.get(k)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.binary(max_size=4), st.binary(max_size=40)), max_size=30))
+def test_hypothesis_against_reference(pairs):
+    a, ref = NodeArena(), {}
+    for k, v in pairs:
+        a.update(k, v)
+        if v:
+            ref[k] = v
+        else:
+            ref.pop(k, None)
+    assert a.hash() == trie_root(ref)
+    assert len(a) == len(ref)
+
+
+def test_records_are_reused():
+    """A dead branch or extension goes back into use after the next pass, so a trie whose keys come and go
+    does not grow its record arrays without end."""
+    a = NodeArena()
+    keys = [bytes([i, j]) for i in range(16) for j in range(16)]
+    rounds = []
+    for _ in range(20):
+        for k in keys:
+            a.update(k, b"v" * 40)
+        assert a.hash() == trie_root({k: b"v" * 40 for k in keys})
+        for k in keys:
+            a.delete(k)
+        assert a.hash() == EMPTY_ROOT
+        rounds.append(a.stats())
+    # The first round's branches and extensions serve every later one; the leaves and the blob grow
+    # (compaction is a later step).
+    assert rounds[-1]["branches"] == rounds[0]["branches"] == 17
+    assert rounds[-1]["extensions"] == rounds[0]["extensions"]
+    assert rounds[-1]["leaves"] == 20 * rounds[0]["leaves"]
+
+
+def test_bytes_like_and_type_errors():
+    a = NodeArena()
+    a.update(bytearray(b"key"), memoryview(b"value"))
+    assert a.get(b"key") == b"value"
+    with pytest.raises(TypeError, match="key must be a bytes-like object, not str"):
+        a.update("key", b"v")
+    with pytest.raises(TypeError, match="value must be a bytes-like object, not int"):
+        a.update(b"key", 5)
+    with pytest.raises(TypeError, match="key must be a bytes-like object, not NoneType"):
+        a.get(None)
+    with pytest.raises(TypeError, match="key must be a bytes-like object"):
+        a.delete(1)
+    assert a.hash() == trie_root({b"key": b"value"})
