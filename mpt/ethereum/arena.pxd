@@ -104,6 +104,7 @@ cdef class NodeArena:
     cdef Py_ssize_t _hex_key(self, const uint8_t *key, Py_ssize_t n) noexcept
     cdef uint32_t _new_leaf(self, const uint8_t *hexkey, Py_ssize_t n, const uint8_t *value,
                             Py_ssize_t value_size) noexcept
+    cdef void _shorten_leaf(self, uint32_t ref, const uint8_t *hexkey, Py_ssize_t n) noexcept
     cdef uint32_t _new_branch(self) noexcept
     cdef uint32_t _new_extension(self, const uint8_t *hexkey, Py_ssize_t n, uint32_t child) noexcept
     cdef void _set_value(self, BranchRecord *b, const uint8_t *value, Py_ssize_t value_size) noexcept
