@@ -26,6 +26,11 @@ cdef enum:
     REC_DEAD = 8            # replaced: nothing refers to it any more
 
 
+# Every record ends the same way: flags, the size of an embedded encoding, two bytes of padding, then the 32 bytes
+# of its hash (or of its encoding, when embedded). A parent's encoding then finds any child's reference from the
+# child's reference number alone (reference_field in arena.pyx), and its flags four bytes before it, in the
+# same cache line (records start on 64-byte boundaries).
+
 # A leaf: its whole RLP encoding written once, when it is made, into the arena's byte blob (compact key and value
 # inside it), so that the pass hashes it where it lies. 64 bytes.
 cdef struct LeafRecord:
@@ -36,20 +41,22 @@ cdef struct LeafRecord:
     uint32_t value_at       # the value: offset within the encoding, and size (never 0)
     uint32_t value_size
     uint8_t flags
-    uint8_t pad[3]
+    uint8_t embedded_size   # bytes of hash_value that hold the encoding when REC_EMBEDDED
+    uint8_t pad[2]
     uint8_t hash_value[32]
 
 
 # A branch: 16 child references and an optional value (bytes in the blob). 128 bytes.
 cdef struct BranchRecord:
     uint32_t child[16]
-    uint8_t hash_value[32]
     uint64_t value_at       # blob offset of the value stored at the branch (slot 16)
     uint32_t value_size     # 0: no value
     uint32_t present        # bit i set exactly when child[i] is set, bit 16 when there is a value
+    uint8_t pad[12]
     uint8_t flags
-    uint8_t embedded_size   # bytes of hash_value that hold the encoding when REC_EMBEDDED
-    uint8_t pad[14]
+    uint8_t embedded_size
+    uint8_t pad2[2]
+    uint8_t hash_value[32]
 
 
 # An extension: a compact key (in the blob) and one child, a branch. 64 bytes.
@@ -57,9 +64,10 @@ cdef struct ExtensionRecord:
     uint64_t key_at         # blob offset of the compact key
     uint32_t key_size
     uint32_t child
+    uint8_t pad[12]
     uint8_t flags
     uint8_t embedded_size
-    uint8_t pad[14]
+    uint8_t pad2[2]
     uint8_t hash_value[32]
 
 

@@ -751,7 +751,8 @@ cdef class NodeArena:
         cdef uint8_t *hv
         cdef uint8_t *payload
         cdef uint8_t *embedded_size
-        cdef Py_ssize_t header, embedded
+        cdef Py_ssize_t header
+        cdef ReferenceTable table
         cdef uint32_t mask
         cdef Py_ssize_t *counts
         cdef uint32_t *order
@@ -807,6 +808,7 @@ cdef class NodeArena:
                 continue
             if leaf.size < 32:
                 memcpy(leaf.hash_value, self.blob + leaf.at, leaf.size)
+                leaf.embedded_size = <uint8_t>leaf.size
                 leaf.flags |= REC_DONE | REC_EMBEDDED
                 continue
             messages[m] = self.blob + leaf.at
@@ -819,6 +821,7 @@ cdef class NodeArena:
                 m = 0
         _hash_chunk(backend, messages, lengths, targets, done, m, digests)
 
+        reference_table(self, &table)
         # Heights 1 and up, PASS_CHUNK records at a time: a chunk's encodings are still in the caches when Keccak
         # reads them, and its records when their digests go back.
         start = 0
@@ -842,12 +845,12 @@ cdef class NodeArena:
                         b = &self.branches[ref >> 2]
                         mask = b.present & 0xFFFF
                         while mask:
-                            prefetch_line(reference(self, b.child[__builtin_ctz(mask)], &embedded))
+                            prefetch_line(reference_field(&table, b.child[__builtin_ctz(mask)]))
                             mask &= mask - 1
                         if b.value_size:
                             prefetch_line(self.blob + b.value_at)
                     else:
-                        prefetch_line(reference(self, self.extensions[ref >> 2].child, &embedded))
+                        prefetch_line(reference_field(&table, self.extensions[ref >> 2].child))
                 ref = order[k]
                 # Room for the largest encoding this record can have.
                 if ref & KIND_MASK == KIND_BRANCH:
@@ -862,12 +865,12 @@ cdef class NodeArena:
                 buf = _scratch.buffer
                 payload = buf + used + MAX_HEADER_SIZE
                 if ref & KIND_MASK == KIND_BRANCH:
-                    size = branch_payload(self, b, payload)
+                    size = branch_payload(self, &table, b, payload)
                     flags = &b.flags
                     hv = b.hash_value
                     embedded_size = &b.embedded_size
                 else:
-                    size = extension_payload(self, e, payload)
+                    size = extension_payload(self, &table, e, payload)
                     flags = &e.flags
                     hv = e.hash_value
                     embedded_size = &e.embedded_size
@@ -905,10 +908,12 @@ cdef class NodeArena:
     cdef void _root_hash_from_record(self) noexcept:
         """The root's hash: its digest, or (an encoding under 32 bytes, kept for a parent it does not have) the
         keccak of that encoding, as geth hashes the root whatever its size."""
-        cdef Py_ssize_t embedded
-        cdef const uint8_t *r = reference(self, self.root, &embedded)
-        if embedded:
-            mpt_keccak256(r, <size_t>embedded, self.root_hash)
+        cdef ReferenceTable table
+        cdef const uint8_t *r
+        reference_table(self, &table)
+        r = reference_field(&table, self.root)
+        if (r - 4)[0] & REC_EMBEDDED:
+            mpt_keccak256(r, (r - 3)[0], self.root_hash)
         else:
             memcpy(self.root_hash, r, 32)
         self.root_hash_valid = True
@@ -937,45 +942,85 @@ cdef inline uint32_t listed_height(NodeArena self, uint32_t ref) noexcept:
         return self.branch_heights[ref >> 2]
     return self.extension_heights[ref >> 2]
 
-cdef inline const uint8_t *reference(NodeArena self, uint32_t ref, Py_ssize_t *embedded) noexcept:
-    """Where a done record's reference lies: its hash (embedded[0] = 0) or its encoding (its size)."""
-    cdef Py_ssize_t i = ref >> 2
-    cdef int kind = ref & KIND_MASK
-    if kind == KIND_LEAF:
-        embedded[0] = self.leaves[i].size if self.leaves[i].flags & REC_EMBEDDED else 0
-        return self.leaves[i].hash_value
-    if kind == KIND_BRANCH:
-        embedded[0] = self.branches[i].embedded_size if self.branches[i].flags & REC_EMBEDDED else 0
-        return self.branches[i].hash_value
-    embedded[0] = self.extensions[i].embedded_size if self.extensions[i].flags & REC_EMBEDDED else 0
-    return self.extensions[i].hash_value
+cdef struct ReferenceTable:
+    # Per kind of reference (its low two bits): where the first record's hash_value lies, and log2 of the record
+    # size. Kind 0 (no node) points at a zeroed dummy record.
+    const uint8_t *base[4]
+    int shift[4]
 
-cdef inline Py_ssize_t write_reference(NodeArena self, uint32_t ref, uint8_t *out) noexcept:
-    """A child as its parent's encoding holds it: the 33-byte string of its hash, or its own encoding."""
-    cdef Py_ssize_t embedded
-    cdef const uint8_t *r = reference(self, ref, &embedded)
-    if embedded:
-        memcpy(out, r, <size_t>embedded)
-        return embedded
-    out[0] = 0x80 + 32
-    memcpy(out + 1, r, 32)
-    return 33
 
-cdef inline Py_ssize_t branch_payload(NodeArena self, BranchRecord *b, uint8_t *out) noexcept:
+cdef uint8_t _no_record[64]         # zeroed: the dummy record of kind 0 (flags at 28, hash at 32)
+
+
+cdef inline void reference_table(NodeArena self, ReferenceTable *t) noexcept:
+    t.base[0] = _no_record + 32
+    t.shift[0] = 0
+    t.base[KIND_LEAF] = (<const uint8_t *>self.leaves) + 32
+    t.shift[KIND_LEAF] = 6
+    t.base[KIND_EXTENSION] = (<const uint8_t *>self.extensions) + 32
+    t.shift[KIND_EXTENSION] = 6
+    t.base[KIND_BRANCH] = (<const uint8_t *>self.branches) + 96
+    t.shift[KIND_BRANCH] = 7
+
+
+cdef inline const uint8_t *reference_field(const ReferenceTable *t, uint32_t ref) noexcept:
+    """A record's hash_value (its flags 4 bytes before, its embedded size 3), from its reference alone: no branch
+    on the kind. For no node, the dummy's (zeroed) field."""
+    return t.base[ref & KIND_MASK] + (<size_t>(ref >> 2) << t.shift[ref & KIND_MASK])
+
+
+cdef inline Py_ssize_t write_reference(const ReferenceTable *t, uint32_t ref, uint8_t *out) noexcept:
+    """A child as its parent's encoding holds it: the 33-byte string of its hash, or its own encoding when that is
+    under 32 bytes; an empty slot (ref 0) is the empty string. The hash is copied whether the slot is empty or
+    not (the bytes after an empty slot's one are written over next), so that only embedded nodes, which tries of
+    hashed keys do not have, take a branch that is hard to predict."""
+    cdef const uint8_t *field = reference_field(t, ref)
+    cdef Py_ssize_t present = ref != REF_EMPTY
+    if (field - 4)[0] & REC_EMBEDDED:
+        memcpy(out, field, (field - 3)[0])
+        return (field - 3)[0]
+    out[0] = <uint8_t>(0x80 + 32 * present)
+    memcpy(out + 1, field, 32)
+    return 1 + 32 * present
+
+
+cdef inline Py_ssize_t branch_payload(NodeArena self, const ReferenceTable *t, BranchRecord *b,
+                                      uint8_t *out) noexcept:
     cdef Py_ssize_t o = 0
     cdef int i
     for i in range(16):
-        if b.child[i] == REF_EMPTY:
-            out[o] = 0x80
-            o += 1
-        else:
-            o += write_reference(self, b.child[i], out + o)
+        o += write_reference(t, b.child[i], out + o)
     if b.value_size:
         return o + put_string(out + o, self.blob + b.value_at, b.value_size)
     out[o] = 0x80
     return o + 1
 
-cdef inline Py_ssize_t extension_payload(NodeArena self, ExtensionRecord *e, uint8_t *out) noexcept:
-    cdef Py_ssize_t o = put_string(out, self.blob + e.key_at, e.key_size)
-    return o + write_reference(self, e.child, out + o)
 
+cdef inline Py_ssize_t extension_payload(NodeArena self, const ReferenceTable *t, ExtensionRecord *e,
+                                         uint8_t *out) noexcept:
+    cdef Py_ssize_t o = put_string(out, self.blob + e.key_at, e.key_size)
+    return o + write_reference(t, e.child, out + o)
+
+
+
+cdef int _check_layout() except -1:
+    """reference_field's assumptions, checked once at import: record sizes of 64 and 128 bytes, the hash at 32
+    (96 in a branch), flags and embedded size 4 and 3 bytes before it."""
+    cdef LeafRecord leaf
+    cdef BranchRecord branch
+    cdef ExtensionRecord extension
+    if not (sizeof(LeafRecord) == 64 and sizeof(ExtensionRecord) == 64 and sizeof(BranchRecord) == 128
+            and <char *>leaf.hash_value - <char *>&leaf == 32
+            and <char *>extension.hash_value - <char *>&extension == 32
+            and <char *>branch.hash_value - <char *>&branch == 96
+            and <char *>leaf.hash_value - <char *>&leaf.flags == 4
+            and <char *>leaf.hash_value - <char *>&leaf.embedded_size == 3
+            and <char *>extension.hash_value - <char *>&extension.flags == 4
+            and <char *>extension.hash_value - <char *>&extension.embedded_size == 3
+            and <char *>branch.hash_value - <char *>&branch.flags == 4
+            and <char *>branch.hash_value - <char *>&branch.embedded_size == 3):
+        raise ImportError("mpt.ethereum.arena: unexpected record layout on this platform")
+    return 0
+
+
+_check_layout()
