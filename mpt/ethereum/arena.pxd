@@ -4,6 +4,7 @@ without chasing Python objects. Bodies in arena.pyx; the plan and the measuremen
 docs/contributing/performance_notes.md ("the node arena")."""
 cimport cython
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
+from mpt.core.rlp cimport MAX_HEADER_SIZE
 
 
 # A reference to a record: its index in its kind's array, shifted left by two, with the kind in the low bits, so
@@ -71,6 +72,38 @@ cdef struct ExtensionRecord:
     uint8_t hash_value[32]
 
 
+cdef enum:
+    # Records the pass asks for ahead of the one it encodes: the record, then what it points to.
+    PASS_PREFETCH_AHEAD = 8
+    # Encodings hashed in one Keccak call: enough to fill every lane many times over, few enough that they are
+    # still in the caches when Keccak reads them.
+    PASS_CHUNK = 256
+    # What a chunk's encodings take in the level buffer for a branch of hashed children and no value, and the
+    # headers' room: the buffer holds PASS_CHUNK of them, or one record's largest encoding if that is more.
+    PASS_RECORD_SIZE = 2 * MAX_HEADER_SIZE + 16 * 33 + 1
+
+
+cdef struct PassChunk:
+    # PASS_CHUNK encodings on their way through Keccak: where each lies (offset in the level buffer, then
+    # address), its size, where its digest goes, the flags that say it is done.
+    size_t offsets[PASS_CHUNK]
+    const uint8_t *messages[PASS_CHUNK]
+    size_t lengths[PASS_CHUNK]
+    uint8_t *targets[PASS_CHUNK]
+    uint8_t *done[PASS_CHUNK]
+    uint8_t digests[32 * PASS_CHUNK]
+
+
+cdef struct PassScratch:
+    Py_ssize_t *counts
+    Py_ssize_t counts_capacity
+    uint32_t *order
+    Py_ssize_t order_capacity
+    PassChunk chunk
+    uint8_t *buffer                 # the encodings of one height
+    Py_ssize_t buffer_capacity
+
+
 @cython.final
 cdef class NodeArena:
     cdef:
@@ -102,6 +135,10 @@ cdef class NodeArena:
         Py_ssize_t count                    # keys held
         int key_delta                       # what the last _insert or _delete did to count (+1, -1 or 0)
         Py_ssize_t max_leaf_size            # the largest leaf encoding made: bounds what a split or merge writes
+        # The largest encoding a branch or extension made so far can have (their values and keys): the pass's
+        # level buffer holds at least one.
+        Py_ssize_t max_record_encoding
+        bint busy                           # a pass runs without the GIL: changes are refused meanwhile
         # Three regions of `region` bytes each: the key in hex nibbles, a record's path in nibbles, a path being
         # built (a merge); region is at least twice the longest key's bytes plus 2.
         uint8_t *scratch
@@ -124,8 +161,10 @@ cdef class NodeArena:
                           const uint8_t *value, Py_ssize_t value_size, bint *changed) noexcept
     cdef uint32_t _delete(self, uint32_t n, const uint8_t *k, Py_ssize_t pos, Py_ssize_t klen,
                           bint *changed) noexcept
+    cdef int _check_idle(self, str op) except -1
     cdef int _remove(self, const uint8_t *key, Py_ssize_t n) except -1
     cdef int _pass(self) except -1
+    cdef void _hash_records(self, PassScratch *s, uint32_t top, int backend) noexcept nogil
     cdef void _root_hash_from_record(self) noexcept
     cdef void _free_dead(self) noexcept
     cdef void _branch_put(self, uint32_t branch, const uint8_t *hexkey, Py_ssize_t n, const uint8_t *value,

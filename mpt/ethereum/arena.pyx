@@ -25,7 +25,7 @@ from libc.string cimport memcmp, memcpy, memmove, memset
 from mpt.core._keccak.keccak cimport mpt_keccak256, mpt_keccak256_many
 from mpt.core.bytes_like cimport get_bytes_view
 from mpt.core.prefetch cimport prefetch_line
-from mpt.core.rlp cimport MAX_HEADER_SIZE, put_header, put_header_before, put_string, string_size
+from mpt.core.rlp cimport MAX_HEADER_SIZE, header_size, put_header, put_string, string_size
 from mpt.core.runtime cimport keccak_backend_number
 from mpt.ethereum.encoding cimport TERMINATOR, write_compact
 
@@ -38,14 +38,6 @@ __all__ = ["NodeArena"]
 cdef const uint32_t NO_RECORD = 0xFFFFFFFF
 # The height of a dead branch or extension: the pass sorts the dirty list reading only the height arrays.
 cdef const uint32_t DEAD_HEIGHT = 0xFFFFFFFF
-
-
-cdef enum:
-    # Records the pass asks for ahead of the one it encodes: the record, then what it points to.
-    PASS_PREFETCH_AHEAD = 8
-    # Encodings hashed in one Keccak call: enough to fill every lane many times over, few enough that they are
-    # still in the caches when Keccak reads them.
-    PASS_CHUNK = 256
 
 
 cdef extern from "<stdlib.h>" nogil:
@@ -99,41 +91,20 @@ cdef int _grow(void **array, Py_ssize_t *capacity, Py_ssize_t needed, size_t ite
     return 0
 
 
-cdef struct PassChunk:
-    # PASS_CHUNK encodings on their way through Keccak: where each lies (offset in the level buffer, then
-    # address), its size, where its digest goes, the flags that say it is done.
-    size_t offsets[PASS_CHUNK]
-    const uint8_t *messages[PASS_CHUNK]
-    size_t lengths[PASS_CHUNK]
-    uint8_t *targets[PASS_CHUNK]
-    uint8_t *done[PASS_CHUNK]
-    uint8_t digests[32 * PASS_CHUNK]
-
-
-cdef void _hash_chunk(int backend, const uint8_t **messages, size_t *lengths, uint8_t **targets, uint8_t **done,
-                      Py_ssize_t m, uint8_t *digests) noexcept:
-    """Keccak of m encodings in one call on the backend's lanes; each digest to its record, which is then done
-    (and off the dirty list)."""
+cdef void _hash_chunk(int backend, PassChunk *c, Py_ssize_t m) noexcept nogil:
+    """Keccak of the chunk's m encodings in one call on the backend's lanes; each digest to its record, which is
+    then done (and off the dirty list)."""
     cdef Py_ssize_t j
     if m == 0:
         return
-    mpt_keccak256_many(backend, messages, lengths, <size_t>m, digests)
+    mpt_keccak256_many(backend, c.messages, c.lengths, <size_t>m, c.digests)
     for j in range(m):
-        memcpy(targets[j], digests + 32 * j, 32)
-        done[j][0] = (done[j][0] & ~REC_LISTED) | REC_DONE
-
-
-cdef struct PassScratch:
-    Py_ssize_t *counts
-    Py_ssize_t counts_capacity
-    uint32_t *order
-    Py_ssize_t order_capacity
-    PassChunk chunk
-    uint8_t *buffer                 # the encodings of one height
-    Py_ssize_t buffer_capacity
+        memcpy(c.targets[j], c.digests + 32 * j, 32)
+        c.done[j][0] = (c.done[j][0] & ~REC_LISTED) | REC_DONE
 
 
 cdef PassScratch _scratch           # starts zeroed: every array NULL, every capacity 0
+cdef bint _scratch_busy = False     # a pass is using _scratch (set and read with the GIL)
 
 
 cdef int _grow_records(void **array, Py_ssize_t *capacity, Py_ssize_t needed, size_t item) except -1:
@@ -311,11 +282,15 @@ cdef class NodeArena:
         e.key_at = <uint64_t>self.blob_size
         e.key_size = <uint32_t>write_compact(hexkey, n, self.blob + self.blob_size)
         self.blob_size += e.key_size
+        if 3 * MAX_HEADER_SIZE + e.key_size + 33 > self.max_record_encoding:
+            self.max_record_encoding = 3 * MAX_HEADER_SIZE + e.key_size + 33
         e.child = child
         self.extension_heights[index] = 0
         return make_ref(index, KIND_EXTENSION)
 
     cdef void _set_value(self, BranchRecord *b, const uint8_t *value, Py_ssize_t value_size) noexcept:
+        if PASS_RECORD_SIZE + MAX_HEADER_SIZE + value_size > self.max_record_encoding:
+            self.max_record_encoding = PASS_RECORD_SIZE + MAX_HEADER_SIZE + value_size
         b.value_at = <uint64_t>self.blob_size
         b.value_size = <uint32_t>value_size
         memmove(self.blob + self.blob_size, value, <size_t>value_size)
@@ -623,6 +598,7 @@ cdef class NodeArena:
         cdef Py_ssize_t klen
         cdef bint changed = False
         cdef uint32_t root
+        self._check_idle("update")
         get_bytes_view(key, &kv, "key")
         try:
             get_bytes_view(value, &vv, "value")
@@ -647,11 +623,19 @@ cdef class NodeArena:
     def delete(self, key):
         """Remove key; a key that is not there is no error (as geth's Delete)."""
         cdef Py_buffer kv
+        self._check_idle("delete")
         get_bytes_view(key, &kv, "key")
         try:
             self._remove(<const uint8_t *>kv.buf, kv.len)
         finally:
             PyBuffer_Release(&kv)
+
+    cdef int _check_idle(self, str op) except -1:
+        """A pass of this arena runs without the GIL (in another thread): like a dict changed while iterated, a
+        change (or a second pass) raises instead of racing it. get() only reads and may run alongside."""
+        if self.busy:
+            raise RuntimeError("NodeArena.%s() called while hash() runs on it in another thread" % op)
+        return 0
 
     cdef int _remove(self, const uint8_t *key, Py_ssize_t n) except -1:
         cdef bint changed = False
@@ -716,6 +700,7 @@ cdef class NodeArena:
 
     def hash(self):
         """The root hash (keccak256 of the root node's encoding); EMPTY_ROOT for an empty trie."""
+        self._check_idle("hash")
         if self.root == REF_EMPTY:
             # Nothing is left to hash: everything listed is dead, and free for reuse now.
             self.dirty_count = 0
@@ -735,15 +720,63 @@ cdef class NodeArena:
     # ------------------------------------------------------------------------------------------ the pass
 
     cdef int _pass(self) except -1:
-        """Hash every record that lost its hash: the new leaves where they lie in the blob, in the order they were
-        made, then the listed branches and extensions one height at a time (children first), each height
-        encoded into one buffer and keccaked in one call on the backend's lanes. An encoding under 32 bytes is
-        kept in the record for its parent (embedded), not hashed; the root is hashed whatever its size.
-        Nothing is marked done before its digest is in place, so a MemoryError leaves a pass to run again."""
+        """Hash every record that lost its hash (see _hash_records), without the GIL: the pass's arrays are made
+        ready first, so nothing in it can fail, and the arena refuses changes meanwhile (busy)."""
         cdef int backend = keccak_backend_number()
-        cdef Py_ssize_t i, m, leaves = self.leaf_count - self.leaf_mark, listed = 0, k, start, level_end
-        cdef Py_ssize_t used, size, j
-        cdef uint32_t top = 0, h, ref, child
+        cdef Py_ssize_t k, listed = 0
+        cdef uint32_t top = 0, h
+        cdef PassScratch *s = &_scratch
+        global _scratch_busy
+        cdef Py_ssize_t bound = max(PASS_CHUNK * PASS_RECORD_SIZE, self.max_record_encoding)
+        for k in range(self.dirty_count):
+            h = listed_height(self, self.dirty[k])
+            if h != DEAD_HEIGHT:
+                listed += 1
+                if h > top:
+                    top = h
+        # The pass's arrays live between passes (one set per process): a fresh trie's pass would otherwise pay the
+        # page faults of new ones. A pass that finds them taken (another thread's, running) uses its own.
+        if _scratch_busy:
+            s = <PassScratch *>PyMem_Malloc(sizeof(PassScratch))
+            if s == NULL:
+                raise MemoryError()
+            memset(s, 0, sizeof(PassScratch))
+        try:
+            _grow(<void **>&s.counts, &s.counts_capacity, top + 2, sizeof(Py_ssize_t))
+            _grow(<void **>&s.order, &s.order_capacity, listed + 1, sizeof(uint32_t))
+            _grow(<void **>&s.buffer, &s.buffer_capacity, bound, 1)
+            self.busy = True
+            if s == &_scratch:
+                _scratch_busy = True
+            try:
+                with nogil:
+                    self._hash_records(s, top, backend)
+            finally:
+                self.busy = False
+                if s == &_scratch:
+                    _scratch_busy = False
+        finally:
+            if s != &_scratch:
+                PyMem_Free(s.counts)
+                PyMem_Free(s.order)
+                PyMem_Free(s.buffer)
+                PyMem_Free(s)
+        self._root_hash_from_record()
+        # Done: the list is empty (each live record left it when it was hashed; a dead one is cleared when its
+        # slot is reused), dead records are free for reuse.
+        self.dirty_count = 0
+        self.leaf_mark = self.leaf_count
+        self._free_dead()
+        return 0
+
+    cdef void _hash_records(self, PassScratch *s, uint32_t top, int backend) noexcept nogil:
+        """The new leaves where they lie in the blob, in the order they were made, then the listed branches and
+        extensions one height at a time (children first), sorted by height from the dense height arrays. Each
+        height goes through Keccak PASS_CHUNK encodings at a time, in one call on the backend's lanes: a chunk's
+        encodings are still in the caches when Keccak reads them, and its records when their digests go back.
+        An encoding under 32 bytes is kept in the record for its parent (embedded), not hashed."""
+        cdef Py_ssize_t i, m, k, start, level_end, used, size, header
+        cdef uint32_t h, ref, mask
         cdef LeafRecord *leaf
         cdef BranchRecord *b
         cdef ExtensionRecord *e
@@ -751,56 +784,29 @@ cdef class NodeArena:
         cdef uint8_t *hv
         cdef uint8_t *payload
         cdef uint8_t *embedded_size
-        cdef Py_ssize_t header
         cdef ReferenceTable table
-        cdef uint32_t mask
-        cdef Py_ssize_t *counts
-        cdef uint32_t *order
-        cdef size_t *offsets
-        cdef const uint8_t **messages
-        cdef size_t *lengths
-        cdef uint8_t **targets
-        cdef uint8_t **done
-        cdef uint8_t *digests
-        cdef uint8_t *buf
-        # The live listed records and their heights, sorted by height (a counting sort on the dense height arrays).
-        for k in range(self.dirty_count):
-            h = listed_height(self, self.dirty[k])
-            if h == DEAD_HEIGHT:
-                continue
-            if h > top:
-                top = h
-            listed += 1
-        # The pass's arrays live between passes (one set per process, under the GIL): a fresh trie's pass would
-        # otherwise pay the page faults of new ones.
-        _grow(<void **>&_scratch.counts, &_scratch.counts_capacity, top + 2, sizeof(Py_ssize_t))
-        _grow(<void **>&_scratch.order, &_scratch.order_capacity, listed + 1, sizeof(uint32_t))
-        counts, order = _scratch.counts, _scratch.order
-        offsets, messages, lengths = _scratch.chunk.offsets, _scratch.chunk.messages, _scratch.chunk.lengths
-        targets, done, digests = _scratch.chunk.targets, _scratch.chunk.done, _scratch.chunk.digests
+        cdef Py_ssize_t *counts = s.counts
+        cdef uint32_t *order = s.order
+        cdef PassChunk *c = &s.chunk
+        cdef uint8_t *buf = s.buffer
+        # A counting sort: counts[h] becomes where height h starts (heights start at 1), then where it ends.
         memset(counts, 0, (top + 2) * sizeof(Py_ssize_t))
         for k in range(self.dirty_count):
             h = listed_height(self, self.dirty[k])
             if h != DEAD_HEIGHT:
                 counts[h + 1] += 1
-        # counts[h] becomes where height h starts (heights start at 1; counts[0] and [1] stay 0).
         for h in range(1, top + 1):
             counts[h + 1] += counts[h]
         for k in range(self.dirty_count):
             ref = self.dirty[k]
             h = listed_height(self, ref)
-            if h == DEAD_HEIGHT:
-                continue
-            order[counts[h]] = ref
-            counts[h] += 1
-        # counts[h] is now where height h ends.
+            if h != DEAD_HEIGHT:
+                order[counts[h]] = ref
+                counts[h] += 1
 
-        # Height 0: the new leaves, hashed where they lie, PASS_CHUNK at a time.
+        # Height 0: the new leaves, hashed where they lie.
         m = 0
         for i in range(self.leaf_mark, self.leaf_count):
-            # The records are read in order, but a hardware prefetcher that has to find the stream first leaves
-            # the first touch of each one a miss (about a sixth of the pass, measured); their encodings follow
-            # them in the blob, read by Keccak when the chunk is full.
             if i + 2 * PASS_PREFETCH_AHEAD < self.leaf_count:
                 prefetch_line(&self.leaves[i + 2 * PASS_PREFETCH_AHEAD])
             leaf = &self.leaves[i]
@@ -811,19 +817,18 @@ cdef class NodeArena:
                 leaf.embedded_size = <uint8_t>leaf.size
                 leaf.flags |= REC_DONE | REC_EMBEDDED
                 continue
-            messages[m] = self.blob + leaf.at
-            lengths[m] = leaf.size
-            targets[m] = leaf.hash_value
-            done[m] = &leaf.flags
+            c.messages[m] = self.blob + leaf.at
+            c.lengths[m] = leaf.size
+            c.targets[m] = leaf.hash_value
+            c.done[m] = &leaf.flags
             m += 1
             if m == PASS_CHUNK:
-                _hash_chunk(backend, messages, lengths, targets, done, m, digests)
+                _hash_chunk(backend, c, m)
                 m = 0
-        _hash_chunk(backend, messages, lengths, targets, done, m, digests)
+        _hash_chunk(backend, c, m)
 
+        # Heights 1 and up.
         reference_table(self, &table)
-        # Heights 1 and up, PASS_CHUNK records at a time: a chunk's encodings are still in the caches when Keccak
-        # reads them, and its records when their digests go back.
         start = 0
         for h in range(1, top + 1):
             level_end = counts[h]
@@ -852,17 +857,20 @@ cdef class NodeArena:
                     else:
                         prefetch_line(reference_field(&table, self.extensions[ref >> 2].child))
                 ref = order[k]
-                # Room for the largest encoding this record can have.
                 if ref & KIND_MASK == KIND_BRANCH:
                     b = &self.branches[ref >> 2]
-                    size = MAX_HEADER_SIZE + 16 * 33 + MAX_HEADER_SIZE + b.value_size
+                    size = 2 * MAX_HEADER_SIZE + 16 * 33 + 1 + b.value_size
                 else:
                     e = &self.extensions[ref >> 2]
-                    size = 2 * MAX_HEADER_SIZE + e.key_size + 33
-                if used + size > _scratch.buffer_capacity:
-                    # (before anything of this chunk is marked done: a MemoryError leaves the pass to run again)
-                    _grow(<void **>&_scratch.buffer, &_scratch.buffer_capacity, used + size, 1)
-                buf = _scratch.buffer
+                    size = 3 * MAX_HEADER_SIZE + e.key_size + 33
+                if used + size > s.buffer_capacity:
+                    # The buffer holds at least one record's largest encoding (max_record_encoding): Keccak
+                    # takes what is there, and the buffer starts over.
+                    for i in range(m):
+                        c.messages[i] = buf + c.offsets[i]
+                    _hash_chunk(backend, c, m)
+                    m = 0
+                    used = 0
                 payload = buf + used + MAX_HEADER_SIZE
                 if ref & KIND_MASK == KIND_BRANCH:
                     size = branch_payload(self, &table, b, payload)
@@ -874,7 +882,8 @@ cdef class NodeArena:
                     flags = &e.flags
                     hv = e.hash_value
                     embedded_size = &e.embedded_size
-                put_header_before(payload, 0xC0, size, &header)
+                header = header_size(size)
+                put_header(payload - header, 0xC0, size)
                 size += header
                 used += MAX_HEADER_SIZE + size
                 if size < 32:
@@ -882,28 +891,21 @@ cdef class NodeArena:
                     embedded_size[0] = <uint8_t>size
                     flags[0] = (flags[0] & ~REC_LISTED) | REC_DONE | REC_EMBEDDED
                     continue
-                offsets[m] = <size_t>(payload - header - buf)
-                lengths[m] = <size_t>size
-                targets[m] = hv
-                done[m] = flags
+                c.offsets[m] = <size_t>(payload - header - buf)
+                c.lengths[m] = <size_t>size
+                c.targets[m] = hv
+                c.done[m] = flags
                 m += 1
                 if m == PASS_CHUNK:
-                    for j in range(m):
-                        messages[j] = buf + offsets[j]
-                    _hash_chunk(backend, messages, lengths, targets, done, m, digests)
+                    for i in range(m):
+                        c.messages[i] = buf + c.offsets[i]
+                    _hash_chunk(backend, c, m)
                     m = 0
                     used = 0
-            for j in range(m):
-                messages[j] = buf + offsets[j]
-            _hash_chunk(backend, messages, lengths, targets, done, m, digests)
+            for i in range(m):
+                c.messages[i] = buf + c.offsets[i]
+            _hash_chunk(backend, c, m)
             start = level_end
-        self._root_hash_from_record()
-        # Done: the list is empty (each live record left it when it was hashed; a dead one is cleared when its
-        # slot is reused), dead records are free for reuse.
-        self.dirty_count = 0
-        self.leaf_mark = self.leaf_count
-        self._free_dead()
-        return 0
 
     cdef void _root_hash_from_record(self) noexcept:
         """The root's hash: its digest, or (an encoding under 32 bytes, kept for a parent it does not have) the
@@ -937,7 +939,7 @@ cdef class NodeArena:
 # The pass's helpers, inline.
 # --------------------------------------------------------------------------------------------------------------
 
-cdef inline uint32_t listed_height(NodeArena self, uint32_t ref) noexcept:
+cdef inline uint32_t listed_height(NodeArena self, uint32_t ref) noexcept nogil:
     if ref & KIND_MASK == KIND_BRANCH:
         return self.branch_heights[ref >> 2]
     return self.extension_heights[ref >> 2]
@@ -952,7 +954,7 @@ cdef struct ReferenceTable:
 cdef uint8_t _no_record[64]         # zeroed: the dummy record of kind 0 (flags at 28, hash at 32)
 
 
-cdef inline void reference_table(NodeArena self, ReferenceTable *t) noexcept:
+cdef inline void reference_table(NodeArena self, ReferenceTable *t) noexcept nogil:
     t.base[0] = _no_record + 32
     t.shift[0] = 0
     t.base[KIND_LEAF] = (<const uint8_t *>self.leaves) + 32
@@ -963,13 +965,13 @@ cdef inline void reference_table(NodeArena self, ReferenceTable *t) noexcept:
     t.shift[KIND_BRANCH] = 7
 
 
-cdef inline const uint8_t *reference_field(const ReferenceTable *t, uint32_t ref) noexcept:
+cdef inline const uint8_t *reference_field(const ReferenceTable *t, uint32_t ref) noexcept nogil:
     """A record's hash_value (its flags 4 bytes before, its embedded size 3), from its reference alone: no branch
     on the kind. For no node, the dummy's (zeroed) field."""
     return t.base[ref & KIND_MASK] + (<size_t>(ref >> 2) << t.shift[ref & KIND_MASK])
 
 
-cdef inline Py_ssize_t write_reference(const ReferenceTable *t, uint32_t ref, uint8_t *out) noexcept:
+cdef inline Py_ssize_t write_reference(const ReferenceTable *t, uint32_t ref, uint8_t *out) noexcept nogil:
     """A child as its parent's encoding holds it: the 33-byte string of its hash, or its own encoding when that is
     under 32 bytes; an empty slot (ref 0) is the empty string. The hash is copied whether the slot is empty or
     not (the bytes after an empty slot's one are written over next), so that only embedded nodes, which tries of
@@ -985,7 +987,7 @@ cdef inline Py_ssize_t write_reference(const ReferenceTable *t, uint32_t ref, ui
 
 
 cdef inline Py_ssize_t branch_payload(NodeArena self, const ReferenceTable *t, BranchRecord *b,
-                                      uint8_t *out) noexcept:
+                                      uint8_t *out) noexcept nogil:
     cdef Py_ssize_t o = 0
     cdef int i
     for i in range(16):
@@ -997,7 +999,7 @@ cdef inline Py_ssize_t branch_payload(NodeArena self, const ReferenceTable *t, B
 
 
 cdef inline Py_ssize_t extension_payload(NodeArena self, const ReferenceTable *t, ExtensionRecord *e,
-                                         uint8_t *out) noexcept:
+                                         uint8_t *out) noexcept nogil:
     cdef Py_ssize_t o = put_string(out, self.blob + e.key_at, e.key_size)
     return o + write_reference(t, e.child, out + o)
 
