@@ -81,6 +81,8 @@ cdef enum:
     # What a chunk's encodings take in the level buffer for a branch of hashed children and no value, and the
     # headers' room: the buffer holds PASS_CHUNK of them, or one record's largest encoding if that is more.
     PASS_RECORD_SIZE = 2 * MAX_HEADER_SIZE + 16 * 33 + 1
+    # An arena compacts once it holds more replaced bytes than live ones, and at least this many.
+    COMPACT_MIN_GARBAGE = 1 << 20
 
 
 cdef struct PassChunk:
@@ -139,6 +141,7 @@ cdef class NodeArena:
         # level buffer holds at least one.
         Py_ssize_t max_record_encoding
         bint busy                           # a pass runs without the GIL: changes are refused meanwhile
+        Py_ssize_t garbage_bytes            # blob bytes of replaced records and values (compaction frees them)
         # Three regions of `region` bytes each: the key in hex nibbles, a record's path in nibbles, a path being
         # built (a merge); region is at least twice the longest key's bytes plus 2.
         uint8_t *scratch
@@ -163,6 +166,10 @@ cdef class NodeArena:
                           bint *changed) noexcept
     cdef int _check_idle(self, str op) except -1
     cdef int _remove(self, const uint8_t *key, Py_ssize_t n) except -1
+    cdef int _collect_garbage(self) except -1
+    cdef int _compact(self) except -1
+    cdef void _measure(self, uint32_t ref, Py_ssize_t *sizes) noexcept
+    cdef uint32_t _copy_into(self, NodeArena fresh, uint32_t ref) noexcept
     cdef int _pass(self) except -1
     cdef void _hash_records(self, PassScratch *s, uint32_t top, int backend) noexcept nogil
     cdef void _root_hash_from_record(self) noexcept

@@ -253,6 +253,7 @@ cdef class NodeArena:
         o += key_size
         memmove(out + o, out + value_string_at, <size_t>value_string)
         r.value_at = <uint32_t>(o + (r.value_at - value_string_at))
+        self.garbage_bytes += r.size - (o + value_string)      # the bytes it no longer reaches
         r.size = <uint32_t>(o + value_string)
 
     cdef uint32_t _new_branch(self) noexcept:
@@ -304,12 +305,15 @@ cdef class NodeArena:
         cdef int kind = ref & KIND_MASK
         if kind == KIND_LEAF:
             self.leaves[i].flags |= REC_DEAD
+            self.garbage_bytes += self.leaves[i].size
         elif kind == KIND_BRANCH:
+            self.garbage_bytes += self.branches[i].value_size
             self.branches[i].flags |= REC_DEAD
             self.branches[i].child[0] = self.dead_branches
             self.dead_branches = <uint32_t>i
             self.branch_heights[i] = DEAD_HEIGHT
         elif kind == KIND_EXTENSION:
+            self.garbage_bytes += self.extensions[i].key_size
             self.extensions[i].flags |= REC_DEAD
             self.extensions[i].child = self.dead_extensions
             self.dead_extensions = <uint32_t>i
@@ -477,6 +481,7 @@ cdef class NodeArena:
             changed[0] = True
             if b.value_size == 0:
                 self.key_delta = 1
+            self.garbage_bytes += b.value_size
             self._set_value(b, value, value_size)
             self._dirty(n, 1)
             return n
@@ -552,6 +557,7 @@ cdef class NodeArena:
             if b.value_size == 0:
                 return n
             self.key_delta = -1
+            self.garbage_bytes += b.value_size
             b.value_size = 0
             b.present &= ~(<uint32_t>1 << 16)
         else:
@@ -599,6 +605,7 @@ cdef class NodeArena:
         cdef bint changed = False
         cdef uint32_t root
         self._check_idle("update")
+        self._collect_garbage()
         get_bytes_view(key, &kv, "key")
         try:
             get_bytes_view(value, &vv, "value")
@@ -641,6 +648,7 @@ cdef class NodeArena:
         cdef bint changed = False
         cdef uint32_t root
         cdef Py_ssize_t klen
+        self._collect_garbage()
         self._reserve_scratch(n)
         # A merge writes at most two records whose paths come from the key's and whose value is a leaf's.
         self._reserve(2 * (2 * n + 2 + self.max_leaf_size + 3 * MAX_HEADER_SIZE))
@@ -712,10 +720,129 @@ cdef class NodeArena:
         return PyBytes_FromStringAndSize(<const char *>self.root_hash, 32)
 
     def stats(self):
-        """Records and bytes held: ``leaves``, ``branches`` and ``extensions`` (slots, dead ones included) and
-        ``blob_bytes``."""
+        """Records and bytes held: ``leaves``, ``branches`` and ``extensions`` (slots, dead ones included),
+        ``blob_bytes`` and, of those, ``garbage_bytes`` (replaced; freed by the next compaction)."""
         return {"leaves": self.leaf_count, "branches": self.branch_count, "extensions": self.extension_count,
-                "blob_bytes": self.blob_size}
+                "blob_bytes": self.blob_size, "garbage_bytes": self.garbage_bytes}
+
+    # ------------------------------------------------------------------------------------------ compaction
+
+    cdef int _collect_garbage(self) except -1:
+        """Replaced records and bytes stay where they are until the arena holds more of them than live ones:
+        then it hashes what is pending (compaction moves done records only) and compacts. Each compaction
+        copies at most as much as was thrown away since the last one, so it costs O(1) per byte written."""
+        if self.garbage_bytes < COMPACT_MIN_GARBAGE or 2 * self.garbage_bytes < self.blob_size:
+            return 0
+        if self.root != REF_EMPTY and not self.root_hash_valid:
+            self._pass()
+        return self._compact()
+
+    cdef int _compact(self) except -1:
+        """Copy the live records into fresh arrays, children before parents and the leaves in key order (what a
+        pass over a large trie reads best), then take those arrays over; the old ones go. Only when nothing is
+        pending (after a pass): every record keeps its flags and hash. A MemoryError leaves the arena as it was."""
+        cdef NodeArena fresh
+        cdef Py_ssize_t sizes[4]
+        cdef Py_ssize_t capacity
+        sizes[0] = sizes[1] = sizes[2] = sizes[3] = 0
+        if self.root != REF_EMPTY:
+            self._measure(self.root, sizes)
+        fresh = NodeArena.__new__(NodeArena)
+        _grow_records(<void **>&fresh.leaves, &fresh.leaf_capacity, sizes[0] + 2, sizeof(LeafRecord))
+        _grow_records(<void **>&fresh.branches, &fresh.branch_capacity, sizes[1] + 1, sizeof(BranchRecord))
+        _grow_records(<void **>&fresh.extensions, &fresh.extension_capacity, sizes[2] + 2, sizeof(ExtensionRecord))
+        capacity = 0
+        _grow(<void **>&fresh.branch_heights, &capacity, fresh.branch_capacity, sizeof(uint32_t))
+        capacity = 0
+        _grow(<void **>&fresh.extension_heights, &capacity, fresh.extension_capacity, sizeof(uint32_t))
+        _grow(<void **>&fresh.dirty, &fresh.dirty_capacity, fresh.branch_capacity + fresh.extension_capacity,
+              sizeof(uint32_t))
+        _grow(<void **>&fresh.blob, &fresh.blob_capacity, sizes[3] + 1, 1)
+        fresh.root = self._copy_into(fresh, self.root) if self.root != REF_EMPTY else REF_EMPTY
+        # Take fresh's arrays; fresh goes with the old ones.
+        self.leaves, fresh.leaves = fresh.leaves, self.leaves
+        self.branches, fresh.branches = fresh.branches, self.branches
+        self.extensions, fresh.extensions = fresh.extensions, self.extensions
+        self.branch_heights, fresh.branch_heights = fresh.branch_heights, self.branch_heights
+        self.extension_heights, fresh.extension_heights = fresh.extension_heights, self.extension_heights
+        self.dirty, fresh.dirty = fresh.dirty, self.dirty
+        self.blob, fresh.blob = fresh.blob, self.blob
+        self.leaf_count, self.leaf_capacity = fresh.leaf_count, fresh.leaf_capacity
+        self.branch_count, self.branch_capacity = fresh.branch_count, fresh.branch_capacity
+        self.extension_count, self.extension_capacity = fresh.extension_count, fresh.extension_capacity
+        self.dirty_capacity = fresh.dirty_capacity
+        self.blob_size, self.blob_capacity = fresh.blob_size, fresh.blob_capacity
+        self.root = fresh.root
+        self.leaf_mark = self.leaf_count
+        self.dirty_count = 0
+        self.free_branches = self.free_extensions = NO_RECORD
+        self.dead_branches = self.dead_extensions = NO_RECORD
+        self.garbage_bytes = 0
+        return 0
+
+    cdef void _measure(self, uint32_t ref, Py_ssize_t *sizes) noexcept:
+        """Add what the subtree at ref holds to sizes: leaves, branches, extensions, blob bytes."""
+        cdef BranchRecord *b
+        cdef int i
+        if ref & KIND_MASK == KIND_LEAF:
+            sizes[0] += 1
+            sizes[3] += self.leaves[ref >> 2].size
+        elif ref & KIND_MASK == KIND_EXTENSION:
+            sizes[2] += 1
+            sizes[3] += self.extensions[ref >> 2].key_size
+            self._measure(self.extensions[ref >> 2].child, sizes)
+        else:
+            b = &self.branches[ref >> 2]
+            sizes[1] += 1
+            sizes[3] += b.value_size
+            for i in range(16):
+                if b.child[i] != REF_EMPTY:
+                    self._measure(b.child[i], sizes)
+
+    cdef uint32_t _copy_into(self, NodeArena fresh, uint32_t ref) noexcept:
+        """Copy the subtree at ref into fresh (room made by _compact); return its reference there."""
+        cdef Py_ssize_t i
+        cdef int slot
+        cdef LeafRecord *leaf
+        cdef ExtensionRecord *e
+        cdef BranchRecord *b
+        cdef uint32_t child
+        if ref & KIND_MASK == KIND_LEAF:
+            i = fresh.leaf_count
+            fresh.leaf_count += 1
+            leaf = &fresh.leaves[i]
+            leaf[0] = self.leaves[ref >> 2]
+            leaf.at = <uint64_t>fresh.blob_size
+            memcpy(fresh.blob + fresh.blob_size, self.blob + self.leaves[ref >> 2].at, leaf.size)
+            fresh.blob_size += leaf.size
+            return make_ref(i, KIND_LEAF)
+        if ref & KIND_MASK == KIND_EXTENSION:
+            child = self._copy_into(fresh, self.extensions[ref >> 2].child)
+            i = fresh.extension_count
+            fresh.extension_count += 1
+            e = &fresh.extensions[i]
+            e[0] = self.extensions[ref >> 2]
+            e.key_at = <uint64_t>fresh.blob_size
+            memcpy(fresh.blob + fresh.blob_size, self.blob + self.extensions[ref >> 2].key_at, e.key_size)
+            fresh.blob_size += e.key_size
+            e.child = child
+            fresh.extension_heights[i] = self.extension_heights[ref >> 2]
+            return make_ref(i, KIND_EXTENSION)
+        i = fresh.branch_count
+        fresh.branch_count += 1
+        b = &fresh.branches[i]
+        b[0] = self.branches[ref >> 2]
+        for slot in range(16):
+            if b.child[slot] != REF_EMPTY:
+                child = self._copy_into(fresh, b.child[slot])
+                b = &fresh.branches[i]
+                b.child[slot] = child
+        if b.value_size:
+            b.value_at = <uint64_t>fresh.blob_size
+            memcpy(fresh.blob + fresh.blob_size, self.blob + self.branches[ref >> 2].value_at, b.value_size)
+            fresh.blob_size += b.value_size
+        fresh.branch_heights[i] = self.branch_heights[ref >> 2]
+        return make_ref(i, KIND_BRANCH)
 
     # ------------------------------------------------------------------------------------------ the pass
 
