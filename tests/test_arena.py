@@ -166,11 +166,12 @@ def test_records_are_reused():
             a.delete(k)
         assert a.hash() == EMPTY_ROOT
         rounds.append(a.stats())
-    # The first round's branches and extensions serve every later one; the leaves and the blob grow
-    # (compaction is a later step).
-    assert rounds[-1]["branches"] == rounds[0]["branches"] == 17
-    assert rounds[-1]["extensions"] == rounds[0]["extensions"]
-    assert rounds[-1]["leaves"] == 20 * rounds[0]["leaves"]
+    # One round needs 17 branches and a few extensions at a time: the slots are reused (or compacted away), so
+    # the arrays never hold many more; dead leaves go at compactions.
+    assert max(r["branches"] for r in rounds) <= 2 * 17
+    assert max(r["extensions"] for r in rounds) <= 2 * 19
+    assert rounds[-1]["compactions"] >= 5
+    assert max(r["leaves"] for r in rounds) <= 2 * 256 + 2 * 256
 
 
 def test_bytes_like_and_type_errors():
@@ -269,13 +270,13 @@ def test_changes_during_a_pass_raise():
 
 
 def test_compaction_bounds_memory():
-    """Values rewritten over and over: the arena compacts once replaced bytes pass live ones (and 1 MB), so its
+    """Values rewritten over and over: the arena compacts once replaced bytes pass live ones (and 16 KB), so its
     blob stays within a small multiple of what it holds; roots and values stay those of Trie throughout, hashed
     and not, and changes after a compaction land as before."""
     rng = random.Random(7)
     keys = [bytes(rng.randrange(256) for _ in range(32)) for _ in range(500)]
     a, t = NodeArena(), Trie()
-    largest = compactions = before = 0
+    largest = 0
     for round_ in range(60):
         for k in keys:
             v = bytes(rng.randrange(256) for _ in range(rng.choice([40, 100, 200])))
@@ -286,13 +287,10 @@ def test_compaction_bounds_memory():
             t.delete(k)
         if round_ % 3 == 0:
             assert a.hash() == t.hash()
-        size = a.stats()["blob_bytes"]
-        largest = max(largest, size)
-        compactions += size < before
-        before = size
-    # About 3.4 MB written in all, 60 KB live: without compaction the blob would hold all of it.
-    assert compactions >= 3
-    assert largest < 2 * (1 << 20) + 4 * sum(len(v) + 40 for _k, v in t.items())
+        largest = max(largest, a.stats()["blob_bytes"])
+    # About 3.4 MB written in all, about 60 KB live: without compaction the blob would hold all of it.
+    assert a.stats()["compactions"] >= 20
+    assert largest < 3 * sum(len(v) + 40 for _k, v in t.items()) + (1 << 15)
     assert a.stats()["garbage_bytes"] < a.stats()["blob_bytes"]
     assert a.hash() == t.hash()
     for k in keys:

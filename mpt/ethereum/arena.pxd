@@ -4,6 +4,8 @@ without chasing Python objects. Bodies in arena.pyx; the plan and the measuremen
 docs/contributing/performance_notes.md ("the node arena")."""
 cimport cython
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
+from mpt.ethereum.committer cimport NodeSet
+from mpt.ethereum.node cimport Node
 from mpt.core.rlp cimport MAX_HEADER_SIZE
 
 
@@ -25,6 +27,7 @@ cdef enum:
     REC_EMBEDDED = 2        # the encoding is under 32 bytes: a parent embeds it, hash_value holds it
     REC_LISTED = 4          # a branch or extension on the dirty list, waiting for the next pass
     REC_DEAD = 8            # replaced: nothing refers to it any more
+    REC_STORED = 16         # written by a commit and not changed since (a Node's dirty flag, inverted)
 
 
 # Every record ends the same way: flags, the size of an embedded encoding, two bytes of padding, then the 32 bytes
@@ -81,8 +84,10 @@ cdef enum:
     # What a chunk's encodings take in the level buffer for a branch of hashed children and no value, and the
     # headers' room: the buffer holds PASS_CHUNK of them, or one record's largest encoding if that is more.
     PASS_RECORD_SIZE = 2 * MAX_HEADER_SIZE + 16 * 33 + 1
-    # An arena compacts once it holds more replaced bytes than live ones, and at least this many.
-    COMPACT_MIN_GARBAGE = 1 << 20
+    # An arena compacts once it holds more replaced bytes than live ones, and at least this many, or more dead leaf
+    # records than live ones, and at least this many.
+    COMPACT_MIN_GARBAGE = 1 << 14
+    COMPACT_MIN_DEAD_LEAVES = 256
 
 
 cdef struct PassChunk:
@@ -142,6 +147,17 @@ cdef class NodeArena:
         Py_ssize_t max_record_encoding
         bint busy                           # a pass runs without the GIL: changes are refused meanwhile
         Py_ssize_t garbage_bytes            # blob bytes of replaced records and values (compaction frees them)
+        Py_ssize_t dead_leaves              # leaf records replaced since the last compaction
+        Py_ssize_t compactions              # how many ran (stats())
+        uint32_t max_height                 # no record is higher (an upper bound: heights only grow)
+        # After a commit: the hex paths of stored records that an update or delete replaced or changed since (a
+        # Trie's _touched, for the next NodeSet's deleted paths), each as a 4-byte length and its nibbles.
+        bint tracking
+        uint8_t *touched
+        Py_ssize_t touched_size, touched_capacity
+        # The records a commit collected, marked stored once the write has succeeded (mark_stored).
+        uint32_t *committing
+        Py_ssize_t committing_count, committing_capacity
         # Three regions of `region` bytes each: the key in hex nibbles, a record's path in nibbles, a path being
         # built (a merge); region is at least twice the longest key's bytes plus 2.
         uint8_t *scratch
@@ -165,7 +181,21 @@ cdef class NodeArena:
     cdef uint32_t _delete(self, uint32_t n, const uint8_t *k, Py_ssize_t pos, Py_ssize_t klen,
                           bint *changed) noexcept
     cdef int _check_idle(self, str op) except -1
-    cdef int _remove(self, const uint8_t *key, Py_ssize_t n) except -1
+    # What a Trie holding its nodes in an arena calls (keys as the trie stores them, values never empty):
+    cdef int set(self, const uint8_t *key, Py_ssize_t n, const uint8_t *value, Py_ssize_t value_size) except -1
+    cdef int remove(self, const uint8_t *key, Py_ssize_t n) except -1
+    cdef object lookup(self, const uint8_t *key, Py_ssize_t n, object default)
+    cdef bytes hash_root(self)
+    cdef int _reserve_touched(self, Py_ssize_t key_bytes) except -1
+    cdef NodeSet collect(self, bytes root_hash, bint collect_leaves)
+    cdef void mark_stored(self) noexcept
+    cdef set take_touched(self)
+    cdef Node to_nodes(self)
+    cdef Node _node(self, uint32_t ref, uint8_t *path, Py_ssize_t plen)
+    cdef int _collect(self, uint32_t ref, uint8_t *path, Py_ssize_t plen, NodeSet ns, bytes root_hash,
+                      uint8_t *buf) except -1
+    cdef uint8_t *_flags(self, uint32_t ref) noexcept
+    cdef void _track(self, uint32_t ref, const uint8_t *k, Py_ssize_t pos) noexcept
     cdef int _collect_garbage(self) except -1
     cdef int _compact(self) except -1
     cdef void _measure(self, uint32_t ref, Py_ssize_t *sizes) noexcept

@@ -21,4 +21,4 @@ class NodeArena:
     def hash(self) -> bytes:
         """The root hash; EMPTY_ROOT for an empty trie."""
     def stats(self) -> dict[str, int]:
-        """Records and bytes held: leaves, branches, extensions, blob_bytes, garbage_bytes."""
+        """Records and bytes held: leaves, branches, extensions, blob_bytes, garbage_bytes, compactions."""

@@ -28,8 +28,11 @@ from mpt.core.prefetch cimport prefetch_line
 from mpt.core.rlp cimport MAX_HEADER_SIZE, header_size, put_header, put_string, string_size
 from mpt.core.runtime cimport keccak_backend_number
 from mpt.ethereum.encoding cimport TERMINATOR, write_compact
+from mpt.ethereum.committer cimport NodeSet, add_node, new_node_set
+from mpt.ethereum.node cimport FullNode, Node, ShortNode, ValueNode
 
-from mpt.ethereum.trie import EMPTY_ROOT
+
+from time import sleep as _sleep
 
 __all__ = ["NodeArena"]
 
@@ -103,6 +106,16 @@ cdef void _hash_chunk(int backend, PassChunk *c, Py_ssize_t m) noexcept nogil:
         c.done[j][0] = (c.done[j][0] & ~REC_LISTED) | REC_DONE
 
 
+cdef bytes _empty_root():
+    # The empty trie's root: keccak256 of the RLP empty string (mpt.ethereum.trie.EMPTY_ROOT, which cimports this
+    # module, so it cannot be imported from there).
+    cdef uint8_t empty = 0x80
+    cdef uint8_t digest[32]
+    mpt_keccak256(&empty, 1, digest)
+    return PyBytes_FromStringAndSize(<const char *>digest, 32)
+
+
+cdef bytes _EMPTY_ROOT = _empty_root()
 cdef PassScratch _scratch           # starts zeroed: every array NULL, every capacity 0
 cdef bint _scratch_busy = False     # a pass is using _scratch (set and read with the GIL)
 
@@ -141,6 +154,8 @@ cdef class NodeArena:
         self.dead_branches = self.dead_extensions = NO_RECORD
 
     def __dealloc__(self):
+        PyMem_Free(self.touched)
+        PyMem_Free(self.committing)
         free(self.leaves)
         free(self.branches)
         free(self.extensions)
@@ -306,6 +321,7 @@ cdef class NodeArena:
         if kind == KIND_LEAF:
             self.leaves[i].flags |= REC_DEAD
             self.garbage_bytes += self.leaves[i].size
+            self.dead_leaves += 1
         elif kind == KIND_BRANCH:
             self.garbage_bytes += self.branches[i].value_size
             self.branches[i].flags |= REC_DEAD
@@ -332,7 +348,9 @@ cdef class NodeArena:
             flags = &self.extensions[i].flags
             if self.extension_heights[i] < height:
                 self.extension_heights[i] = height
-        flags[0] &= ~(REC_DONE | REC_EMBEDDED)
+        flags[0] &= ~(REC_DONE | REC_EMBEDDED | REC_STORED)
+        if height > self.max_height:
+            self.max_height = height
         if not flags[0] & REC_LISTED:
             flags[0] |= REC_LISTED
             self.dirty[self.dirty_count] = ref
@@ -407,11 +425,13 @@ cdef class NodeArena:
                         memcmp(self.blob + leaf.at + leaf.value_at, value, <size_t>value_size) == 0:
                     return n
                 changed[0] = True
+                self._track(n, k, pos)
                 nn = self._new_leaf(k + pos, klen - pos, value, value_size)
                 self._kill(n)
                 return nn
             changed[0] = True
             self.key_delta = 1
+            self._track(n, k, pos)
             # The keys part inside this leaf: a branch there, behind an extension for the common part if any.
             path = self.scratch + self.region
             path_size = self._path(n, path)
@@ -444,11 +464,13 @@ cdef class NodeArena:
                 if not child_changed:
                     return n
                 changed[0] = True
+                self._track(n, k, pos)
                 self.extensions[n >> 2].child = nn
                 self._dirty(n, self.height_of(nn) + 1)
                 return n
             changed[0] = True
             self.key_delta = 1
+            self._track(n, k, pos)
             path = self.scratch + self.region
             path_size = self._path(n, path)
             child = e.child
@@ -479,6 +501,7 @@ cdef class NodeArena:
                     memcmp(self.blob + b.value_at, value, <size_t>value_size) == 0:
                 return n
             changed[0] = True
+            self._track(n, k, pos)
             if b.value_size == 0:
                 self.key_delta = 1
             self.garbage_bytes += b.value_size
@@ -489,6 +512,7 @@ cdef class NodeArena:
         if not child_changed:
             return n
         changed[0] = True
+        self._track(n, k, pos)
         b = &self.branches[n >> 2]
         b.child[slot] = nn
         b.present |= <uint32_t>1 << slot
@@ -523,6 +547,7 @@ cdef class NodeArena:
                 return n
             changed[0] = True
             self.key_delta = -1
+            self._track(n, k, pos)
             self._kill(n)
             return REF_EMPTY
         if kind == KIND_EXTENSION:
@@ -535,6 +560,7 @@ cdef class NodeArena:
             if not child_changed:
                 return n
             changed[0] = True
+            self._track(n, k, pos)
             # A branch below an extension never ends empty: it becomes a leaf or an extension or stays a branch.
             if nn & KIND_MASK == KIND_BRANCH:
                 self.extensions[n >> 2].child = nn
@@ -556,6 +582,7 @@ cdef class NodeArena:
         if slot == TERMINATOR:
             if b.value_size == 0:
                 return n
+            self._track(n, k, pos)
             self.key_delta = -1
             self.garbage_bytes += b.value_size
             b.value_size = 0
@@ -564,6 +591,7 @@ cdef class NodeArena:
             nn = self._delete(b.child[slot], k, pos + 1, klen, &child_changed)
             if not child_changed:
                 return n
+            self._track(n, k, pos)
             b = &self.branches[n >> 2]
             b.child[slot] = nn
             if nn == REF_EMPTY:
@@ -585,6 +613,13 @@ cdef class NodeArena:
                 nn = self._new_extension(merged, 1, child)
                 self._dirty(nn, self.height_of(child) + 1)
             else:
+                # It moves up one level: its old path (this branch's and its slot) no longer holds a node.
+                if self.tracking and self._flags(child)[0] & REC_STORED:
+                    merged[0] = slot
+                    memcpy(merged + 1, k, <size_t>pos)
+                    merged[pos + 1] = slot
+                    self._track(child, merged + 1, pos + 1)
+                    merged[0] = slot
                 size = 1 + self._path(child, merged + 1)
                 if child & KIND_MASK == KIND_LEAF:
                     leaf = &self.leaves[child >> 2]
@@ -596,32 +631,130 @@ cdef class NodeArena:
         self._kill(n)
         return nn
 
+    # ------------------------------------------------------------------------------------------ the operations
+
+    cdef int _check_idle(self, str op) except -1:
+        """A pass of this arena runs without the GIL (in another thread): like a dict changed while iterated, a
+        change raises instead of racing it. get() only reads and may run alongside; a second hash() waits for
+        the pass and takes its result."""
+        if self.busy:
+            raise RuntimeError("NodeArena.%s() called while hash() runs on it in another thread" % op)
+        return 0
+
+    cdef int _reserve_touched(self, Py_ssize_t key_bytes) except -1:
+        # After a commit an operation may track one path per record it passes: at most one per height.
+        if self.tracking:
+            _grow(<void **>&self.touched, &self.touched_capacity,
+                  self.touched_size + (self.max_height + 3) * (2 * key_bytes + 6), 1)
+        return 0
+
+    cdef int set(self, const uint8_t *key, Py_ssize_t n, const uint8_t *value, Py_ssize_t value_size) except -1:
+        """Set key (n bytes) to value (value_size bytes, not 0)."""
+        cdef bint changed = False
+        cdef uint32_t root
+        cdef Py_ssize_t klen
+        self._collect_garbage()
+        self._reserve_scratch(n)
+        self._reserve(2 * (2 * n + 2 + value_size + 3 * MAX_HEADER_SIZE) + self.max_leaf_size)
+        self._reserve_touched(n)
+        klen = self._hex_key(key, n)
+        self.key_delta = 0
+        root = self._insert(self.root, self.scratch, 0, klen, value, value_size, &changed)
+        if changed:
+            self.root = root
+            self.root_hash_valid = False
+            self.count += self.key_delta
+        return 0
+
+    cdef int remove(self, const uint8_t *key, Py_ssize_t n) except -1:
+        """Remove key (n bytes) if it is there."""
+        cdef bint changed = False
+        cdef uint32_t root
+        cdef Py_ssize_t klen
+        self._collect_garbage()
+        self._reserve_scratch(n)
+        # A merge writes at most two records whose paths come from the key's and whose value is a leaf's.
+        self._reserve(2 * (2 * n + 2 + self.max_leaf_size + 3 * MAX_HEADER_SIZE))
+        self._reserve_touched(n)
+        klen = self._hex_key(key, n)
+        self.key_delta = 0
+        root = self._delete(self.root, self.scratch, 0, klen, &changed)
+        if changed:
+            self.root = root
+            self.root_hash_valid = False
+            self.count += self.key_delta
+        return 0
+
+    cdef object lookup(self, const uint8_t *key, Py_ssize_t n, object default):
+        """The value stored at key (n bytes), as a new bytes object, or default."""
+        cdef Py_ssize_t pos = 0, klen, nibbles
+        cdef uint32_t r
+        cdef const uint8_t *k
+        cdef const uint8_t *compact
+        cdef LeafRecord *leaf
+        cdef BranchRecord *b
+        cdef uint8_t slot
+        self._reserve_scratch(n)
+        klen = self._hex_key(key, n)
+        k = self.scratch
+        r = self.root
+        while r != REF_EMPTY:
+            if r & KIND_MASK == KIND_LEAF:
+                leaf = &self.leaves[r >> 2]
+                compact = self.blob + leaf.at + leaf.key_at
+                nibbles = path_nibbles(compact, leaf.key_size)
+                if nibbles != klen - 1 - pos or match_path(compact, nibbles, k + pos, nibbles) != nibbles:
+                    return default
+                return PyBytes_FromStringAndSize(<const char *>self.blob + leaf.at + leaf.value_at,
+                                                 leaf.value_size)
+            if r & KIND_MASK == KIND_EXTENSION:
+                compact = self.blob + self.extensions[r >> 2].key_at
+                nibbles = path_nibbles(compact, self.extensions[r >> 2].key_size)
+                if match_path(compact, nibbles, k + pos, klen - pos) != nibbles:
+                    return default
+                pos += nibbles
+                r = self.extensions[r >> 2].child
+                continue
+            b = &self.branches[r >> 2]
+            slot = k[pos]
+            if slot == TERMINATOR:
+                if b.value_size == 0:
+                    return default
+                return PyBytes_FromStringAndSize(<const char *>self.blob + b.value_at, b.value_size)
+            r = b.child[slot]
+            pos += 1
+        return default
+
+    cdef bytes hash_root(self):
+        """The root hash; None for an empty arena (the caller knows its empty root)."""
+        if self.root == REF_EMPTY:
+            # Nothing is left to hash: everything listed is dead, and free for reuse now.
+            self.dirty_count = 0
+            self.leaf_mark = self.leaf_count
+            self._free_dead()
+            return None
+        while self.busy:
+            # Another thread's pass of this arena: it hashes what this call would, so wait for it (the GIL
+            # released) and take its result.
+            _sleep(0.0002)
+        if not self.root_hash_valid:
+            self._pass()
+        return PyBytes_FromStringAndSize(<const char *>self.root_hash, 32)
+
     # ------------------------------------------------------------------------------------------ Python API
 
     def update(self, key, value):
         """Set key to value; an empty value deletes the key (as geth's and Trie's update)."""
         cdef Py_buffer kv, vv
-        cdef Py_ssize_t klen
-        cdef bint changed = False
-        cdef uint32_t root
         self._check_idle("update")
-        self._collect_garbage()
         get_bytes_view(key, &kv, "key")
         try:
             get_bytes_view(value, &vv, "value")
             try:
                 if vv.len == 0:
-                    self._remove(<const uint8_t *>kv.buf, kv.len)
-                    return
-                self._reserve_scratch(kv.len)
-                self._reserve(2 * (2 * kv.len + 2 + vv.len + 3 * MAX_HEADER_SIZE) + self.max_leaf_size)
-                klen = self._hex_key(<const uint8_t *>kv.buf, kv.len)
-                self.key_delta = 0
-                root = self._insert(self.root, self.scratch, 0, klen, <const uint8_t *>vv.buf, vv.len, &changed)
-                if changed:
-                    self.root = root
-                    self.root_hash_valid = False
-                    self.count += self.key_delta
+                    self.remove(<const uint8_t *>kv.buf, kv.len)
+                else:
+                    self.set(<const uint8_t *>kv.buf, kv.len, <const uint8_t *>vv.buf, vv.len)
             finally:
                 PyBuffer_Release(&vv)
         finally:
@@ -633,105 +766,204 @@ cdef class NodeArena:
         self._check_idle("delete")
         get_bytes_view(key, &kv, "key")
         try:
-            self._remove(<const uint8_t *>kv.buf, kv.len)
+            self.remove(<const uint8_t *>kv.buf, kv.len)
         finally:
             PyBuffer_Release(&kv)
-
-    cdef int _check_idle(self, str op) except -1:
-        """A pass of this arena runs without the GIL (in another thread): like a dict changed while iterated, a
-        change (or a second pass) raises instead of racing it. get() only reads and may run alongside."""
-        if self.busy:
-            raise RuntimeError("NodeArena.%s() called while hash() runs on it in another thread" % op)
-        return 0
-
-    cdef int _remove(self, const uint8_t *key, Py_ssize_t n) except -1:
-        cdef bint changed = False
-        cdef uint32_t root
-        cdef Py_ssize_t klen
-        self._collect_garbage()
-        self._reserve_scratch(n)
-        # A merge writes at most two records whose paths come from the key's and whose value is a leaf's.
-        self._reserve(2 * (2 * n + 2 + self.max_leaf_size + 3 * MAX_HEADER_SIZE))
-        klen = self._hex_key(key, n)
-        self.key_delta = 0
-        root = self._delete(self.root, self.scratch, 0, klen, &changed)
-        if changed:
-            self.root = root
-            self.root_hash_valid = False
-            self.count += self.key_delta
-        return 0
 
     def get(self, key, default=None):
         """The value stored at key, or default."""
         cdef Py_buffer kv
-        cdef Py_ssize_t pos = 0, klen, nibbles
-        cdef uint32_t n
-        cdef const uint8_t *k
-        cdef const uint8_t *compact
-        cdef LeafRecord *leaf
-        cdef BranchRecord *b
-        cdef uint8_t slot
         get_bytes_view(key, &kv, "key")
         try:
-            self._reserve_scratch(kv.len)
-            klen = self._hex_key(<const uint8_t *>kv.buf, kv.len)
+            return self.lookup(<const uint8_t *>kv.buf, kv.len, default)
         finally:
             PyBuffer_Release(&kv)
-        k = self.scratch
-        n = self.root
-        while n != REF_EMPTY:
-            if n & KIND_MASK == KIND_LEAF:
-                leaf = &self.leaves[n >> 2]
-                compact = self.blob + leaf.at + leaf.key_at
-                nibbles = path_nibbles(compact, leaf.key_size)
-                if nibbles != klen - 1 - pos or match_path(compact, nibbles, k + pos, nibbles) != nibbles:
-                    return default
-                return PyBytes_FromStringAndSize(<const char *>self.blob + leaf.at + leaf.value_at,
-                                                 leaf.value_size)
-            if n & KIND_MASK == KIND_EXTENSION:
-                compact = self.blob + self.extensions[n >> 2].key_at
-                nibbles = path_nibbles(compact, self.extensions[n >> 2].key_size)
-                if match_path(compact, nibbles, k + pos, klen - pos) != nibbles:
-                    return default
-                pos += nibbles
-                n = self.extensions[n >> 2].child
-                continue
-            b = &self.branches[n >> 2]
-            slot = k[pos]
-            if slot == TERMINATOR:
-                if b.value_size == 0:
-                    return default
-                return PyBytes_FromStringAndSize(<const char *>self.blob + b.value_at, b.value_size)
-            n = b.child[slot]
-            pos += 1
-        return default
 
     def hash(self):
         """The root hash (keccak256 of the root node's encoding); EMPTY_ROOT for an empty trie."""
-        self._check_idle("hash")
-        if self.root == REF_EMPTY:
-            # Nothing is left to hash: everything listed is dead, and free for reuse now.
-            self.dirty_count = 0
-            self.leaf_mark = self.leaf_count
-            self._free_dead()
-            return EMPTY_ROOT
-        if not self.root_hash_valid:
-            self._pass()
-        return PyBytes_FromStringAndSize(<const char *>self.root_hash, 32)
+        cdef bytes digest = self.hash_root()
+        return _EMPTY_ROOT if digest is None else digest
 
     def stats(self):
         """Records and bytes held: ``leaves``, ``branches`` and ``extensions`` (slots, dead ones included),
-        ``blob_bytes`` and, of those, ``garbage_bytes`` (replaced; freed by the next compaction)."""
+        ``blob_bytes`` and, of those, ``garbage_bytes`` (replaced; freed by the next compaction), and how many
+        ``compactions`` ran."""
         return {"leaves": self.leaf_count, "branches": self.branch_count, "extensions": self.extension_count,
-                "blob_bytes": self.blob_size, "garbage_bytes": self.garbage_bytes}
+                "blob_bytes": self.blob_size, "garbage_bytes": self.garbage_bytes, "compactions": self.compactions}
+
+    # ------------------------------------------------------------------------------------------ commit
+
+    cdef uint8_t *_flags(self, uint32_t ref) noexcept:
+        cdef int kind = ref & KIND_MASK
+        if kind == KIND_LEAF:
+            return &self.leaves[ref >> 2].flags
+        if kind == KIND_BRANCH:
+            return &self.branches[ref >> 2].flags
+        return &self.extensions[ref >> 2].flags
+
+    cdef void _track(self, uint32_t ref, const uint8_t *k, Py_ssize_t pos) noexcept:
+        """Record ref, at the hex path k[:pos], is being replaced or changed: if a commit stored it on its own (with
+        a hash, or as the root), its path goes on the touched list (Trie._track, for the NodeSet's deleted
+        paths). Room was made by _reserve_touched."""
+        cdef uint8_t f
+        cdef uint32_t length = <uint32_t>pos
+        if not self.tracking:
+            return
+        f = self._flags(ref)[0]
+        if not f & REC_STORED or (f & REC_EMBEDDED and pos != 0):
+            return
+        memcpy(self.touched + self.touched_size, &length, 4)
+        memcpy(self.touched + self.touched_size + 4, k, <size_t>pos)
+        self.touched_size += 4 + pos
+
+    cdef set take_touched(self):
+        """The touched paths since the last call, as bytes; the list starts over."""
+        cdef set paths = set()
+        cdef Py_ssize_t o = 0
+        cdef uint32_t length
+        while o < self.touched_size:
+            memcpy(&length, self.touched + o, 4)
+            paths.add(PyBytes_FromStringAndSize(<const char *>self.touched + o + 4, length))
+            o += 4 + length
+        self.touched_size = 0
+        return paths
+
+    cdef NodeSet collect(self, bytes root_hash, bint collect_leaves):
+        """What a commit writes (committer.commit_trie's walk, on records): every record not stored yet, children
+        first (lowest slot first), with its hex path, hash and encoding; a record embedded in its parent is not
+        stored on its own; the root is stored with root_hash whatever its size. The arena must be hashed. The
+        collected records are remembered for mark_stored (once the write has succeeded)."""
+        cdef NodeSet ns = new_node_set(root_hash, collect_leaves)
+        cdef uint8_t *buf
+        self.committing_count = 0
+        if self.root == REF_EMPTY or self._flags(self.root)[0] & REC_STORED:
+            return ns
+        buf = <uint8_t *>PyMem_Malloc(max(self.max_record_encoding, PASS_RECORD_SIZE) + 1)
+        if buf == NULL:
+            raise MemoryError()
+        try:
+            self._reserve_scratch(0)
+            self._collect(self.root, self.scratch + self.region, 0, ns, root_hash, buf)
+        finally:
+            PyMem_Free(buf)
+        return ns
+
+    cdef int _collect(self, uint32_t ref, uint8_t *path, Py_ssize_t plen, NodeSet ns, bytes root_hash,
+                      uint8_t *buf) except -1:
+        cdef int kind = ref & KIND_MASK, slot
+        cdef uint32_t child
+        cdef uint8_t *flags
+        cdef BranchRecord *b
+        cdef ExtensionRecord *e
+        cdef LeafRecord *leaf
+        cdef Py_ssize_t size, header, nibbles
+        cdef ReferenceTable table
+        cdef bytes node_hash, blob
+        if kind == KIND_BRANCH:
+            for slot in range(16):
+                child = self.branches[ref >> 2].child[slot]
+                if child != REF_EMPTY and not self._flags(child)[0] & REC_STORED:
+                    path[plen] = <uint8_t>slot
+                    self._collect(child, path, plen + 1, ns, None, buf)
+        elif kind == KIND_EXTENSION:
+            child = self.extensions[ref >> 2].child
+            if not self._flags(child)[0] & REC_STORED:
+                nibbles = self._path(ref, path + plen)
+                self._collect(child, path, plen + nibbles, ns, None, buf)
+        _grow(<void **>&self.committing, &self.committing_capacity, self.committing_count + 1, sizeof(uint32_t))
+        self.committing[self.committing_count] = ref
+        self.committing_count += 1
+        flags = self._flags(ref)
+        if flags[0] & REC_EMBEDDED:
+            if root_hash is None:
+                return 0                    # embedded in its parent: stored inside the parent's encoding
+            node_hash = root_hash
+        else:
+            node_hash = PyBytes_FromStringAndSize(<const char *>flags + 4, 32)
+        if kind == KIND_LEAF:
+            leaf = &self.leaves[ref >> 2]
+            blob = PyBytes_FromStringAndSize(<const char *>self.blob + leaf.at, leaf.size)
+        else:
+            reference_table(self, &table)
+            if kind == KIND_BRANCH:
+                size = branch_payload(self, &table, &self.branches[ref >> 2], buf + MAX_HEADER_SIZE)
+            else:
+                size = extension_payload(self, &table, &self.extensions[ref >> 2], buf + MAX_HEADER_SIZE)
+            header = header_size(size)
+            put_header(buf + MAX_HEADER_SIZE - header, 0xC0, size)
+            blob = PyBytes_FromStringAndSize(<const char *>buf + MAX_HEADER_SIZE - header, size + header)
+        add_node(ns, node_hash, blob, path, plen)
+        if ns.leaves is not None and kind == KIND_LEAF:
+            leaf = &self.leaves[ref >> 2]
+            ns.leaves.append((PyBytes_FromStringAndSize(<const char *>self.blob + leaf.at + leaf.value_at,
+                                                        leaf.value_size), node_hash))
+        return 0
+
+    cdef void mark_stored(self) noexcept:
+        """The records collect() gathered are in the database now; from here on, changing one tracks its path."""
+        cdef Py_ssize_t i
+        for i in range(self.committing_count):
+            self._flags(self.committing[i])[0] |= REC_STORED
+        if self.committing_count:
+            self.tracking = True
+        self.committing_count = 0
+
+    # ------------------------------------------------------------------------------------------ node objects
+
+    cdef Node to_nodes(self):
+        """The trie as node objects (what Trie keeps when it leaves its arena): the same structure, each node's
+        hash where the record has one, dirty where it is not stored. None when empty."""
+        if self.root == REF_EMPTY:
+            return None
+        self._reserve_scratch(0)
+        return self._node(self.root, self.scratch + self.region, 0)
+
+    cdef Node _node(self, uint32_t ref, uint8_t *path, Py_ssize_t plen):
+        cdef int kind = ref & KIND_MASK, slot
+        cdef uint8_t *flags = self._flags(ref)
+        cdef Node n
+        cdef ValueNode v
+        cdef FullNode f
+        cdef BranchRecord *b
+        cdef LeafRecord *leaf
+        cdef Py_ssize_t nibbles
+        if kind == KIND_LEAF:
+            leaf = &self.leaves[ref >> 2]
+            v = ValueNode.new(PyBytes_FromStringAndSize(<const char *>self.blob + leaf.at + leaf.value_at,
+                                                        leaf.value_size))
+            v.dirty = not flags[0] & REC_STORED
+            nibbles = self._path(ref, path + plen)
+            n = ShortNode.new(PyBytes_FromStringAndSize(<const char *>path + plen, nibbles), v)
+        elif kind == KIND_EXTENSION:
+            nibbles = self._path(ref, path + plen)
+            n = ShortNode.new(PyBytes_FromStringAndSize(<const char *>path + plen, nibbles),
+                              self._node(self.extensions[ref >> 2].child, path, plen + nibbles))
+        else:
+            f = FullNode.new()
+            for slot in range(16):
+                b = &self.branches[ref >> 2]
+                if b.child[slot] != REF_EMPTY:
+                    f.set_child(slot, self._node(b.child[slot], path, plen))
+            b = &self.branches[ref >> 2]
+            if b.value_size:
+                v = ValueNode.new(PyBytes_FromStringAndSize(<const char *>self.blob + b.value_at, b.value_size))
+                v.dirty = not flags[0] & REC_STORED
+                f.set_child(16, v)
+            n = f
+        if flags[0] & REC_DONE and not flags[0] & REC_EMBEDDED:
+            n.set_hash(flags + 4)
+        n.dirty = not flags[0] & REC_STORED
+        return n
 
     # ------------------------------------------------------------------------------------------ compaction
 
     cdef int _collect_garbage(self) except -1:
-        """Replaced records and bytes stay where they are until the arena holds more of them than live ones:
-        then it hashes what is pending (compaction moves done records only) and compacts. Each compaction
-        copies at most as much as was thrown away since the last one, so it costs O(1) per byte written."""
-        if self.garbage_bytes < COMPACT_MIN_GARBAGE or 2 * self.garbage_bytes < self.blob_size:
+        """Replaced records and bytes stay where they are until the arena holds more of them than live ones (of
+        blob bytes, or of leaf records): then it hashes what is pending (compaction moves done records only) and
+        compacts. Each compaction copies at most as much as was thrown away since the last one, so it costs O(1)
+        per byte written, and the arena holds at most about twice what it needs."""
+        if not ((self.garbage_bytes >= COMPACT_MIN_GARBAGE and 2 * self.garbage_bytes > self.blob_size) or
+                (self.dead_leaves >= COMPACT_MIN_DEAD_LEAVES and 2 * self.dead_leaves > self.leaf_count)):
             return 0
         if self.root != REF_EMPTY and not self.root_hash_valid:
             self._pass()
@@ -778,6 +1010,8 @@ cdef class NodeArena:
         self.free_branches = self.free_extensions = NO_RECORD
         self.dead_branches = self.dead_extensions = NO_RECORD
         self.garbage_bytes = 0
+        self.dead_leaves = 0
+        self.compactions += 1
         return 0
 
     cdef void _measure(self, uint32_t ref, Py_ssize_t *sizes) noexcept:

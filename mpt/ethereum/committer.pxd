@@ -29,4 +29,7 @@ cdef class NodeSet:
     cdef bint _has_path(self, bytes path) noexcept
 
 
+cdef NodeSet new_node_set(bytes root_hash, bint collect_leaves)
+cdef int add_node(NodeSet ns, bytes node_hash, bytes blob, const unsigned char *path, Py_ssize_t plen) except -1
+cdef int finish_commit(NodeSet ns, object db, set touched, bint set_head) except -1
 cdef NodeSet commit_trie(Node root, bytes root_hash, object db, set touched, bint collect_leaves, bint set_head)

@@ -234,25 +234,24 @@ cdef int _write(NodeSet ns, object db, bint set_head) except -1:
     return 0
 
 
-cdef NodeSet commit_trie(Node root, bytes root_hash, object db, set touched, bint collect_leaves, bint set_head):
-    """Collect the dirty nodes under root (whose hash is root_hash), write them to db in one batch, then mark
-    them clean; touched holds the paths of stored nodes replaced since the last commit."""
+cdef NodeSet new_node_set(bytes root_hash, bint collect_leaves):
+    """An empty NodeSet for a commit of root_hash, to be filled by add_node (and finished by finish_commit)."""
     cdef NodeSet ns = NodeSet.__new__(NodeSet)
-    cdef HasherPool pool
-    cdef Hasher h
-    cdef WriteBuffer path
-    cdef Py_ssize_t i
     ns.root = root_hash
     ns.leaves = [] if collect_leaves else None
     ns._paths = WriteBuffer.new()
-    if root is not None and root.dirty:
-        path = WriteBuffer.new()
-        pool = default_pool()
-        h = pool.acquire()
-        try:
-            _commit(root, path, 0, h.buf, ns, root_hash)
-        finally:
-            pool.release(h)
+    return ns
+
+
+cdef int add_node(NodeSet ns, bytes node_hash, bytes blob, const unsigned char *path, Py_ssize_t plen) except -1:
+    """Collect one stored node (its hex path is path[:plen]) into ns."""
+    return ns._add(node_hash, blob, path, plen)
+
+
+cdef int finish_commit(NodeSet ns, object db, set touched, bint set_head) except -1:
+    """The end of every commit, whatever collected ns (commit_trie from node objects, a NodeArena from its
+    records): the deleted paths (touched: stored nodes replaced since the last commit, minus the paths written
+    again), then the write."""
     # The root of an emptied trie counts as deleted (geth's tracer does the same).
     if not touched:
         ns.deleted = set()
@@ -262,6 +261,26 @@ cdef NodeSet commit_trie(Node root, bytes root_hash, object db, set touched, bin
         nodes = ns.nodes
         ns.deleted = {p for p in touched if p not in nodes}
     _write(ns, db, set_head)
+    return 0
+
+
+cdef NodeSet commit_trie(Node root, bytes root_hash, object db, set touched, bint collect_leaves, bint set_head):
+    """Collect the dirty nodes under root (whose hash is root_hash), write them to db in one batch, then mark
+    them clean; touched holds the paths of stored nodes replaced since the last commit."""
+    cdef NodeSet ns = new_node_set(root_hash, collect_leaves)
+    cdef HasherPool pool
+    cdef Hasher h
+    cdef WriteBuffer path
+    cdef Py_ssize_t i
+    if root is not None and root.dirty:
+        path = WriteBuffer.new()
+        pool = default_pool()
+        h = pool.acquire()
+        try:
+            _commit(root, path, 0, h.buf, ns, root_hash)
+        finally:
+            pool.release(h)
+    finish_commit(ns, db, touched, set_head)
     # The write succeeded: the collected nodes are in the database now.
     for i in range(ns._visited_count):
         (<Node>ns._visited[i]).dirty = False

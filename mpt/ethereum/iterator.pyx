@@ -55,7 +55,7 @@ def iter_items(Trie t not None, bytes start not None, int mode):
     cdef bytes start_hex = keybytes_to_hex_c(<const uint8_t *>PyBytes_AS_STRING(start), PyBytes_GET_SIZE(start))
     start_hex = start_hex[:PyBytes_GET_SIZE(start_hex) - 1]
     # Each entry: (node, path so far as hex nibbles, whether the path still equals start's prefix).
-    cdef list stack = [(t.root, b"", PyBytes_GET_SIZE(start) > 0)]
+    cdef list stack = [(t.nodes_root(), b"", PyBytes_GET_SIZE(start) > 0)]
     cdef Node n
     cdef bytes path, key
     cdef bint bounded
@@ -93,7 +93,7 @@ def iter_items(Trie t not None, bytes start not None, int mode):
 
 def iter_nodes(Trie t not None):
     """Yield (path, hash or None, blob) for every node in pre-order; the trie must be hashed."""
-    cdef list stack = [(t.root, b"")]
+    cdef list stack = [(t.nodes_root(), b"")]
     cdef HasherPool pool = default_pool()
     cdef Hasher h = pool.acquire()
     cdef Node n

@@ -41,7 +41,7 @@ cdef bytes hex_key(bytes key):
 cdef list _path_nodes(Trie t, bytes hexkey):
     """The nodes from the root along hexkey, ending at the value or where the key leaves the trie."""
     cdef list nodes = []
-    cdef Node n = t.root
+    cdef Node n = t.nodes_root()
     cdef Py_ssize_t pos = 0, klen = PyBytes_GET_SIZE(hexkey)
     cdef ShortNode sn
     while pos < klen and n is not None:

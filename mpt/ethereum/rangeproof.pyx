@@ -668,10 +668,10 @@ def verify_range_proof(root, first_key, keys, values, proof):
             else:
                 t.update_path(hex_key(<bytes>ks[i]), ValueNode.new(<bytes>vs[i]))
         _proofset_build_known(&ps)
-        have = _hash_rebuilt(t.root, &ps) if t.root is not None else t.hash()
+        have = _hash_rebuilt(t.nodes_root(), &ps) if t.nodes_root() is not None else t.hash()
         if have != root_hash:
             raise ProofError("invalid proof, want hash %s, got %s" % (root_hash.hex(), have.hex()))
-        return _has_right_element(t.root, last_hex)
+        return _has_right_element(t.nodes_root(), last_hex)
     except MissingNodeError as e:
         raise ProofError("invalid proof: the range reaches node %s that the proof does not hold"
                          % (e.node_hash.hex() if e.node_hash else "?")) from None

@@ -1,11 +1,17 @@
 # cython: language_level=3
 """The Merkle Patricia Trie (geth trie/trie.go)."""
+from mpt.ethereum.arena cimport NodeArena
 from mpt.ethereum.node cimport Node, HashNode
 
 
 cdef class Trie:
     cdef:
-        Node root               # None for the empty trie
+        Node root               # None for the empty trie (and while the nodes are in the arena)
+        # A fresh trie keeps its nodes as records in an arena (mpt/ethereum/arena.pyx: the hashing pass reads
+        # them without chasing objects) for as long as it is only updated, read, hashed and committed; anything
+        # that needs node objects (iteration, proofs, copy(), root_node...) turns them into nodes once
+        # (nodes_root) and the trie goes on with those. None: the nodes are objects under root.
+        NodeArena arena
         readonly object db      # node database (get(hash) -> bytes | None); a fresh MemoryDB by default
         bytes _root_hash        # cached root hash; None after any change that replaced the root
         bint verify_reads       # check keccak(blob) == hash for every node read from db
@@ -45,5 +51,8 @@ cdef class Trie:
     cpdef update(self, object key, object value)
     cpdef delete(self, object key)
     cdef int _delete_key(self, object key, str caller) except -1
+    # The root node, the trie's nodes made objects first if they are still in its arena: what every walk over the
+    # nodes (proof, iterator, range proof) starts from.
+    cdef Node nodes_root(self)
 
 

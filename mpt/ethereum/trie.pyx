@@ -13,9 +13,12 @@ from libc.string cimport memcmp
 from mpt.core._keccak.keccak cimport mpt_keccak256
 from mpt.ethereum.encoding cimport TERMINATOR, keybytes_to_hex_c, prefix_length
 from mpt.core.bytes_like cimport as_bytes
-from mpt.ethereum.committer cimport NodeSet, commit_trie
+from mpt.ethereum.arena cimport NodeArena
+from mpt.ethereum.committer cimport NodeSet, commit_trie, finish_commit
 from mpt.ethereum.hasher cimport Hasher, HasherPool, default_pool
 from mpt.ethereum.node cimport FullNode, HashNode, Node, ShortNode, ValueNode, decode_node_c
+
+from time import sleep as _sleep
 
 from mpt.db.memory import MemoryDB, check_database, write_nodes
 from mpt.errors import MissingNodeError, NodeDecodeError
@@ -86,6 +89,19 @@ cdef inline bint _owns(Trie t, bint parent_owned, Node child) noexcept:
     return t._private or _owned_child(parent_owned, child)
 
 
+cdef void _mark_clean(Node n) noexcept:
+    # Every dirty node under n (inclusive) is stored now; clean subtrees are stored already.
+    cdef int i
+    if n is None or not n.dirty:
+        return
+    n.dirty = False
+    if type(n) is FullNode:
+        for i in range(17):
+            _mark_clean((<FullNode>n).child(i))
+    elif type(n) is ShortNode:
+        _mark_clean((<ShortNode>n).val)
+
+
 cdef class Trie:
     """An Ethereum Merkle Patricia Trie.
 
@@ -107,6 +123,7 @@ cdef class Trie:
             raise ValueError("opening a trie from a root needs a node database (db=...)")
         # A trie always has a database, so copies share it and a commit of one is visible to the others.
         self.db = MemoryDB() if db is None else check_database(db)
+        self.arena = None
         if root is not None:
             root = as_bytes(root, "root")
             if len(root) != HASH_LENGTH:
@@ -115,6 +132,26 @@ cdef class Trie:
                 # Resolved now (geth's trie.New): a root missing from db fails here, with its hash.
                 self.root = self.resolve(HashNode.new(root), b"", 0)
                 self._root_hash = root
+                return
+        # Nothing stored yet: the nodes start as records in an arena.
+        self.arena = NodeArena.__new__(NodeArena)
+
+    cdef Node nodes_root(self):
+        cdef NodeArena arena = self.arena
+        if arena is not None:
+            while arena.busy:
+                # Another thread's hash() is in its pass (without the GIL), writing the records' hashes: reading
+                # the records now would race it. It takes milliseconds; a reader of a node-object trie would
+                # not wait, but it would not have to turn records into nodes either.
+                _sleep(0.0002)
+            if self.arena is not arena:
+                return self.root                # made objects meanwhile, by another thread
+            self.root = arena.to_nodes()
+            self._touched |= arena.take_touched()
+            if self.root is not None and arena.root_hash_valid:
+                self._root_hash = PyBytes_FromStringAndSize(<const char *>arena.root_hash, HASH_LENGTH)
+            self.arena = None
+        return self.root
 
     # -------------------------------------------------------------------------------------- key hook
 
@@ -194,8 +231,13 @@ cdef class Trie:
 
     cpdef object get(self, object key, object default=None):
         """The value stored at key, or default."""
-        cdef bytes hexkey = self._hex(key)
-        cdef Node newroot = self._get(self.root, hexkey, 0)
+        cdef bytes hexkey, k
+        cdef Node newroot
+        if self.arena is not None:
+            k = self.trie_key(key)
+            return self.arena.lookup(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), default)
+        hexkey = self._hex(key)
+        newroot = self._get(self.root, hexkey, 0)
         found = self._found
         self._found = None
         if newroot is not self.root and self._state == 0:
@@ -406,7 +448,7 @@ cdef class Trie:
         return 0
 
     cdef int update_path(self, bytes hexkey, Node value) except -1:
-        cdef Node root = self.root
+        cdef Node root = self.nodes_root()
         cdef bint changed = False
         root = self._insert(root, hexkey, 0, value, _owns(self, True, root), &changed)
         if changed:
@@ -416,6 +458,7 @@ cdef class Trie:
         return 0
 
     cdef int _set_root(self, Node root) except -1:
+        self.nodes_root()
         if root is not self.root:
             self.root = root
             self._root_hash = None
@@ -437,7 +480,20 @@ cdef class Trie:
     cpdef update(self, object key, object value):
         """Set key to value; an empty value deletes the key (geth semantics)."""
         cdef bytes v = as_bytes(value, "value")
-        cdef bytes hexkey = self._hex(key)
+        cdef bytes hexkey, k
+        if self.arena is not None:
+            k = self.trie_key(key)
+            self._begin_write("update")
+            try:
+                if PyBytes_GET_SIZE(v) == 0:
+                    self.arena.remove(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k))
+                else:
+                    self.arena.set(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k),
+                                   <const uint8_t *>PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))
+            finally:
+                self._end_write()
+            return
+        hexkey = self._hex(key)
         self._begin_write("update")
         try:
             if PyBytes_GET_SIZE(v) == 0:
@@ -453,7 +509,16 @@ cdef class Trie:
 
     cdef int _delete_key(self, object key, str caller) except -1:
         # delete() and `del t[key]`; caller names the method in the busy-state error.
-        cdef bytes hexkey = self._hex(key)
+        cdef bytes hexkey, k
+        if self.arena is not None:
+            k = self.trie_key(key)
+            self._begin_write(caller)
+            try:
+                self.arena.remove(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k))
+            finally:
+                self._end_write()
+            return 0
+        hexkey = self._hex(key)
         self._begin_write(caller)
         try:
             self._set_root(self._delete(self.root, hexkey, 0))
@@ -467,6 +532,14 @@ cdef class Trie:
         cdef Hasher h
         cdef Node root = self.root      # a reference of our own: the pass borrows every node below it
         cdef bytes digest
+        cdef NodeArena arena = self.arena      # ours: another thread may make the nodes objects meanwhile
+        if arena is not None:
+            self._enter("hash")
+            try:
+                digest = arena.hash_root()
+            finally:
+                self._leave()
+            return _EMPTY_ROOT if digest is None else digest
         if root is None:
             return _EMPTY_ROOT
         if self._root_hash is not None:
@@ -505,7 +578,21 @@ cdef class Trie:
     def _commit(self, collect_leaves, bint set_head):
         # commit()'s body, run while the trie counts as busy (see _begin_write).
         cdef bytes root = self.hash()
-        cdef NodeSet written = commit_trie(self.root, root, self.db, self._touched, collect_leaves, set_head)
+        cdef NodeSet written
+        cdef NodeArena arena = self.arena
+        if arena is not None:
+            # The records the arena collects, written as commit_trie writes nodes; they count as stored once the
+            # write has succeeded (a failed write leaves everything to commit again, the touched paths included).
+            self._touched |= arena.take_touched()
+            written = arena.collect(root, collect_leaves)
+            finish_commit(written, self.db, self._touched, set_head)
+            arena.mark_stored()
+            if self.arena is not arena:
+                # A database callback made the nodes objects during the write (nothing can change the trie
+                # meanwhile): they are what was just stored.
+                _mark_clean(self.root)
+        else:
+            written = commit_trie(self.root, root, self.db, self._touched, collect_leaves, set_head)
         self._touched = set()
         self.last_commit = written
         if collect_leaves:
@@ -516,17 +603,21 @@ cdef class Trie:
 
     def items(self, start=b""):
         """(key, value) pairs in ascending key order, from the first key >= start."""
+        self.nodes_root()
         return _iterator_function(False)(self, as_bytes(start, "start"), 0)
 
     def keys(self, start=b""):
         """Keys in ascending order, from the first key >= start."""
+        self.nodes_root()
         return _iterator_function(False)(self, as_bytes(start, "start"), 1)
 
     def values(self, start=b""):
         """Values in ascending key order, from the first key >= start."""
+        self.nodes_root()
         return _iterator_function(False)(self, as_bytes(start, "start"), 2)
 
     def __iter__(self):
+        self.nodes_root()
         return _iterator_function(False)(self, b"", 1)
 
     def node_iter(self):
@@ -535,16 +626,19 @@ cdef class Trie:
         path is hex nibbles; hash is None for nodes embedded in their parent. The trie is hashed first.
         """
         self.hash()
+        self.nodes_root()
         return _iterator_function(True)(self)
 
     # -------------------------------------------------------------------------------------- proofs
 
     def prove(self, key):
         """Merkle proof for key: node encodings from the root down (see mpt.proof.prove)."""
+        self.nodes_root()
         return _proof_function(False)(self, key)
 
     def prove_many(self, keys):
         """One deduplicated proof covering every key in keys."""
+        self.nodes_root()
         return _proof_function(True)(self, keys)
 
     def resolve_node(self, HashNode n not None, bytes path=b""):
@@ -554,7 +648,7 @@ cdef class Trie:
     @property
     def root_node(self):
         """The root node (None when empty), for inspection."""
-        return self.root
+        return self.nodes_root()
 
     @property
     def database(self):
@@ -564,7 +658,7 @@ cdef class Trie:
     def copy(self):
         """An independent trie with the same content. O(1): nodes are shared copy-on-write."""
         cdef Trie t = type(self).__new__(type(self))
-        t.root = self.root
+        t.root = self.nodes_root()
         t.db = self.db
         t._root_hash = self._root_hash
         t.verify_reads = self.verify_reads
@@ -585,6 +679,13 @@ cdef class Trie:
 
     def __delitem__(self, key):
         cdef Node before = self.root
+        cdef Py_ssize_t count
+        if self.arena is not None:
+            count = len(self.arena)
+            self._delete_key(key, "__delitem__")
+            if len(self.arena) == count:
+                raise KeyError(key)
+            return
         self._delete_key(key, "__delitem__")
         if self.root is before:
             raise KeyError(key)
