@@ -189,6 +189,7 @@ cdef class NodeArena:
     cdef int _reserve_touched(self, Py_ssize_t key_bytes) except -1
     cdef NodeSet collect(self, bytes root_hash, bint collect_leaves)
     cdef void mark_stored(self) noexcept
+    cdef void unmark_collected(self) noexcept
     cdef set take_touched(self)
     cdef Node to_nodes(self)
     cdef Node _node(self, uint32_t ref, uint8_t *path, Py_ssize_t plen)

@@ -832,7 +832,8 @@ cdef class NodeArena:
         """What a commit writes (committer.commit_trie's walk, on records): every record not stored yet, children
         first (lowest slot first), with its hex path, hash and encoding; a record embedded in its parent is not
         stored on its own; the root is stored with root_hash whatever its size. The arena must be hashed. The
-        collected records are remembered for mark_stored (once the write has succeeded)."""
+        collected records count as stored from here on: the caller calls mark_stored once the write has
+        succeeded, unmark_collected if it failed."""
         cdef NodeSet ns = new_node_set(root_hash, collect_leaves)
         cdef uint8_t *buf
         self.committing_count = 0
@@ -844,6 +845,9 @@ cdef class NodeArena:
         try:
             self._reserve_scratch(0)
             self._collect(self.root, self.scratch + self.region, 0, ns, root_hash, buf)
+        except BaseException:
+            self.unmark_collected()
+            raise
         finally:
             PyMem_Free(buf)
         return ns
@@ -851,7 +855,7 @@ cdef class NodeArena:
     cdef int _collect(self, uint32_t ref, uint8_t *path, Py_ssize_t plen, NodeSet ns, bytes root_hash,
                       uint8_t *buf) except -1:
         cdef int kind = ref & KIND_MASK, slot
-        cdef uint32_t child
+        cdef uint32_t child, mask, below
         cdef uint8_t *flags
         cdef BranchRecord *b
         cdef ExtensionRecord *e
@@ -859,10 +863,37 @@ cdef class NodeArena:
         cdef Py_ssize_t size, header, nibbles
         cdef ReferenceTable table
         cdef bytes node_hash, blob
+        reference_table(self, &table)
         if kind == KIND_BRANCH:
+            # The walk goes in key order, the records lie in the order they were made: ask for every child's
+            # record at once (its flags and hash share a line; a branch's children are in its first line), so
+            # that the misses overlap instead of coming one per child.
+            b = &self.branches[ref >> 2]
+            mask = b.present & 0xFFFF
+            while mask:
+                child = b.child[__builtin_ctz(mask)]
+                prefetch_line(reference_field(&table, child))
+                if child & KIND_MASK == KIND_BRANCH:
+                    prefetch_line(&self.branches[child >> 2])
+                mask &= mask - 1
+            # Then what those point to: a leaf's encoding (which the blob copy reads), a branch's children.
+            mask = b.present & 0xFFFF
+            while mask:
+                child = b.child[__builtin_ctz(mask)]
+                mask &= mask - 1
+                if child & KIND_MASK == KIND_LEAF:
+                    prefetch_line(self.blob + self.leaves[child >> 2].at)
+                    prefetch_line(self.blob + self.leaves[child >> 2].at + 64)
+                elif child & KIND_MASK == KIND_BRANCH:
+                    below = self.branches[child >> 2].present & 0xFFFF
+                    while below:
+                        prefetch_line(reference_field(&table, self.branches[child >> 2].child[__builtin_ctz(below)]))
+                        below &= below - 1
             for slot in range(16):
                 child = self.branches[ref >> 2].child[slot]
-                if child != REF_EMPTY and not self._flags(child)[0] & REC_STORED:
+                if child == REF_EMPTY:
+                    continue
+                if not (reference_field(&table, child) - 4)[0] & REC_STORED:
                     path[plen] = <uint8_t>slot
                     self._collect(child, path, plen + 1, ns, None, buf)
         elif kind == KIND_EXTENSION:
@@ -874,6 +905,9 @@ cdef class NodeArena:
         self.committing[self.committing_count] = ref
         self.committing_count += 1
         flags = self._flags(ref)
+        # Marked stored now, while its line is in the cache (a second pass over the records of a large trie would
+        # miss on each); unmark_collected() takes it back if the commit does not complete.
+        flags[0] |= REC_STORED
         if flags[0] & REC_EMBEDDED:
             if root_hash is None:
                 return 0                    # embedded in its parent: stored inside the parent's encoding
@@ -884,7 +918,6 @@ cdef class NodeArena:
             leaf = &self.leaves[ref >> 2]
             blob = PyBytes_FromStringAndSize(<const char *>self.blob + leaf.at, leaf.size)
         else:
-            reference_table(self, &table)
             if kind == KIND_BRANCH:
                 size = branch_payload(self, &table, &self.branches[ref >> 2], buf + MAX_HEADER_SIZE)
             else:
@@ -900,12 +933,18 @@ cdef class NodeArena:
         return 0
 
     cdef void mark_stored(self) noexcept:
-        """The records collect() gathered are in the database now; from here on, changing one tracks its path."""
-        cdef Py_ssize_t i
-        for i in range(self.committing_count):
-            self._flags(self.committing[i])[0] |= REC_STORED
+        """The records collect() gathered (and marked) are in the database now; from here on, changing one tracks
+        its path."""
         if self.committing_count:
             self.tracking = True
+        self.committing_count = 0
+
+    cdef void unmark_collected(self) noexcept:
+        """The commit of what collect() gathered did not complete (its walk or the write failed): the records are
+        not stored after all, and the next commit writes them."""
+        cdef Py_ssize_t i
+        for i in range(self.committing_count):
+            self._flags(self.committing[i])[0] &= ~REC_STORED
         self.committing_count = 0
 
     # ------------------------------------------------------------------------------------------ node objects

@@ -89,17 +89,17 @@ cdef inline bint _owns(Trie t, bint parent_owned, Node child) noexcept:
     return t._private or _owned_child(parent_owned, child)
 
 
-cdef void _mark_clean(Node n) noexcept:
-    # Every dirty node under n (inclusive) is stored now; clean subtrees are stored already.
+cdef void _mark_all_dirty(Node n) noexcept:
+    # Every node under n (inclusive) is to be written by the next commit.
     cdef int i
-    if n is None or not n.dirty:
+    if n is None:
         return
-    n.dirty = False
+    n.dirty = True
     if type(n) is FullNode:
         for i in range(17):
-            _mark_clean((<FullNode>n).child(i))
+            _mark_all_dirty((<FullNode>n).child(i))
     elif type(n) is ShortNode:
-        _mark_clean((<ShortNode>n).val)
+        _mark_all_dirty((<ShortNode>n).val)
 
 
 cdef class Trie:
@@ -585,12 +585,16 @@ cdef class Trie:
             # write has succeeded (a failed write leaves everything to commit again, the touched paths included).
             self._touched |= arena.take_touched()
             written = arena.collect(root, collect_leaves)
-            finish_commit(written, self.db, self._touched, set_head)
+            try:
+                finish_commit(written, self.db, self._touched, set_head)
+            except BaseException:
+                arena.unmark_collected()
+                if self.arena is not arena:
+                    # A database callback made the nodes objects during the write, from records already marked
+                    # stored: they all count as dirty again (the next commit writes them, whatever they were).
+                    _mark_all_dirty(self.root)
+                raise
             arena.mark_stored()
-            if self.arena is not arena:
-                # A database callback made the nodes objects during the write (nothing can change the trie
-                # meanwhile): they are what was just stored.
-                _mark_clean(self.root)
         else:
             written = commit_trie(self.root, root, self.db, self._touched, collect_leaves, set_head)
         self._touched = set()
