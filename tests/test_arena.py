@@ -1,5 +1,7 @@
-"""NodeArena (mpt.ethereum.arena, issue 34's node arena, first step): the Ethereum TrieTests, the bench's account
-roots, and random operations against Trie and the pure-Python reference, on every Keccak backend."""
+"""NodeArena (mpt.ethereum.arena): the records a fresh Trie keeps its nodes in. The bench's account roots and random
+operations against a Trie of node objects and the pure-Python reference, on every Keccak backend; compaction,
+threads, commits and the switch to node objects. (tests/test_trie.py runs the TrieTests on Trie, which starts in
+its arena.)"""
 import random
 
 import pytest
@@ -11,13 +13,7 @@ from mpt.core import runtime
 from mpt.ethereum._reference import trie_root
 from mpt.ethereum.arena import NodeArena
 
-from conftest import from_hex_or_text, load_vector
-
-
-def _steps(case):
-    inp = case["in"]
-    pairs = inp.items() if isinstance(inp, dict) else inp
-    return [(from_hex_or_text(k), from_hex_or_text(v)) for k, v in pairs]
+from conftest import run_in_threads
 
 
 @pytest.fixture(params=runtime.keccak_backends())
@@ -29,29 +25,12 @@ def backend(request):
     runtime.set_keccak_backend(before)
 
 
-@pytest.mark.parametrize("name", sorted(load_vector("TrieTests/trietest.json")))
-def test_trietest(name, backend):
-    case = load_vector("TrieTests/trietest.json")[name]
-    a = NodeArena()
-    for k, v in _steps(case):
-        if v is None:
-            a.delete(k)
-        else:
-            a.update(k, v)
-    assert a.hash().hex() == case["root"][2:]
-
-
-@pytest.mark.parametrize("name", sorted(load_vector("TrieTests/trieanyorder.json")))
-def test_trieanyorder(name):
-    case = load_vector("TrieTests/trieanyorder.json")[name]
-    steps = _steps(case)
-    rng = random.Random(name)
-    for _ in range(5):
-        rng.shuffle(steps)
-        a = NodeArena()
-        for k, v in steps:
-            a.update(k, v)
-        assert a.hash().hex() == case["root"][2:]
+def object_trie():
+    """A Trie on node objects, the arena's independent counterpart: asking for root_node turns a fresh trie's (empty)
+    arena into node objects, for good."""
+    t = Trie()
+    assert t.root_node is None
+    return t
 
 
 def test_empty():
@@ -73,7 +52,7 @@ def test_account_roots(n, backend):
     """The bench's HashFixedSize tries: the same root as geth (workloads.ACCOUNT_ROOTS), then again after
     half the accounts change, hashed in between and not."""
     keys, values = workloads.hashed_accounts(n)
-    a, t = NodeArena(), Trie()
+    a, t = NodeArena(), object_trie()
     for k, v in zip(keys, values):
         a.update(k, v)
     assert a.hash() == workloads.ACCOUNT_ROOTS[n]
@@ -117,7 +96,7 @@ def test_random_against_trie(seed, backend):
     each hash, and the records a delete killed are reused after the next pass."""
     rng = random.Random(seed)
     space, ops = _random_ops(rng, 300, [0, 1, 2, 3, 5, 33, 100], [1, 2, 5, 31, 32, 40, 300], 3 + seed % 4)
-    a, t, ref = NodeArena(), Trie(), {}
+    a, t, ref = NodeArena(), object_trie(), {}
     for i, (op, k, v) in enumerate(ops):
         if op == "update":
             a.update(k, v)
@@ -192,7 +171,7 @@ def test_bytes_like_and_type_errors():
 def test_records_larger_than_the_pass_buffer():
     """A branch value or extension key larger than a whole chunk of ordinary records (the level buffer grows to
     hold the largest encoding there is before the pass starts)."""
-    a, t = NodeArena(), Trie()
+    a, t = NodeArena(), object_trie()
     pairs = [(b"a", b"x" * 300000), (b"ab", b"y"), (b"ac", b"z" * 70), (b"k" * 200000 + b"1", b"v1"),
              (b"k" * 200000 + b"2", b"v2")]
     pairs += [(bytes([i, j]), b"w" * 40) for i in range(3) for j in range(200)]
@@ -206,27 +185,17 @@ def test_records_larger_than_the_pass_buffer():
 def test_two_threads_hash_two_arenas():
     """The pass runs without the GIL: two threads hashing two arenas at once (one on the shared scratch arrays,
     the other on its own) get each its root."""
-    import threading
-
     keys, values = workloads.hashed_accounts(1000)
-    results, errors = [], []
+    results = []
 
-    def work(offset):
-        try:
-            for _ in range(20):
-                a = NodeArena()
-                for k, v in zip(keys, values):
-                    a.update(k, v)
-                results.append(a.hash())
-        except BaseException as exc:        # pragma: no cover - reported below
-            errors.append(exc)
+    def work():
+        for _ in range(20):
+            a = NodeArena()
+            for k, v in zip(keys, values):
+                a.update(k, v)
+            results.append(a.hash())
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert not errors
+    run_in_threads([work, work])
     assert results == [workloads.ACCOUNT_ROOTS[1000]] * 40
 
 
@@ -261,7 +230,7 @@ def test_changes_during_a_pass_raise():
         assert a.get(keys[0]) == values[0]
         i += 1
     th.join()
-    t = Trie()
+    t = object_trie()
     for k, v in zip(keys, values):
         t.update(k, v)
     for k, v in extra.items():
@@ -275,7 +244,7 @@ def test_compaction_bounds_memory():
     and not, and changes after a compaction land as before."""
     rng = random.Random(7)
     keys = [bytes(rng.randrange(256) for _ in range(32)) for _ in range(500)]
-    a, t = NodeArena(), Trie()
+    a, t = NodeArena(), object_trie()
     largest = 0
     for round_ in range(60):
         for k in keys:

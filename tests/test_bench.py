@@ -73,10 +73,8 @@ PYTRIE_NAMES = ["PyTrie/Set10K+Root", "PyTrie/Get10K", "PyTrie/Squash10K", "PyTr
 def test_registry_names_are_geths_plus_insert():
     build_root = {"BuildRoot/%s/workers=%d" % (n, w) for n in ("100K", "1M") for w in (1, 2)} | {"BuildRootDask/1M"}
     two_tries = {"HashTwoTries/%s/%s" % (n, m) for n in ("10K", "100K") for m in ("serial", "threads")}
-    # HashFixedSize on the node arena (issue 34), not in the default run.
-    arena = {"ArenaHash/10K", "ArenaHash/100K"}
     assert set(cases.CASES) == (set(GETH_NAMES) | {"Insert/1K", "Insert/10K", "Insert/100K"} | set(MERKLE_NAMES)
-                                | set(IAVL_NAMES) | set(ICS23_NAMES) | build_root | two_tries | arena | set(SPEC_NAMES)
+                                | set(IAVL_NAMES) | set(ICS23_NAMES) | build_root | two_tries | set(SPEC_NAMES)
                                 | set(PYTRIE_NAMES if cases.pytrie.MISSING is None else []))
 
 

@@ -170,6 +170,7 @@ cdef class NodeArena:
                             Py_ssize_t value_size) noexcept
     cdef void _shorten_leaf(self, uint32_t ref, const uint8_t *hexkey, Py_ssize_t n) noexcept
     cdef uint32_t _new_branch(self) noexcept
+    cdef uint32_t _moved(self, uint32_t ref, const uint8_t *hexkey, Py_ssize_t n) noexcept
     cdef uint32_t _new_extension(self, const uint8_t *hexkey, Py_ssize_t n, uint32_t child) noexcept
     cdef void _set_value(self, BranchRecord *b, const uint8_t *value, Py_ssize_t value_size) noexcept
     cdef void _kill(self, uint32_t ref) noexcept
@@ -178,6 +179,10 @@ cdef class NodeArena:
     cdef Py_ssize_t _path(self, uint32_t ref, uint8_t *out) noexcept
     cdef uint32_t _insert(self, uint32_t n, const uint8_t *k, Py_ssize_t pos, Py_ssize_t klen,
                           const uint8_t *value, Py_ssize_t value_size, bint *changed) noexcept
+    cdef uint32_t _split_start(self, uint32_t n, const uint8_t *k, Py_ssize_t pos, bint *changed,
+                               Py_ssize_t *path_size) noexcept
+    cdef uint32_t _split(self, uint32_t branch, uint32_t height, const uint8_t *k, Py_ssize_t pos,
+                         Py_ssize_t matchlen, Py_ssize_t klen, const uint8_t *value, Py_ssize_t value_size) noexcept
     cdef uint32_t _delete(self, uint32_t n, const uint8_t *k, Py_ssize_t pos, Py_ssize_t klen,
                           bint *changed) noexcept
     cdef int _check_idle(self, str op) except -1

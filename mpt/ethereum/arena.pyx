@@ -76,19 +76,43 @@ cdef inline Py_ssize_t match_path(const uint8_t *compact, Py_ssize_t nibbles, co
     return i
 
 
+cdef inline Py_ssize_t _doubled(Py_ssize_t capacity, Py_ssize_t needed) noexcept:
+    """The capacity an array grows to for needed items: doubled from what it is (16 at least) until it fits."""
+    if capacity < 16:
+        capacity = 16
+    while capacity < needed:
+        capacity *= 2
+    return capacity
+
+
 cdef int _grow(void **array, Py_ssize_t *capacity, Py_ssize_t needed, size_t item) except -1:
     """Grow a PyMem array to hold at least needed items (doubling); MemoryError leaves it as it was."""
-    cdef Py_ssize_t c = capacity[0]
+    cdef Py_ssize_t c
     cdef void *p
-    if needed <= c:
+    if needed <= capacity[0]:
         return 0
-    if c < 16:
-        c = 16
-    while c < needed:
-        c *= 2
+    c = _doubled(capacity[0], needed)
     p = PyMem_Realloc(array[0], <size_t>c * item)
     if p == NULL:
         raise MemoryError()
+    array[0] = p
+    capacity[0] = c
+    return 0
+
+
+cdef int _grow_records(void **array, Py_ssize_t *capacity, Py_ssize_t needed, size_t item) except -1:
+    """_grow for a record array, on 64-byte boundaries (freed with free()): a record then starts a cache line, and
+    a leaf's flags, size and hash (what a parent's encoding reads) share one line."""
+    cdef Py_ssize_t c
+    cdef void *p = NULL
+    if needed <= capacity[0]:
+        return 0
+    c = _doubled(capacity[0], needed)
+    if posix_memalign(&p, 64, <size_t>c * item) != 0:
+        raise MemoryError()
+    if array[0] != NULL:
+        memcpy(p, array[0], <size_t>capacity[0] * item)
+        free(array[0])
     array[0] = p
     capacity[0] = c
     return 0
@@ -118,27 +142,6 @@ cdef bytes _empty_root():
 cdef bytes _EMPTY_ROOT = _empty_root()
 cdef PassScratch _scratch           # starts zeroed: every array NULL, every capacity 0
 cdef bint _scratch_busy = False     # a pass is using _scratch (set and read with the GIL)
-
-
-cdef int _grow_records(void **array, Py_ssize_t *capacity, Py_ssize_t needed, size_t item) except -1:
-    """_grow for a record array, on 64-byte boundaries: a record then starts a cache line, and a leaf's flags,
-    size and hash (what a parent's encoding reads) share one line."""
-    cdef Py_ssize_t c = capacity[0]
-    cdef void *p = NULL
-    if needed <= c:
-        return 0
-    if c < 16:
-        c = 16
-    while c < needed:
-        c *= 2
-    if posix_memalign(&p, 64, <size_t>c * item) != 0:
-        raise MemoryError()
-    if array[0] != NULL:
-        memcpy(p, array[0], <size_t>capacity[0] * item)
-        free(array[0])
-    array[0] = p
-    capacity[0] = c
-    return 0
 
 
 @cython.final
@@ -429,13 +432,9 @@ cdef class NodeArena:
                 nn = self._new_leaf(k + pos, klen - pos, value, value_size)
                 self._kill(n)
                 return nn
-            changed[0] = True
-            self.key_delta = 1
-            self._track(n, k, pos)
             # The keys part inside this leaf: a branch there, behind an extension for the common part if any.
+            branch = self._split_start(n, k, pos, changed, &path_size)
             path = self.scratch + self.region
-            path_size = self._path(n, path)
-            branch = self._new_branch()
             slot = path[matchlen]
             if slot != TERMINATOR and (n >> 2) >= self.leaf_mark:
                 # A leaf made since the last pass moves under the branch as it is, its key shortened in place:
@@ -447,13 +446,7 @@ cdef class NodeArena:
                 self._branch_put(branch, path + matchlen, path_size - matchlen,
                                  self.blob + leaf.at + leaf.value_at, leaf.value_size)
                 self._kill(n)
-            self._branch_put(branch, k + pos + matchlen, klen - pos - matchlen, value, value_size)
-            self._dirty(branch, 1)
-            if matchlen == 0:
-                return branch
-            nn = self._new_extension(k + pos, matchlen, branch)
-            self._dirty(nn, 2)
-            return nn
+            return self._split(branch, 1, k, pos, matchlen, klen, value, value_size)
         if kind == KIND_EXTENSION:
             e = &self.extensions[n >> 2]
             compact = self.blob + e.key_at
@@ -468,13 +461,9 @@ cdef class NodeArena:
                 self.extensions[n >> 2].child = nn
                 self._dirty(n, self.height_of(nn) + 1)
                 return n
-            changed[0] = True
-            self.key_delta = 1
-            self._track(n, k, pos)
-            path = self.scratch + self.region
-            path_size = self._path(n, path)
             child = e.child
-            branch = self._new_branch()
+            branch = self._split_start(n, k, pos, changed, &path_size)
+            path = self.scratch + self.region
             b = &self.branches[branch >> 2]
             slot = path[matchlen]
             if matchlen + 1 == path_size:
@@ -486,14 +475,8 @@ cdef class NodeArena:
                 b.child[slot] = sub
                 height = self.height_of(sub) + 1
             b.present |= <uint32_t>1 << slot
-            self._branch_put(branch, k + pos + matchlen, klen - pos - matchlen, value, value_size)
             self._kill(n)
-            self._dirty(branch, height)
-            if matchlen == 0:
-                return branch
-            nn = self._new_extension(k + pos, matchlen, branch)
-            self._dirty(nn, height + 1)
-            return nn
+            return self._split(branch, height, k, pos, matchlen, klen, value, value_size)
         b = &self.branches[n >> 2]
         slot = k[pos]
         if slot == TERMINATOR:
@@ -518,6 +501,30 @@ cdef class NodeArena:
         b.present |= <uint32_t>1 << slot
         self._dirty(n, self.height_of(nn) + 1)
         return n
+
+    cdef uint32_t _split_start(self, uint32_t n, const uint8_t *k, Py_ssize_t pos, bint *changed,
+                               Py_ssize_t *path_size) noexcept:
+        """The start of a split of leaf or extension n (at k[:pos]) by a new key: n's path, in hex nibbles, into
+        the scratch's path region (its size to path_size), and a new branch, returned."""
+        changed[0] = True
+        self.key_delta = 1
+        self._track(n, k, pos)
+        path_size[0] = self._path(n, self.scratch + self.region)
+        return self._new_branch()
+
+    cdef uint32_t _split(self, uint32_t branch, uint32_t height, const uint8_t *k, Py_ssize_t pos,
+                         Py_ssize_t matchlen, Py_ssize_t klen, const uint8_t *value, Py_ssize_t value_size) noexcept:
+        """The end of a split at k[:pos + matchlen], where the new key leaves a leaf's or an extension's path:
+        the new key's leaf (or value) goes into branch, which holds the old record's side already and is listed
+        at height, behind an extension for the common part k[pos:pos + matchlen] if there is one."""
+        cdef uint32_t nn
+        self._branch_put(branch, k + pos + matchlen, klen - pos - matchlen, value, value_size)
+        self._dirty(branch, height)
+        if matchlen == 0:
+            return branch
+        nn = self._new_extension(k + pos, matchlen, branch)
+        self._dirty(nn, height + 1)
+        return nn
 
     # ------------------------------------------------------------------------------------------ delete
 
@@ -568,15 +575,8 @@ cdef class NodeArena:
                 return n
             size = self._path(n, merged)
             size += self._path(nn, merged + size)
-            if nn & KIND_MASK == KIND_LEAF:
-                leaf = &self.leaves[nn >> 2]
-                child = self._new_leaf(merged, size, self.blob + leaf.at + leaf.value_at, leaf.value_size)
-            else:
-                child = self._new_extension(merged, size, self.extensions[nn >> 2].child)
-                self._dirty(child, self.height_of(self.extensions[nn >> 2].child) + 1)
-            self._kill(nn)
             self._kill(n)
-            return child
+            return self._moved(nn, merged, size)
         b = &self.branches[n >> 2]
         slot = k[pos]
         if slot == TERMINATOR:
@@ -613,22 +613,30 @@ cdef class NodeArena:
                 nn = self._new_extension(merged, 1, child)
                 self._dirty(nn, self.height_of(child) + 1)
             else:
-                # It moves up one level: its old path (this branch's and its slot) no longer holds a node.
-                if self.tracking and self._flags(child)[0] & REC_STORED:
-                    merged[0] = slot
-                    memcpy(merged + 1, k, <size_t>pos)
-                    merged[pos + 1] = slot
-                    self._track(child, merged + 1, pos + 1)
-                    merged[0] = slot
+                # It moves up one level: its old path (this branch's, and the slot) no longer holds a node.
+                if self.tracking:
+                    memcpy(merged, k, <size_t>pos)
+                    merged[pos] = slot
+                    self._track(child, merged, pos + 1)
+                merged[0] = slot
                 size = 1 + self._path(child, merged + 1)
-                if child & KIND_MASK == KIND_LEAF:
-                    leaf = &self.leaves[child >> 2]
-                    nn = self._new_leaf(merged, size, self.blob + leaf.at + leaf.value_at, leaf.value_size)
-                else:
-                    nn = self._new_extension(merged, size, self.extensions[child >> 2].child)
-                    self._dirty(nn, self.height_of(self.extensions[child >> 2].child) + 1)
-                self._kill(child)
+                nn = self._moved(child, merged, size)
         self._kill(n)
+        return nn
+
+    cdef uint32_t _moved(self, uint32_t ref, const uint8_t *hexkey, Py_ssize_t n) noexcept:
+        """Leaf or extension ref again at the new path hexkey[:n] (a leaf's ending with the terminator): a new
+        record with its value, or its child; ref dies."""
+        cdef LeafRecord *leaf
+        cdef uint32_t nn, child
+        if ref & KIND_MASK == KIND_LEAF:
+            leaf = &self.leaves[ref >> 2]
+            nn = self._new_leaf(hexkey, n, self.blob + leaf.at + leaf.value_at, leaf.value_size)
+        else:
+            child = self.extensions[ref >> 2].child
+            nn = self._new_extension(hexkey, n, child)
+            self._dirty(nn, self.height_of(child) + 1)
+        self._kill(ref)
         return nn
 
     # ------------------------------------------------------------------------------------------ the operations
@@ -1085,9 +1093,7 @@ cdef class NodeArena:
             fresh.leaf_count += 1
             leaf = &fresh.leaves[i]
             leaf[0] = self.leaves[ref >> 2]
-            leaf.at = <uint64_t>fresh.blob_size
-            memcpy(fresh.blob + fresh.blob_size, self.blob + self.leaves[ref >> 2].at, leaf.size)
-            fresh.blob_size += leaf.size
+            leaf.at = _copy_bytes(fresh, self.blob + leaf.at, leaf.size)
             return make_ref(i, KIND_LEAF)
         if ref & KIND_MASK == KIND_EXTENSION:
             child = self._copy_into(fresh, self.extensions[ref >> 2].child)
@@ -1095,9 +1101,7 @@ cdef class NodeArena:
             fresh.extension_count += 1
             e = &fresh.extensions[i]
             e[0] = self.extensions[ref >> 2]
-            e.key_at = <uint64_t>fresh.blob_size
-            memcpy(fresh.blob + fresh.blob_size, self.blob + self.extensions[ref >> 2].key_at, e.key_size)
-            fresh.blob_size += e.key_size
+            e.key_at = _copy_bytes(fresh, self.blob + e.key_at, e.key_size)
             e.child = child
             fresh.extension_heights[i] = self.extension_heights[ref >> 2]
             return make_ref(i, KIND_EXTENSION)
@@ -1111,9 +1115,7 @@ cdef class NodeArena:
                 b = &fresh.branches[i]
                 b.child[slot] = child
         if b.value_size:
-            b.value_at = <uint64_t>fresh.blob_size
-            memcpy(fresh.blob + fresh.blob_size, self.blob + self.branches[ref >> 2].value_at, b.value_size)
-            fresh.blob_size += b.value_size
+            b.value_at = _copy_bytes(fresh, self.blob + b.value_at, b.value_size)
         fresh.branch_heights[i] = self.branch_heights[ref >> 2]
         return make_ref(i, KIND_BRANCH)
 
@@ -1403,6 +1405,14 @@ cdef inline Py_ssize_t extension_payload(NodeArena self, const ReferenceTable *t
     cdef Py_ssize_t o = put_string(out, self.blob + e.key_at, e.key_size)
     return o + write_reference(t, e.child, out + o)
 
+
+
+cdef inline uint64_t _copy_bytes(NodeArena fresh, const uint8_t *data, Py_ssize_t n) noexcept:
+    """Append data[:n] to fresh's blob (room made by _compact); return where it starts there."""
+    cdef uint64_t at = <uint64_t>fresh.blob_size
+    memcpy(fresh.blob + at, data, <size_t>n)
+    fresh.blob_size += n
+    return at
 
 
 cdef int _check_layout() except -1:

@@ -74,31 +74,6 @@ def _hash_fixed_size(label: str, n: int) -> Case:
     )
 
 
-def _arena_hash(label: str, n: int) -> Case:
-    """HashFixedSize on the node arena (mpt.ethereum.arena.NodeArena, issue 34's first step): the same keys and
-    values, the same nodes and root, hashed from records instead of node objects."""
-    def setup():
-        from mpt.ethereum.arena import NodeArena
-
-        keys, values = hashed_accounts(n)
-        a = NodeArena()
-        for k, v in zip(keys, values):
-            a.update(k, v)
-        return a
-
-    def op(a):
-        return a.hash()
-
-    def check(a):
-        expect("ArenaHash/%s root" % label, op(a), ACCOUNT_ROOTS[n])
-
-    return Case(
-        name="ArenaHash/" + label, group="ArenaHash", size=n, setup=setup, op=op, check=check,
-        stateful=True, small=False, keccak_blobs=lambda _a: hashed_blobs(filled_trie(*hashed_accounts(n))),
-        doc="hash() of a fresh NodeArena holding make_accounts(%d)" % n,
-    )
-
-
 def _hash_two_tries(label: str, n: int, mode: str) -> Case:
     """Two Python threads hashing two different tries at once ("threads") against one after the other
     ("serial"): hash() runs its whole pass without the GIL, so the threads overlap."""
@@ -322,7 +297,6 @@ def cases() -> List[Case]:
     """The Ethereum cases, in the order of the benchmark page's table (Insert/N after Insert100K)."""
     out = [_hash_fixed_size(label, n) for label, n in ACCOUNT_SIZES.items()]
     out += [_commit_after_hash(label, n) for label, n in ACCOUNT_SIZES.items()]
-    out += [_arena_hash(label, ACCOUNT_SIZES[label]) for label in ("10K", "100K")]
     out += [_hash_two_tries(label, ACCOUNT_SIZES[label], mode)
             for label in ("10K", "100K") for mode in ("serial", "threads")]
     out += [_derive_sha("std_trie"), _derive_sha("stack_trie")]
