@@ -265,3 +265,107 @@ def test_compaction_bounds_memory():
     for k in keys:
         assert a.get(k) == t.get(k)
     assert len(a) == sum(1 for _ in t.items())
+
+
+# -------------------------------------------------------------------------------------------- Trie in its arena
+
+class FailingDict(dict):
+    """A plain-mapping node database whose writes fail while ``failing`` is set (a full disk, say)."""
+
+    failing = False
+
+    def __setitem__(self, key, value):
+        if self.failing:
+            raise OSError("no space left on device")
+        super().__setitem__(key, value)
+
+
+def _commit_record(t, collect_leaves):
+    out = t.commit(collect_leaves=collect_leaves)
+    ns = t.last_commit
+    return out, dict(ns.nodes), set(ns.deleted), list(ns.leaves) if ns.leaves is not None else None
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_trie_in_its_arena_commits_as_on_node_objects(seed):
+    """A fresh Trie (records in its arena) and a Trie on node objects take the same random updates, deletes,
+    hashes and commits, the arena trie turning into node objects at a random step or never: every commit
+    returns the same root and writes the same NodeSet (nodes with their paths, deleted paths, leaves, in the
+    same order), and the two databases end equal. Short keys and values make embedded nodes, values at
+    branches and stored nodes moved up by deletes."""
+    rng = random.Random(seed)
+    space, ops = _random_ops(rng, 400, [1, 2, 3, 32], [1, 3, 20, 40], 4 + seed % 5)
+    arena_db, object_db = {}, {}
+    a, o = Trie(arena_db), Trie(object_db)
+    assert o.root_node is None                      # o on node objects from here on
+    switch = rng.randrange(len(ops) + 100)          # a's nodes become objects there (or never)
+    for i, (op, k, v) in enumerate(ops):
+        if i == switch:
+            a.root_node
+        if op == "update":
+            a.update(k, v)
+            o.update(k, v)
+        else:
+            a.delete(k)
+            o.delete(k)
+        r = rng.random()
+        if r < 0.1:
+            leaves = rng.random() < 0.5
+            assert _commit_record(a, leaves) == _commit_record(o, leaves)
+        elif r < 0.2:
+            assert a.hash() == o.hash()
+    assert _commit_record(a, True) == _commit_record(o, True)
+    assert arena_db == object_db
+    assert dict(a.items()) == dict(o.items())
+
+
+def test_trie_in_its_arena_survives_a_failed_write():
+    """A commit whose write fails leaves everything to commit again: the retry writes the same NodeSet as one
+    commit on node objects, and changes made after it are tracked as before."""
+    keys, values = workloads.hashed_accounts(300)
+    db = FailingDict()
+    a, o = Trie(db), Trie({})
+    assert o.root_node is None
+    for k, v in zip(keys, values):
+        a.update(k, v)
+        o.update(k, v)
+    first = a.commit()
+    assert o.commit() == first
+    db.failing = True
+    for k in keys[:40]:
+        a.delete(k)
+        o.delete(k)
+    a.update(b"\x01" * 32, b"new")
+    o.update(b"\x01" * 32, b"new")
+    o.commit()
+    o_first = o.last_commit
+    with pytest.raises(OSError, match="no space left"):
+        a.commit()
+    assert a.last_commit.root == first
+    db.failing = False
+    assert a.commit() == o_first.root
+    assert dict(a.last_commit.nodes) == dict(o_first.nodes)
+    assert a.last_commit.deleted == o_first.deleted and a.last_commit.deleted
+    assert Trie(db, a.hash()).get(keys[50]) == values[50]
+    assert Trie(db, a.hash()).get(keys[0]) is None
+
+
+def test_trie_leaves_its_arena_for_node_objects_when_asked():
+    """What needs node objects turns the records into nodes once, hashes and stored state kept: the next
+    commit writes only what changed since the last one."""
+    keys, values = workloads.hashed_accounts(500)
+    t = Trie()
+    for k, v in zip(keys, values):
+        t.update(k, v)
+    root = t.commit()
+    t.update(keys[0], b"changed")
+    node = t.root_node                              # records -> nodes
+    assert node.dirty and t.root_node is node
+    assert t.hash() != root
+    t.commit()
+    # Only the changed path went out again: the root, the branches down to the leaf, the leaf.
+    assert 2 <= len(t.last_commit) <= 6
+    assert t.last_commit.deleted == set()           # every replaced path was written again
+    copy = t.copy()
+    copy.update(keys[1], b"x")
+    assert t.get(keys[1]) == values[1] and copy.get(keys[1]) == b"x"
