@@ -51,7 +51,7 @@ EXTENSIONS = {
     "mpt.ethereum.hasher": ("keccak", "openmp"),
     "mpt.ethereum.committer": (),
     "mpt.ethereum.trie": ("keccak",),
-    "mpt.ethereum.arena": ("keccak",),
+    "mpt.ethereum.arena": ("keccak", "openmp"),
     "mpt.ethereum.iterator": (),
     "mpt.ethereum.secure": ("keccak",),
     "mpt.ethereum.stacktrie": ("keccak",),

@@ -47,10 +47,18 @@ def test_empty():
     assert a.hash() == EMPTY_ROOT and len(a) == 0
 
 
+@pytest.fixture(params=[1, 2, 3])
+def threads(request):
+    """Hash threads for the pass (set_hash_threads): past 1024 records of a height, each height is shared out."""
+    before = runtime.set_hash_threads(request.param)
+    yield request.param
+    runtime.set_hash_threads(before)
+
+
 @pytest.mark.parametrize("n", [1000, 10000])
-def test_account_roots(n, backend):
+def test_account_roots(n, backend, threads):
     """The bench's HashFixedSize tries: the same root as geth (workloads.ACCOUNT_ROOTS), then again after
-    half the accounts change, hashed in between and not."""
+    half the accounts change, hashed in between and not; on 1 to 3 threads."""
     keys, values = workloads.hashed_accounts(n)
     a, t = NodeArena(), object_trie()
     for k, v in zip(keys, values):
@@ -369,3 +377,19 @@ def test_trie_leaves_its_arena_for_node_objects_when_asked():
     copy = t.copy()
     copy.update(keys[1], b"x")
     assert t.get(keys[1]) == values[1] and copy.get(keys[1]) == b"x"
+
+
+def test_threads_share_out_embedded_nodes_and_values(threads):
+    """Thousands of short keys with 1-byte values: leaves and branches under 32 bytes (embedded in their parents)
+    and values at branches, in heights large enough to be shared out between threads."""
+    rng = random.Random(11)
+    model = {bytes(rng.randrange(256) for _ in range(rng.choice([1, 2, 3]))): bytes([rng.randrange(1, 256)])
+             for _ in range(6000)}
+    a = NodeArena()
+    for k, v in model.items():
+        a.update(k, v)
+    assert a.hash() == trie_root(model)
+    for k in list(model)[::3]:
+        a.delete(k)
+        del model[k]
+    assert a.hash() == trie_root(model)

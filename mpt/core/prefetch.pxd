@@ -10,7 +10,12 @@ cdef extern from *:
     """
     #ifndef MPT_PREFETCH
     #if defined(__GNUC__) || defined(__clang__)
-    #define MPT_PREFETCH(p) __builtin_prefetch((const void *)(p))
+    /* The empty volatile asm: GCC counts __builtin_prefetch as no side effect, so a helper that does nothing but
+       prefetch (and the loads that find the addresses) is "pure" to its interprocedural analysis, and a call to
+       it whose result nobody uses is deleted as dead code: with -DNDEBUG (setuptools' default) GCC 12 dropped
+       every prefetch of the shard readers' helper and of the arena's first prefetch helpers that way. A volatile
+       asm statement is a side effect, so the prefetch stays; it emits nothing and clobbers nothing. */
+    #define MPT_PREFETCH(p) do { __builtin_prefetch((const void *)(p)); __asm__ __volatile__(""); } while (0)
     #else
     #define MPT_PREFETCH(p) ((void)(p))
     #endif

@@ -84,6 +84,10 @@ cdef enum:
     # What a chunk's encodings take in the level buffer for a branch of hashed children and no value, and the
     # headers' room: the buffer holds PASS_CHUNK of them, or one record's largest encoding if that is more.
     PASS_RECORD_SIZE = 2 * MAX_HEADER_SIZE + 16 * 33 + 1
+    # The most threads a pass runs on (set_hash_threads may ask for more), and the fewest records of one height (or
+    # new leaves) worth sharing out: two chunks a thread.
+    MAX_PASS_LANES = 16
+    PARALLEL_MIN = 4 * PASS_CHUNK
     # An arena compacts once it holds more replaced bytes than live ones, and at least this many, or more dead leaf
     # records than live ones, and at least this many.
     COMPACT_MIN_GARBAGE = 1 << 14
@@ -101,14 +105,19 @@ cdef struct PassChunk:
     uint8_t digests[32 * PASS_CHUNK]
 
 
+cdef struct PassLane:
+    # One thread's share of a pass: its chunk and the level buffer its encodings go into.
+    PassChunk chunk
+    uint8_t *buffer
+    Py_ssize_t buffer_capacity
+
+
 cdef struct PassScratch:
     Py_ssize_t *counts
     Py_ssize_t counts_capacity
     uint32_t *order
     Py_ssize_t order_capacity
-    PassChunk chunk
-    uint8_t *buffer                 # the encodings of one height
-    Py_ssize_t buffer_capacity
+    PassLane *lanes[MAX_PASS_LANES]     # one per thread, made when first needed
 
 
 @cython.final
@@ -207,7 +216,7 @@ cdef class NodeArena:
     cdef void _measure(self, uint32_t ref, Py_ssize_t *sizes) noexcept
     cdef uint32_t _copy_into(self, NodeArena fresh, uint32_t ref) noexcept
     cdef int _pass(self) except -1
-    cdef void _hash_records(self, PassScratch *s, uint32_t top, int backend) noexcept nogil
+    cdef void _hash_records(self, PassScratch *s, uint32_t top, int backend, int threads) noexcept nogil
     cdef void _root_hash_from_record(self) noexcept
     cdef void _free_dead(self) noexcept
     cdef void _branch_put(self, uint32_t branch, const uint8_t *hexkey, Py_ssize_t n, const uint8_t *value,

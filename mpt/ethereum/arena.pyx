@@ -26,7 +26,8 @@ from mpt.core._keccak.keccak cimport mpt_keccak256, mpt_keccak256_many
 from mpt.core.bytes_like cimport get_bytes_view
 from mpt.core.prefetch cimport prefetch_line
 from mpt.core.rlp cimport MAX_HEADER_SIZE, header_size, put_header, put_string, string_size
-from mpt.core.runtime cimport keccak_backend_number
+from mpt.core.runtime cimport hash_threads, keccak_backend_number, mark_openmp_used
+from cython.parallel cimport prange
 from mpt.ethereum.encoding cimport TERMINATOR, write_compact
 from mpt.ethereum.committer cimport NodeSet, add_node, new_node_set
 from mpt.ethereum.node cimport FullNode, Node, ShortNode, ValueNode
@@ -927,9 +928,9 @@ cdef class NodeArena:
             blob = PyBytes_FromStringAndSize(<const char *>self.blob + leaf.at, leaf.size)
         else:
             if kind == KIND_BRANCH:
-                size = branch_payload(self, &table, &self.branches[ref >> 2], buf + MAX_HEADER_SIZE)
+                size = branch_payload(self.blob, &table, &self.branches[ref >> 2], buf + MAX_HEADER_SIZE)
             else:
-                size = extension_payload(self, &table, &self.extensions[ref >> 2], buf + MAX_HEADER_SIZE)
+                size = extension_payload(self.blob, &table, &self.extensions[ref >> 2], buf + MAX_HEADER_SIZE)
             header = header_size(size)
             put_header(buf + MAX_HEADER_SIZE - header, 0xC0, size)
             blob = PyBytes_FromStringAndSize(<const char *>buf + MAX_HEADER_SIZE - header, size + header)
@@ -1122,9 +1123,11 @@ cdef class NodeArena:
     # ------------------------------------------------------------------------------------------ the pass
 
     cdef int _pass(self) except -1:
-        """Hash every record that lost its hash (see _hash_records), without the GIL: the pass's arrays are made
-        ready first, so nothing in it can fail, and the arena refuses changes meanwhile (busy)."""
+        """Hash every record that lost its hash (see _hash_records), without the GIL, on up to hash_threads()
+        threads: the pass's arrays are made ready first, so nothing in it can fail, and the arena refuses changes
+        meanwhile (busy)."""
         cdef int backend = keccak_backend_number()
+        cdef int threads = hash_threads(), t
         cdef Py_ssize_t k, listed = 0
         cdef uint32_t top = 0, h
         cdef PassScratch *s = &_scratch
@@ -1136,6 +1139,11 @@ cdef class NodeArena:
                 listed += 1
                 if h > top:
                     top = h
+        # Threads only for a pass with whole chunks to share out.
+        if threads > MAX_PASS_LANES:
+            threads = MAX_PASS_LANES
+        if threads > 1 and max(listed, self.leaf_count - self.leaf_mark) < PARALLEL_MIN:
+            threads = 1
         # The pass's arrays live between passes (one set per process): a fresh trie's pass would otherwise pay the
         # page faults of new ones. A pass that finds them taken (another thread's, running) uses its own.
         if _scratch_busy:
@@ -1146,22 +1154,28 @@ cdef class NodeArena:
         try:
             _grow(<void **>&s.counts, &s.counts_capacity, top + 2, sizeof(Py_ssize_t))
             _grow(<void **>&s.order, &s.order_capacity, listed + 1, sizeof(uint32_t))
-            _grow(<void **>&s.buffer, &s.buffer_capacity, bound, 1)
+            for t in range(threads):
+                if s.lanes[t] == NULL:
+                    s.lanes[t] = <PassLane *>PyMem_Malloc(sizeof(PassLane))
+                    if s.lanes[t] == NULL:
+                        raise MemoryError()
+                    memset(s.lanes[t], 0, sizeof(PassLane))
+                _grow(<void **>&s.lanes[t].buffer, &s.lanes[t].buffer_capacity, bound, 1)
             self.busy = True
             if s == &_scratch:
                 _scratch_busy = True
+            if threads > 1:
+                mark_openmp_used()
             try:
                 with nogil:
-                    self._hash_records(s, top, backend)
+                    self._hash_records(s, top, backend, threads)
             finally:
                 self.busy = False
                 if s == &_scratch:
                     _scratch_busy = False
         finally:
             if s != &_scratch:
-                PyMem_Free(s.counts)
-                PyMem_Free(s.order)
-                PyMem_Free(s.buffer)
+                _free_scratch(s)
                 PyMem_Free(s)
         self._root_hash_from_record()
         # Done: the list is empty (each live record left it when it was hashed; a dead one is cleared when its
@@ -1171,26 +1185,17 @@ cdef class NodeArena:
         self._free_dead()
         return 0
 
-    cdef void _hash_records(self, PassScratch *s, uint32_t top, int backend) noexcept nogil:
+    cdef void _hash_records(self, PassScratch *s, uint32_t top, int backend, int threads) noexcept nogil:
         """The new leaves where they lie in the blob, in the order they were made, then the listed branches and
-        extensions one height at a time (children first), sorted by height from the dense height arrays. Each
-        height goes through Keccak PASS_CHUNK encodings at a time, in one call on the backend's lanes: a chunk's
-        encodings are still in the caches when Keccak reads them, and its records when their digests go back.
-        An encoding under 32 bytes is kept in the record for its parent (embedded), not hashed."""
-        cdef Py_ssize_t i, m, k, start, level_end, used, size, header
-        cdef uint32_t h, ref, mask
-        cdef LeafRecord *leaf
-        cdef BranchRecord *b
-        cdef ExtensionRecord *e
-        cdef uint8_t *flags
-        cdef uint8_t *hv
-        cdef uint8_t *payload
-        cdef uint8_t *embedded_size
-        cdef ReferenceTable table
+        extensions one height at a time (children first), sorted by height from the dense height arrays. With
+        threads > 1, each height (the leaves too) is cut into that many stretches, one per thread: the records
+        of one height never refer to each other."""
+        cdef Py_ssize_t k, start, count, lo, hi
+        cdef uint32_t h, ref
+        cdef int t
+        cdef ArenaView view
         cdef Py_ssize_t *counts = s.counts
         cdef uint32_t *order = s.order
-        cdef PassChunk *c = &s.chunk
-        cdef uint8_t *buf = s.buffer
         # A counting sort: counts[h] becomes where height h starts (heights start at 1), then where it ends.
         memset(counts, 0, (top + 2) * sizeof(Py_ssize_t))
         for k in range(self.dirty_count):
@@ -1205,109 +1210,28 @@ cdef class NodeArena:
             if h != DEAD_HEIGHT:
                 order[counts[h]] = ref
                 counts[h] += 1
-
+        arena_view(self, &view)
         # Height 0: the new leaves, hashed where they lie.
-        m = 0
-        for i in range(self.leaf_mark, self.leaf_count):
-            if i + 2 * PASS_PREFETCH_AHEAD < self.leaf_count:
-                prefetch_line(&self.leaves[i + 2 * PASS_PREFETCH_AHEAD])
-            leaf = &self.leaves[i]
-            if leaf.flags & REC_DEAD:
-                continue
-            if leaf.size < 32:
-                memcpy(leaf.hash_value, self.blob + leaf.at, leaf.size)
-                leaf.embedded_size = <uint8_t>leaf.size
-                leaf.flags |= REC_DONE | REC_EMBEDDED
-                continue
-            c.messages[m] = self.blob + leaf.at
-            c.lengths[m] = leaf.size
-            c.targets[m] = leaf.hash_value
-            c.done[m] = &leaf.flags
-            m += 1
-            if m == PASS_CHUNK:
-                _hash_chunk(backend, c, m)
-                m = 0
-        _hash_chunk(backend, c, m)
-
+        count = self.leaf_count - self.leaf_mark
+        if threads > 1 and count >= PARALLEL_MIN:
+            for t in prange(threads, num_threads=threads, schedule='static', chunksize=1):
+                lo = self.leaf_mark + count * t // threads
+                hi = self.leaf_mark + count * (t + 1) // threads
+                _hash_leaves(&view, s.lanes[t], lo, hi, backend)
+        else:
+            _hash_leaves(&view, s.lanes[0], self.leaf_mark, self.leaf_count, backend)
         # Heights 1 and up.
-        reference_table(self, &table)
         start = 0
         for h in range(1, top + 1):
-            level_end = counts[h]
-            used = 0
-            m = 0
-            for k in range(start, level_end):
-                # Two stages: the record 2 x PASS_PREFETCH_AHEAD places on, then (its fields arrived
-                # meanwhile) the children's references of the one PASS_PREFETCH_AHEAD places on.
-                if k + 2 * PASS_PREFETCH_AHEAD < level_end:
-                    ref = order[k + 2 * PASS_PREFETCH_AHEAD]
-                    if ref & KIND_MASK == KIND_BRANCH:
-                        prefetch_line(<const char *>&self.branches[ref >> 2])
-                        prefetch_line(<const char *>&self.branches[ref >> 2] + 64)
-                    else:
-                        prefetch_line(<const char *>&self.extensions[ref >> 2])
-                if k + PASS_PREFETCH_AHEAD < level_end:
-                    ref = order[k + PASS_PREFETCH_AHEAD]
-                    if ref & KIND_MASK == KIND_BRANCH:
-                        b = &self.branches[ref >> 2]
-                        mask = b.present & 0xFFFF
-                        while mask:
-                            prefetch_line(reference_field(&table, b.child[__builtin_ctz(mask)]))
-                            mask &= mask - 1
-                        if b.value_size:
-                            prefetch_line(self.blob + b.value_at)
-                    else:
-                        prefetch_line(reference_field(&table, self.extensions[ref >> 2].child))
-                ref = order[k]
-                if ref & KIND_MASK == KIND_BRANCH:
-                    b = &self.branches[ref >> 2]
-                    size = 2 * MAX_HEADER_SIZE + 16 * 33 + 1 + b.value_size
-                else:
-                    e = &self.extensions[ref >> 2]
-                    size = 3 * MAX_HEADER_SIZE + e.key_size + 33
-                if used + size > s.buffer_capacity:
-                    # The buffer holds at least one record's largest encoding (max_record_encoding): Keccak
-                    # takes what is there, and the buffer starts over.
-                    for i in range(m):
-                        c.messages[i] = buf + c.offsets[i]
-                    _hash_chunk(backend, c, m)
-                    m = 0
-                    used = 0
-                payload = buf + used + MAX_HEADER_SIZE
-                if ref & KIND_MASK == KIND_BRANCH:
-                    size = branch_payload(self, &table, b, payload)
-                    flags = &b.flags
-                    hv = b.hash_value
-                    embedded_size = &b.embedded_size
-                else:
-                    size = extension_payload(self, &table, e, payload)
-                    flags = &e.flags
-                    hv = e.hash_value
-                    embedded_size = &e.embedded_size
-                header = header_size(size)
-                put_header(payload - header, 0xC0, size)
-                size += header
-                used += MAX_HEADER_SIZE + size
-                if size < 32:
-                    memcpy(hv, payload - header, <size_t>size)
-                    embedded_size[0] = <uint8_t>size
-                    flags[0] = (flags[0] & ~REC_LISTED) | REC_DONE | REC_EMBEDDED
-                    continue
-                c.offsets[m] = <size_t>(payload - header - buf)
-                c.lengths[m] = <size_t>size
-                c.targets[m] = hv
-                c.done[m] = flags
-                m += 1
-                if m == PASS_CHUNK:
-                    for i in range(m):
-                        c.messages[i] = buf + c.offsets[i]
-                    _hash_chunk(backend, c, m)
-                    m = 0
-                    used = 0
-            for i in range(m):
-                c.messages[i] = buf + c.offsets[i]
-            _hash_chunk(backend, c, m)
-            start = level_end
+            count = counts[h] - start
+            if threads > 1 and count >= PARALLEL_MIN:
+                for t in prange(threads, num_threads=threads, schedule='static', chunksize=1):
+                    lo = start + count * t // threads
+                    hi = start + count * (t + 1) // threads
+                    _hash_stretch(&view, s.lanes[t], order, lo, hi, backend)
+            else:
+                _hash_stretch(&view, s.lanes[0], order, start, counts[h], backend)
+            start = counts[h]
 
     cdef void _root_hash_from_record(self) noexcept:
         """The root's hash: its digest, or (an encoding under 32 bytes, kept for a parent it does not have) the
@@ -1388,23 +1312,170 @@ cdef inline Py_ssize_t write_reference(const ReferenceTable *t, uint32_t ref, ui
     return 1 + 32 * present
 
 
-cdef inline Py_ssize_t branch_payload(NodeArena self, const ReferenceTable *t, BranchRecord *b,
+cdef inline Py_ssize_t branch_payload(const uint8_t *blob, const ReferenceTable *t, BranchRecord *b,
                                       uint8_t *out) noexcept nogil:
     cdef Py_ssize_t o = 0
     cdef int i
     for i in range(16):
         o += write_reference(t, b.child[i], out + o)
     if b.value_size:
-        return o + put_string(out + o, self.blob + b.value_at, b.value_size)
+        return o + put_string(out + o, blob + b.value_at, b.value_size)
     out[o] = 0x80
     return o + 1
 
 
-cdef inline Py_ssize_t extension_payload(NodeArena self, const ReferenceTable *t, ExtensionRecord *e,
+cdef inline Py_ssize_t extension_payload(const uint8_t *blob, const ReferenceTable *t, ExtensionRecord *e,
                                          uint8_t *out) noexcept nogil:
-    cdef Py_ssize_t o = put_string(out, self.blob + e.key_at, e.key_size)
+    cdef Py_ssize_t o = put_string(out, blob + e.key_at, e.key_size)
     return o + write_reference(t, e.child, out + o)
 
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The pass's work on one stretch of records, on one thread (without the GIL): what it reads of the arena is in an
+# ArenaView, taken before the threads start (nothing moves while the pass runs).
+# ---------------------------------------------------------------------------------------------------------------
+
+cdef struct ArenaView:
+    LeafRecord *leaves
+    BranchRecord *branches
+    ExtensionRecord *extensions
+    const uint8_t *blob
+    ReferenceTable table
+
+
+cdef inline void arena_view(NodeArena self, ArenaView *v) noexcept nogil:
+    v.leaves = self.leaves
+    v.branches = self.branches
+    v.extensions = self.extensions
+    v.blob = self.blob
+    reference_table(self, &v.table)
+
+
+cdef void _hash_leaves(const ArenaView *v, PassLane *lane, Py_ssize_t lo, Py_ssize_t hi, int backend) noexcept nogil:
+    """The live leaves of leaves[lo:hi], hashed where their encodings lie, PASS_CHUNK to a Keccak call."""
+    cdef PassChunk *c = &lane.chunk
+    cdef LeafRecord *leaf
+    cdef Py_ssize_t i, m = 0
+    for i in range(lo, hi):
+        if i + 2 * PASS_PREFETCH_AHEAD < hi:
+            prefetch_line(&v.leaves[i + 2 * PASS_PREFETCH_AHEAD])
+        leaf = &v.leaves[i]
+        if leaf.flags & REC_DEAD:
+            continue
+        if leaf.size < 32:
+            memcpy(leaf.hash_value, v.blob + leaf.at, leaf.size)
+            leaf.embedded_size = <uint8_t>leaf.size
+            leaf.flags |= REC_DONE | REC_EMBEDDED
+            continue
+        c.messages[m] = v.blob + leaf.at
+        c.lengths[m] = leaf.size
+        c.targets[m] = leaf.hash_value
+        c.done[m] = &leaf.flags
+        m += 1
+        if m == PASS_CHUNK:
+            _hash_chunk(backend, c, m)
+            m = 0
+    _hash_chunk(backend, c, m)
+
+
+cdef void _hash_stretch(const ArenaView *v, PassLane *lane, const uint32_t *order, Py_ssize_t lo, Py_ssize_t hi,
+                        int backend) noexcept nogil:
+    """The branches and extensions order[lo:hi] (of one height: their children are done), each encoded into the
+    lane's buffer and keccaked PASS_CHUNK to a call: a chunk's encodings are still in the caches when Keccak
+    reads them, and its records when their digests go back. An encoding under 32 bytes is kept in the record for
+    its parent (embedded), not hashed."""
+    cdef PassChunk *c = &lane.chunk
+    cdef uint8_t *buf = lane.buffer
+    cdef Py_ssize_t k, i, m = 0, used = 0, size, header
+    cdef uint32_t ref, mask
+    cdef BranchRecord *b
+    cdef ExtensionRecord *e
+    cdef uint8_t *flags
+    cdef uint8_t *hv
+    cdef uint8_t *payload
+    cdef uint8_t *embedded_size
+    for k in range(lo, hi):
+        # Two stages: the record 2 x PASS_PREFETCH_AHEAD places on, then (its fields arrived meanwhile) the
+        # children's references of the one PASS_PREFETCH_AHEAD places on.
+        if k + 2 * PASS_PREFETCH_AHEAD < hi:
+            ref = order[k + 2 * PASS_PREFETCH_AHEAD]
+            if ref & KIND_MASK == KIND_BRANCH:
+                prefetch_line(<const char *>&v.branches[ref >> 2])
+                prefetch_line(<const char *>&v.branches[ref >> 2] + 64)
+            else:
+                prefetch_line(<const char *>&v.extensions[ref >> 2])
+        if k + PASS_PREFETCH_AHEAD < hi:
+            ref = order[k + PASS_PREFETCH_AHEAD]
+            if ref & KIND_MASK == KIND_BRANCH:
+                b = &v.branches[ref >> 2]
+                mask = b.present & 0xFFFF
+                while mask:
+                    prefetch_line(reference_field(&v.table, b.child[__builtin_ctz(mask)]))
+                    mask &= mask - 1
+                if b.value_size:
+                    prefetch_line(v.blob + b.value_at)
+            else:
+                prefetch_line(reference_field(&v.table, v.extensions[ref >> 2].child))
+        ref = order[k]
+        if ref & KIND_MASK == KIND_BRANCH:
+            b = &v.branches[ref >> 2]
+            size = 2 * MAX_HEADER_SIZE + 16 * 33 + 1 + b.value_size
+        else:
+            e = &v.extensions[ref >> 2]
+            size = 3 * MAX_HEADER_SIZE + e.key_size + 33
+        if used + size > lane.buffer_capacity:
+            # The buffer holds at least one record's largest encoding (max_record_encoding): Keccak takes what is
+            # there, and the buffer starts over.
+            for i in range(m):
+                c.messages[i] = buf + c.offsets[i]
+            _hash_chunk(backend, c, m)
+            m = 0
+            used = 0
+        payload = buf + used + MAX_HEADER_SIZE
+        if ref & KIND_MASK == KIND_BRANCH:
+            size = branch_payload(v.blob, &v.table, b, payload)
+            flags = &b.flags
+            hv = b.hash_value
+            embedded_size = &b.embedded_size
+        else:
+            size = extension_payload(v.blob, &v.table, e, payload)
+            flags = &e.flags
+            hv = e.hash_value
+            embedded_size = &e.embedded_size
+        header = header_size(size)
+        put_header(payload - header, 0xC0, size)
+        size += header
+        used += MAX_HEADER_SIZE + size
+        if size < 32:
+            memcpy(hv, payload - header, <size_t>size)
+            embedded_size[0] = <uint8_t>size
+            flags[0] = (flags[0] & ~REC_LISTED) | REC_DONE | REC_EMBEDDED
+            continue
+        c.offsets[m] = <size_t>(payload - header - buf)
+        c.lengths[m] = <size_t>size
+        c.targets[m] = hv
+        c.done[m] = flags
+        m += 1
+        if m == PASS_CHUNK:
+            for i in range(m):
+                c.messages[i] = buf + c.offsets[i]
+            _hash_chunk(backend, c, m)
+            m = 0
+            used = 0
+    for i in range(m):
+        c.messages[i] = buf + c.offsets[i]
+    _hash_chunk(backend, c, m)
+
+
+cdef void _free_scratch(PassScratch *s) noexcept:
+    cdef int t
+    PyMem_Free(s.counts)
+    PyMem_Free(s.order)
+    for t in range(MAX_PASS_LANES):
+        if s.lanes[t] != NULL:
+            PyMem_Free(s.lanes[t].buffer)
+            PyMem_Free(s.lanes[t])
 
 
 cdef inline uint64_t _copy_bytes(NodeArena fresh, const uint8_t *data, Py_ssize_t n) noexcept:
