@@ -66,44 +66,44 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 # a single figure has low == high.
 US = 1e3
 MS = 1e6
-SIDE_BY_SIDE_RUN = "2-vCPU AMD EPYC (Zen 4), 2026-12-05"
+SIDE_BY_SIDE_RUN = "2-vCPU AMD EPYC (Zen 4), 2026-12-06"
 GETH: Dict[str, Tuple[float, float, Optional[float], Optional[float]]] = {
     name: (ns, ns, None, None) for name, ns in {
-        "HashFixedSize/10": 16.7 * US, "HashFixedSize/100": 98.8 * US, "HashFixedSize/1K": 921 * US,
-        "HashFixedSize/10K": 10.2 * MS, "HashFixedSize/100K": 153 * MS,
-        "CommitAfterHashFixedSize/10": 12.0 * US, "CommitAfterHashFixedSize/100": 43.8 * US,
-        "CommitAfterHashFixedSize/1K": 738 * US, "CommitAfterHashFixedSize/10K": 9.65 * MS,
-        "CommitAfterHashFixedSize/100K": 205 * MS,
-        "DeriveSha200/std_trie": 209 * US, "DeriveSha200/stack_trie": 180 * US,
-        "Insert100K": 29.1 * MS, "Prove": 5.7 * US, "VerifyProof": 2.5 * US,
-        "VerifyRangeProof10": 20.0 * US, "VerifyRangeProof100": 71.0 * US, "VerifyRangeProof1000": 1.14 * MS,
-        "VerifyRangeProof5000": 5.77 * MS,
-        "VerifyRangeNoProof10": 110 * US, "VerifyRangeNoProof500": 454 * US, "VerifyRangeNoProof1000": 876 * US,
+        "HashFixedSize/10": 17.3 * US, "HashFixedSize/100": 105 * US, "HashFixedSize/1K": 995 * US,
+        "HashFixedSize/10K": 12.0 * MS, "HashFixedSize/100K": 166 * MS,
+        "CommitAfterHashFixedSize/10": 14.0 * US, "CommitAfterHashFixedSize/100": 46.4 * US,
+        "CommitAfterHashFixedSize/1K": 865 * US, "CommitAfterHashFixedSize/10K": 13.2 * MS,
+        "CommitAfterHashFixedSize/100K": 245 * MS,
+        "DeriveSha200/std_trie": 219 * US, "DeriveSha200/stack_trie": 181 * US,
+        "Insert100K": 30.4 * MS, "Prove": 6.3 * US, "VerifyProof": 2.5 * US,
+        "VerifyRangeProof10": 20.7 * US, "VerifyRangeProof100": 72.9 * US, "VerifyRangeProof1000": 1.19 * MS,
+        "VerifyRangeProof5000": 6.33 * MS,
+        "VerifyRangeNoProof10": 115 * US, "VerifyRangeNoProof500": 472 * US, "VerifyRangeNoProof1000": 893 * US,
     }.items()
 }
 # mpt's medians of that same side-by-side run (--hash-threads 1, Keccak backend avx512).
 MPT_SIDE_BY_SIDE: Dict[str, float] = {
-    "HashFixedSize/10": 3.4 * US, "HashFixedSize/100": 13.2 * US, "HashFixedSize/1K": 121 * US,
-    "HashFixedSize/10K": 1.44 * MS, "HashFixedSize/100K": 17.1 * MS,
-    "CommitAfterHashFixedSize/10": 2.1 * US, "CommitAfterHashFixedSize/100": 8.9 * US,
-    "CommitAfterHashFixedSize/1K": 105 * US, "CommitAfterHashFixedSize/10K": 1.58 * MS,
-    "CommitAfterHashFixedSize/100K": 47.7 * MS,
-    "DeriveSha200/std_trie": 37.3 * US, "DeriveSha200/stack_trie": 24.9 * US,
-    "Insert100K": 6.48 * MS, "Prove": 0.7 * US, "VerifyProof": 1.3 * US,
-    "VerifyRangeProof10": 5.8 * US, "VerifyRangeProof100": 17.8 * US, "VerifyRangeProof1000": 208 * US,
-    "VerifyRangeProof5000": 1.76 * MS,
-    "VerifyRangeNoProof10": 23.0 * US, "VerifyRangeNoProof500": 74.8 * US, "VerifyRangeNoProof1000": 144 * US,
+    "HashFixedSize/10": 3.2 * US, "HashFixedSize/100": 11.8 * US, "HashFixedSize/1K": 103 * US,
+    "HashFixedSize/10K": 1.16 * MS, "HashFixedSize/100K": 11.7 * MS,
+    "CommitAfterHashFixedSize/10": 1.9 * US, "CommitAfterHashFixedSize/100": 8.1 * US,
+    "CommitAfterHashFixedSize/1K": 85.9 * US, "CommitAfterHashFixedSize/10K": 1.26 * MS,
+    "CommitAfterHashFixedSize/100K": 48.6 * MS,
+    "DeriveSha200/std_trie": 31.3 * US, "DeriveSha200/stack_trie": 25.6 * US,
+    "Insert100K": 6.99 * MS, "Prove": 0.7 * US, "VerifyProof": 1.4 * US,
+    "VerifyRangeProof10": 6.0 * US, "VerifyRangeProof100": 18.3 * US, "VerifyRangeProof1000": 218 * US,
+    "VerifyRangeProof5000": 1.64 * MS,
+    "VerifyRangeNoProof10": 23.3 * US, "VerifyRangeNoProof500": 74.9 * US, "VerifyRangeNoProof1000": 150 * US,
 }
 # The ratios of that run as published (the ratio of the unrounded medians, so not always the ratio of the
 # rounded figures above).
 SIDE_BY_SIDE_RATIO: Dict[str, float] = {
-    "HashFixedSize/10": 0.21, "HashFixedSize/100": 0.13, "HashFixedSize/1K": 0.13, "HashFixedSize/10K": 0.14,
-    "HashFixedSize/100K": 0.11, "CommitAfterHashFixedSize/10": 0.17, "CommitAfterHashFixedSize/100": 0.20,
-    "CommitAfterHashFixedSize/1K": 0.14, "CommitAfterHashFixedSize/10K": 0.16, "CommitAfterHashFixedSize/100K": 0.23,
-    "DeriveSha200/std_trie": 0.18, "DeriveSha200/stack_trie": 0.14, "Insert100K": 0.22, "Prove": 0.12,
-    "VerifyProof": 0.52, "VerifyRangeProof10": 0.29, "VerifyRangeProof100": 0.25, "VerifyRangeProof1000": 0.18,
-    "VerifyRangeProof5000": 0.30, "VerifyRangeNoProof10": 0.21, "VerifyRangeNoProof500": 0.16,
-    "VerifyRangeNoProof1000": 0.16,
+    "HashFixedSize/10": 0.18, "HashFixedSize/100": 0.11, "HashFixedSize/1K": 0.10, "HashFixedSize/10K": 0.10,
+    "HashFixedSize/100K": 0.07, "CommitAfterHashFixedSize/10": 0.14, "CommitAfterHashFixedSize/100": 0.17,
+    "CommitAfterHashFixedSize/1K": 0.10, "CommitAfterHashFixedSize/10K": 0.10, "CommitAfterHashFixedSize/100K": 0.20,
+    "DeriveSha200/std_trie": 0.14, "DeriveSha200/stack_trie": 0.14, "Insert100K": 0.23, "Prove": 0.11,
+    "VerifyProof": 0.53, "VerifyRangeProof10": 0.29, "VerifyRangeProof100": 0.25, "VerifyRangeProof1000": 0.18,
+    "VerifyRangeProof5000": 0.26, "VerifyRangeNoProof10": 0.20, "VerifyRangeNoProof500": 0.16,
+    "VerifyRangeNoProof1000": 0.17,
 }
 GETH_LABEL = "geth 02b73d4e, 1 core"
 GETH_TWO_CORES: set = set()   # every geth figure above is one core

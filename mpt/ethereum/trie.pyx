@@ -2,7 +2,8 @@
 """Trie: get / update / delete / hash / copy over copy-on-write nodes.
 
 Updates never modify a node that is already linked in: they copy the path they touch (geth's approach), so an
-unchanged subtree keeps its cached hash and `copy()` costs O(1).
+unchanged subtree keeps its cached hash and `copy()` costs O(1). A fresh trie keeps its nodes as records in a
+NodeArena (mpt/ethereum/arena.pyx) until something needs node objects (nodes_root): its first copy() pays that.
 """
 cimport cython
 from cpython.ref cimport Py_REFCNT
@@ -660,7 +661,8 @@ cdef class Trie:
         return self.db
 
     def copy(self):
-        """An independent trie with the same content. O(1): nodes are shared copy-on-write."""
+        """An independent trie with the same content: nodes are shared copy-on-write, O(1) (a fresh trie's first
+        copy turns its records into nodes, once)."""
         cdef Trie t = type(self).__new__(type(self))
         t.root = self.nodes_root()
         t.db = self.db
