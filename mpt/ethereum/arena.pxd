@@ -1,7 +1,7 @@
 # cython: language_level=3
-"""A trie's nodes as records in flat arrays (issue 34's node arena, first step): what the hashing pass can walk
-without chasing Python objects. Bodies in arena.pyx; the plan and the measurements are in
-docs/contributing/performance_notes.md ("the node arena")."""
+"""A trie's nodes as records in flat arrays, where a fresh Trie keeps them: what the hashing pass can hash without
+chasing Python objects. Bodies in arena.pyx; the measurements are in docs/contributing/performance_notes.md
+("the node arena", session 16)."""
 cimport cython
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from mpt.ethereum.committer cimport NodeSet

@@ -1,4 +1,4 @@
-"""NodeArena: a trie held as records in flat arrays instead of node objects (issue 34's node arena, first step)."""
+"""NodeArena: a trie's nodes as records in flat arrays, where a fresh Trie keeps them."""
 from typing import TypeVar, final
 
 from _typeshed import ReadableBuffer
@@ -9,7 +9,7 @@ __all__ = ["NodeArena"]
 
 @final
 class NodeArena:
-    """A Merkle Patricia Trie held as records in flat arrays, in memory. Not part of the public API yet."""
+    """A Merkle Patricia Trie held as records in flat arrays, in memory. Not part of the public API."""
 
     def __len__(self) -> int: ...
     def update(self, key: ReadableBuffer, value: ReadableBuffer) -> None:

@@ -1,18 +1,18 @@
 # cython: language_level=3
-"""NodeArena: a trie held as records in flat arrays instead of node objects (issue 34's node arena, first step).
+"""NodeArena: a trie's nodes as records in flat arrays, where a fresh Trie keeps them (docs/performance.md).
 
 The hashing pass over node objects chases a ShortNode, its key and its value bytes, each somewhere in the heap,
 and finds the order to hash them in by walking the tree. Here a leaf's RLP encoding is written once, when the leaf
 is made, into one byte blob, in the order the leaves are made; branches and extensions are fixed-size records that
-name their children by index; each record knows its height (above each child's), and those that lost their hash
-are listed. The pass then hashes the new leaves where they lie, in the order they were made, sorts the listed
-records by height from a dense array of heights, and encodes and keccaks one height at a time in one batch on the
-Keccak backend's lanes: no walk, no object, no pending hole.
+name their children by number; each record knows its height (above each child's), and those that lost their hash
+are listed. The pass hashes the new leaves where they lie, in the order they were made, sorts the listed records by
+height from dense arrays of heights, and encodes and keccaks one height at a time, in chunks on the Keccak
+backend's lanes, on the hash threads: no walk, no object, no pending hole.
 
-This step holds keys and values in memory only (no database, no commit, no copy, no proofs): it is what
-the measurements of the node arena (docs/contributing/performance_notes.md) are taken on, and what the next steps
-move Trie onto. Records are changed in place (nobody else sees them yet); a replaced record is marked dead, its
-slot reused after the next pass; dead leaves' bytes stay in the blob.
+Records are changed in place (nothing else sees them: a Trie turns them into node objects before anything could
+share them, nodes_root in trie.pyx); a replaced record is marked dead, its slot reused after the next pass, and
+the arena compacts itself once dead bytes outnumber live ones. A commit collects the records as commit_trie
+collects nodes, and later changes track the paths of stored records they replace.
 """
 cimport cython
 from cpython.buffer cimport PyBuffer_Release
@@ -30,7 +30,7 @@ from mpt.core.runtime cimport hash_threads, keccak_backend_number, mark_openmp_u
 from cython.parallel cimport prange
 from mpt.ethereum.encoding cimport TERMINATOR, write_compact
 from mpt.ethereum.committer cimport NodeSet, add_node, new_node_set
-from mpt.ethereum.node cimport FullNode, Node, ShortNode, ValueNode
+from mpt.ethereum.node cimport FullNode, Node, ShortNode, ValueNode, lowest_bit
 
 
 from time import sleep as _sleep
@@ -46,11 +46,6 @@ cdef const uint32_t DEAD_HEIGHT = 0xFFFFFFFF
 
 cdef extern from "<stdlib.h>" nogil:
     int posix_memalign(void **memptr, size_t alignment, size_t size)
-
-
-cdef extern from *:
-    int __builtin_popcount(unsigned int x) noexcept nogil
-    int __builtin_ctz(unsigned int x) noexcept nogil
 
 
 cdef inline uint32_t make_ref(Py_ssize_t index, int kind) noexcept nogil:
@@ -147,11 +142,11 @@ cdef bint _scratch_busy = False     # a pass is using _scratch (set and read wit
 
 @cython.final
 cdef class NodeArena:
-    """A Merkle Patricia Trie held as records in flat arrays, in memory (issue 34's node arena, first step).
+    """A Merkle Patricia Trie held as records in flat arrays, in memory: where a fresh Trie keeps its nodes.
 
     ``update(key, value)``, ``get(key)``, ``delete(key)`` and ``hash()`` behave as :class:`~mpt.ethereum.Trie`'s
     (an empty value deletes; the empty trie hashes to ``EMPTY_ROOT``); keys and values are bytes-like. Not part
-    of the public API yet: the tests check it against Trie, scripts/arena_estimate.py times its pass."""
+    of the public API: Trie uses its C methods; the Python ones are for tests."""
 
     def __cinit__(self):
         self.free_branches = self.free_extensions = NO_RECORD
@@ -387,7 +382,7 @@ cdef class NodeArena:
         return nibbles
 
     cdef void _branch_put(self, uint32_t branch, const uint8_t *hexkey, Py_ssize_t n, const uint8_t *value,
-                                 Py_ssize_t value_size) noexcept:
+                          Py_ssize_t value_size) noexcept:
         """Under branch, a leaf for the hex key tail hexkey[:n]: its first nibble picks the slot, the terminator
         the branch's own value."""
         cdef BranchRecord *b = &self.branches[branch >> 2]
@@ -599,11 +594,11 @@ cdef class NodeArena:
                 b.present &= ~(<uint32_t>1 << slot)
         changed[0] = True
         present = b.present
-        if __builtin_popcount(present) >= 2:
+        if present & (present - 1):             # two entries or more left
             self._dirty(n, 1 + (self.height_of(nn) if slot != TERMINATOR else 0))
             return n
         # One entry left: the branch goes, its entry takes its place with the entry's slot in front of its path.
-        slot = <uint8_t>__builtin_ctz(present)
+        slot = <uint8_t>lowest_bit(present)
         if slot == TERMINATOR:
             merged[0] = TERMINATOR
             nn = self._new_leaf(merged, 1, self.blob + b.value_at, b.value_size)
@@ -662,6 +657,7 @@ cdef class NodeArena:
         cdef bint changed = False
         cdef uint32_t root
         cdef Py_ssize_t klen
+        self._check_idle("update")
         self._collect_garbage()
         self._reserve_scratch(n)
         self._reserve(2 * (2 * n + 2 + value_size + 3 * MAX_HEADER_SIZE) + self.max_leaf_size)
@@ -680,6 +676,7 @@ cdef class NodeArena:
         cdef bint changed = False
         cdef uint32_t root
         cdef Py_ssize_t klen
+        self._check_idle("delete")
         self._collect_garbage()
         self._reserve_scratch(n)
         # A merge writes at most two records whose paths come from the key's and whose value is a leaf's.
@@ -755,7 +752,6 @@ cdef class NodeArena:
     def update(self, key, value):
         """Set key to value; an empty value deletes the key (as geth's and Trie's update)."""
         cdef Py_buffer kv, vv
-        self._check_idle("update")
         get_bytes_view(key, &kv, "key")
         try:
             get_bytes_view(value, &vv, "value")
@@ -772,7 +768,6 @@ cdef class NodeArena:
     def delete(self, key):
         """Remove key; a key that is not there is no error (as geth's Delete)."""
         cdef Py_buffer kv
-        self._check_idle("delete")
         get_bytes_view(key, &kv, "key")
         try:
             self.remove(<const uint8_t *>kv.buf, kv.len)
@@ -880,7 +875,7 @@ cdef class NodeArena:
             b = &self.branches[ref >> 2]
             mask = b.present & 0xFFFF
             while mask:
-                child = b.child[__builtin_ctz(mask)]
+                child = b.child[lowest_bit(mask)]
                 prefetch_line(reference_field(&table, child))
                 if child & KIND_MASK == KIND_BRANCH:
                     prefetch_line(&self.branches[child >> 2])
@@ -888,7 +883,7 @@ cdef class NodeArena:
             # Then what those point to: a leaf's encoding (which the blob copy reads), a branch's children.
             mask = b.present & 0xFFFF
             while mask:
-                child = b.child[__builtin_ctz(mask)]
+                child = b.child[lowest_bit(mask)]
                 mask &= mask - 1
                 if child & KIND_MASK == KIND_LEAF:
                     prefetch_line(self.blob + self.leaves[child >> 2].at)
@@ -896,7 +891,7 @@ cdef class NodeArena:
                 elif child & KIND_MASK == KIND_BRANCH:
                     below = self.branches[child >> 2].present & 0xFFFF
                     while below:
-                        prefetch_line(reference_field(&table, self.branches[child >> 2].child[__builtin_ctz(below)]))
+                        prefetch_line(reference_field(&table, self.branches[child >> 2].child[lowest_bit(below)]))
                         below &= below - 1
             for slot in range(16):
                 child = self.branches[ref >> 2].child[slot]
@@ -1411,7 +1406,7 @@ cdef void _hash_stretch(const ArenaView *v, PassLane *lane, const uint32_t *orde
                 b = &v.branches[ref >> 2]
                 mask = b.present & 0xFFFF
                 while mask:
-                    prefetch_line(reference_field(&v.table, b.child[__builtin_ctz(mask)]))
+                    prefetch_line(reference_field(&v.table, b.child[lowest_bit(mask)]))
                     mask &= mask - 1
                 if b.value_size:
                     prefetch_line(v.blob + b.value_at)

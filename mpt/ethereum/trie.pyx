@@ -232,12 +232,14 @@ cdef class Trie:
 
     cpdef object get(self, object key, object default=None):
         """The value stored at key, or default."""
-        cdef bytes hexkey, k
+        # The key first: making it may run Python code (a buffer's), in which another thread may move the nodes
+        # out of the arena; nothing runs between the test below and the arena's call.
+        cdef bytes k = self.trie_key(key)
+        cdef bytes hexkey
         cdef Node newroot
         if self.arena is not None:
-            k = self.trie_key(key)
             return self.arena.lookup(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), default)
-        hexkey = self._hex(key)
+        hexkey = keybytes_to_hex_c(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k))
         newroot = self._get(self.root, hexkey, 0)
         found = self._found
         self._found = None
@@ -481,9 +483,9 @@ cdef class Trie:
     cpdef update(self, object key, object value):
         """Set key to value; an empty value deletes the key (geth semantics)."""
         cdef bytes v = as_bytes(value, "value")
-        cdef bytes hexkey, k
+        cdef bytes k = self.trie_key(key)      # (first: see get)
+        cdef bytes hexkey
         if self.arena is not None:
-            k = self.trie_key(key)
             self._begin_write("update")
             try:
                 if PyBytes_GET_SIZE(v) == 0:
@@ -494,7 +496,7 @@ cdef class Trie:
             finally:
                 self._end_write()
             return
-        hexkey = self._hex(key)
+        hexkey = keybytes_to_hex_c(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k))
         self._begin_write("update")
         try:
             if PyBytes_GET_SIZE(v) == 0:
@@ -510,16 +512,16 @@ cdef class Trie:
 
     cdef int _delete_key(self, object key, str caller) except -1:
         # delete() and `del t[key]`; caller names the method in the busy-state error.
-        cdef bytes hexkey, k
+        cdef bytes k = self.trie_key(key)      # (first: see get)
+        cdef bytes hexkey
         if self.arena is not None:
-            k = self.trie_key(key)
             self._begin_write(caller)
             try:
                 self.arena.remove(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k))
             finally:
                 self._end_write()
             return 0
-        hexkey = self._hex(key)
+        hexkey = keybytes_to_hex_c(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k))
         self._begin_write(caller)
         try:
             self._set_root(self._delete(self.root, hexkey, 0))
@@ -684,17 +686,9 @@ cdef class Trie:
         self.update(key, value)
 
     def __delitem__(self, key):
-        cdef Node before = self.root
-        cdef Py_ssize_t count
-        if self.arena is not None:
-            count = len(self.arena)
-            self._delete_key(key, "__delitem__")
-            if len(self.arena) == count:
-                raise KeyError(key)
-            return
-        self._delete_key(key, "__delitem__")
-        if self.root is before:
+        if key not in self:
             raise KeyError(key)
+        self._delete_key(key, "__delitem__")
 
     def __contains__(self, key):
         return self.get(key, _MISSING) is not _MISSING
