@@ -393,3 +393,35 @@ def test_threads_share_out_embedded_nodes_and_values(threads):
         a.delete(k)
         del model[k]
     assert a.hash() == trie_root(model)
+
+
+def test_paths_touched_after_a_commit_are_kept_once():
+    """A trie updated for long after a commit tracks a stored record's path once, when it is first changed (a
+    changed record is no longer stored): 60,000 updates of the same keys leave traced memory flat, and the next
+    commit's deleted paths and nodes are those of a trie on node objects."""
+    import tracemalloc
+
+    keys, values = workloads.hashed_accounts(200)
+    a, o = Trie(), Trie()
+    assert o.root_node is None
+    for k, v in zip(keys, values):
+        a.update(k, v)
+        o.update(k, v)
+    a.commit()
+    o.commit()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(60000):
+            a.update(keys[i % 3], b"%d" % i)
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < (1 << 20), grown
+    for i in range(60000 - 3, 60000):
+        o.update(keys[i % 3], b"%d" % i)
+    o.delete(keys[5])
+    a.delete(keys[5])
+    assert a.commit() == o.commit()
+    assert a.last_commit.deleted == o.last_commit.deleted
+    assert dict(a.last_commit.nodes) == dict(o.last_commit.nodes)
