@@ -347,3 +347,19 @@ def test_the_prune_figures_are_the_notes_runs():
     assert ("LevelDB's scans of %s records take %s ms, the %s records still read by key %s ms and the batch of %s "
             "deletes %s ms (``python scripts/peer_floors.py``), %s ms of the op's %s ms; on a MemoryDB, the %s lookups "
             "in its dict take %s ms and the %s pops %s ms, %s ms of the op's %s ms." % (ldb + mem)) in text
+
+
+def test_the_arena_figures_are_the_notes_runs():
+    # docs/performance.md's figures for the trie's records (issue 34, session 16): the keccak ratios it had on node
+    # objects are the session-13 runs of the contributors' notes (each backend's first row), and the memory is the
+    # notes' RSS run.
+    text = " ".join(PERFORMANCE.split())
+    before = {}
+    for backend in ("avx2", "avx512"):
+        row = re.findall(r"^\| %s \| ([\d., ]+) \| ([\d., ]+) \|" % backend, NOTES, re.M)[0]
+        before[backend] = [float(v) for cell in row for v in cell.split(",")]
+    assert "over node objects it was %s and %s." % (_span(before["avx2"]), _span(before["avx512"])) in text
+    arena, objects = re.search(r"([\d.]+) MB on its arena, ([\d.]+) MB on node objects", " ".join(NOTES.split())
+                               ).groups()
+    assert "%d MB for the 100,000 accounts against %d MB of node objects" % (
+        round(float(arena)), round(float(objects))) in text

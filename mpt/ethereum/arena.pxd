@@ -174,7 +174,6 @@ cdef class NodeArena:
 
     cdef int _reserve(self, Py_ssize_t blob_bytes) except -1
     cdef int _reserve_scratch(self, Py_ssize_t key_bytes) except -1
-    cdef Py_ssize_t _hex_key(self, const uint8_t *key, Py_ssize_t n) noexcept
     cdef uint32_t _new_leaf(self, const uint8_t *hexkey, Py_ssize_t n, const uint8_t *value,
                             Py_ssize_t value_size) noexcept
     cdef void _shorten_leaf(self, uint32_t ref, const uint8_t *hexkey, Py_ssize_t n) noexcept

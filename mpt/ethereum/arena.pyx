@@ -28,7 +28,7 @@ from mpt.core.prefetch cimport prefetch_line
 from mpt.core.rlp cimport MAX_HEADER_SIZE, header_size, put_header, put_string, string_size
 from mpt.core.runtime cimport hash_threads, keccak_backend_number, mark_openmp_used
 from cython.parallel cimport prange
-from mpt.ethereum.encoding cimport TERMINATOR, write_compact
+from mpt.ethereum.encoding cimport TERMINATOR, write_compact, write_hex
 from mpt.ethereum.committer cimport NodeSet, add_node, new_node_set
 from mpt.ethereum.node cimport FullNode, Node, ShortNode, ValueNode, lowest_bit
 
@@ -202,15 +202,6 @@ cdef class NodeArena:
         self.scratch = <uint8_t *>p
         self.region = region
         return 0
-
-    cdef Py_ssize_t _hex_key(self, const uint8_t *key, Py_ssize_t n) noexcept:
-        cdef uint8_t *o = self.scratch
-        cdef Py_ssize_t i
-        for i in range(n):
-            o[2 * i] = key[i] >> 4
-            o[2 * i + 1] = key[i] & 0x0F
-        o[2 * n] = TERMINATOR
-        return 2 * n + 1
 
     # ------------------------------------------------------------------------------------------ records
 
@@ -662,7 +653,7 @@ cdef class NodeArena:
         self._reserve_scratch(n)
         self._reserve(2 * (2 * n + 2 + value_size + 3 * MAX_HEADER_SIZE) + self.max_leaf_size)
         self._reserve_touched(n)
-        klen = self._hex_key(key, n)
+        klen = write_hex(key, n, self.scratch)
         self.key_delta = 0
         root = self._insert(self.root, self.scratch, 0, klen, value, value_size, &changed)
         if changed:
@@ -682,7 +673,7 @@ cdef class NodeArena:
         # A merge writes at most two records whose paths come from the key's and whose value is a leaf's.
         self._reserve(2 * (2 * n + 2 + self.max_leaf_size + 3 * MAX_HEADER_SIZE))
         self._reserve_touched(n)
-        klen = self._hex_key(key, n)
+        klen = write_hex(key, n, self.scratch)
         self.key_delta = 0
         root = self._delete(self.root, self.scratch, 0, klen, &changed)
         if changed:
@@ -701,7 +692,7 @@ cdef class NodeArena:
         cdef BranchRecord *b
         cdef uint8_t slot
         self._reserve_scratch(n)
-        klen = self._hex_key(key, n)
+        klen = write_hex(key, n, self.scratch)
         k = self.scratch
         r = self.root
         while r != REF_EMPTY:

@@ -102,5 +102,15 @@ cdef inline Py_ssize_t write_compact(const uint8_t *hexkey, Py_ssize_t n, uint8_
     return 1 + ((n - i) >> 1)
 
 
+cdef inline Py_ssize_t write_hex(const uint8_t *key, Py_ssize_t n, uint8_t *out) noexcept nogil:
+    """Write the hex nibbles of key[:n] and the terminator at out (2n + 1 bytes); return that length."""
+    cdef Py_ssize_t i
+    for i in range(n):
+        out[2 * i] = key[i] >> 4
+        out[2 * i + 1] = key[i] & 0x0F
+    out[2 * n] = TERMINATOR
+    return 2 * n + 1
+
+
 cdef bytes keybytes_to_hex_c(const uint8_t *key, Py_ssize_t n)
 cdef bytes compact_to_hex_c(const uint8_t *compact, Py_ssize_t n)

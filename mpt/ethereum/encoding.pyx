@@ -8,12 +8,7 @@ from mpt.errors import NodeDecodeError
 
 cdef bytes keybytes_to_hex_c(const uint8_t *key, Py_ssize_t n):
     cdef bytes out = PyBytes_FromStringAndSize(NULL, 2 * n + 1)
-    cdef uint8_t *o = <uint8_t *>PyBytes_AS_STRING(out)
-    cdef Py_ssize_t i
-    for i in range(n):
-        o[2 * i] = key[i] >> 4
-        o[2 * i + 1] = key[i] & 0x0f
-    o[2 * n] = TERMINATOR
+    write_hex(key, n, <uint8_t *>PyBytes_AS_STRING(out))
     return out
 
 
