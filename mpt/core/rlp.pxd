@@ -152,12 +152,13 @@ cdef inline Py_ssize_t put_string(uint8_t *out, const uint8_t *data, Py_ssize_t 
     return h + n
 
 
-cdef inline void put_header_before(uint8_t *payload, uint8_t short_base, Py_ssize_t payload_length,
-                                   Py_ssize_t *header_length) noexcept:
-    """Write a header so that it ends right at payload (the caller left MAX_HEADER_SIZE bytes free before it)."""
+cdef inline Py_ssize_t put_header_before(uint8_t *payload, uint8_t short_base,
+                                         Py_ssize_t payload_length) noexcept nogil:
+    """Write a header so that it ends right at payload (the caller left MAX_HEADER_SIZE bytes free before it), for
+    writers that know a payload's size only once it is written; return the header's size."""
     cdef Py_ssize_t h = header_size(payload_length)
     put_header(payload - h, short_base, payload_length)
-    header_length[0] = h
+    return h
 
 
 # A decoded item header: where the payload starts and how long it is. Kept as a C struct so node decoding

@@ -7,6 +7,7 @@ from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from mpt.ethereum.committer cimport NodeSet
 from mpt.ethereum.node cimport Node
 from mpt.core.rlp cimport MAX_HEADER_SIZE
+from mpt.ethereum.node_enc cimport HASH_REF_SIZE
 
 
 # A reference to a record: its index in its kind's array, shifted left by two, with the kind in the low bits, so
@@ -83,7 +84,7 @@ cdef enum:
     PASS_CHUNK = 256
     # What a chunk's encodings take in the level buffer for a branch of hashed children and no value, and the
     # headers' room: the buffer holds PASS_CHUNK of them, or one record's largest encoding if that is more.
-    PASS_RECORD_SIZE = 2 * MAX_HEADER_SIZE + 16 * 33 + 1
+    PASS_RECORD_SIZE = 2 * MAX_HEADER_SIZE + 16 * HASH_REF_SIZE + 1
     # The most threads a pass runs on (set_hash_threads may ask for more), and the fewest records of one height (or
     # new leaves) worth sharing out: two chunks a thread.
     MAX_PASS_LANES = 16

@@ -25,10 +25,12 @@ from libc.string cimport memcmp, memcpy, memmove, memset
 from mpt.core._keccak.keccak cimport mpt_keccak256, mpt_keccak256_many
 from mpt.core.bytes_like cimport get_bytes_view
 from mpt.core.prefetch cimport prefetch_line
-from mpt.core.rlp cimport MAX_HEADER_SIZE, header_size, put_header, put_string, string_size
+from mpt.core.rlp cimport MAX_HEADER_SIZE, put_string, string_size
 from mpt.core.runtime cimport hash_threads, keccak_backend_number, mark_openmp_used
 from cython.parallel cimport prange
-from mpt.ethereum.encoding cimport TERMINATOR, write_compact, write_hex
+from mpt.ethereum.encoding cimport TERMINATOR, compact_size, write_compact, write_hex
+from mpt.ethereum.node_enc cimport (EMPTY_STRING, HASH_REF_SIZE, write_branch_value, write_head_before,
+                                    write_short_head)
 from mpt.ethereum.committer cimport NodeSet, add_node, new_node_set
 from mpt.ethereum.node cimport FullNode, Node, ShortNode, ValueNode, lowest_bit
 
@@ -129,7 +131,7 @@ cdef void _hash_chunk(int backend, PassChunk *c, Py_ssize_t m) noexcept nogil:
 cdef bytes _empty_root():
     # The empty trie's root: keccak256 of the RLP empty string (mpt.ethereum.trie.EMPTY_ROOT, which cimports this
     # module, so it cannot be imported from there).
-    cdef uint8_t empty = 0x80
+    cdef uint8_t empty = EMPTY_STRING
     cdef uint8_t digest[32]
     mpt_keccak256(&empty, 1, digest)
     return PyBytes_FromStringAndSize(<const char *>digest, 32)
@@ -212,20 +214,12 @@ cdef class NodeArena:
         cdef Py_ssize_t index = self.leaf_count
         cdef LeafRecord *r = &self.leaves[index]
         cdef uint8_t *out = self.blob + self.blob_size
-        cdef uint8_t *key = out + 2 * MAX_HEADER_SIZE      # the compact key is written where it will end up
-        cdef Py_ssize_t key_size, key_string, value_string, o
-        # The compact key first, into the encoding's place after the largest headers, then moved down over them
-        # once their sizes are known.
-        key_size = write_compact(hexkey, n, key)
-        key_string = string_size(key, key_size)
-        value_string = string_size(value, value_size)
-        o = put_header(out, 0xC0, key_string + value_string)
-        if key_string != key_size:
-            o += put_header(out + o, 0x80, key_size)
-        memmove(out + o, key, <size_t>key_size)
+        cdef Py_ssize_t value_string = string_size(value, value_size)
+        # write_leaf's steps, keeping where the key and the value land.
+        cdef Py_ssize_t o = write_short_head(out, compact_size(hexkey, n), value_string)
         r.key_at = <uint32_t>o
-        r.key_size = <uint32_t>key_size
-        o += key_size
+        r.key_size = <uint32_t>write_compact(hexkey, n, out + o)
+        o += r.key_size
         r.value_at = <uint32_t>(o + value_string - value_size)
         r.value_size = <uint32_t>value_size
         o += put_string(out + o, value, value_size)
@@ -244,18 +238,14 @@ cdef class NodeArena:
         or shares."""
         cdef LeafRecord *r = &self.leaves[ref >> 2]
         cdef uint8_t *out = self.blob + r.at
-        cdef uint8_t *key = self.scratch + 2 * self.region
         cdef Py_ssize_t value_string_at = r.key_at + r.key_size
         cdef Py_ssize_t value_string = r.size - value_string_at
-        cdef Py_ssize_t key_size = write_compact(hexkey, n, key)
-        cdef Py_ssize_t key_string = string_size(key, key_size)
-        cdef Py_ssize_t o = put_header(out, 0xC0, key_string + value_string)
-        if key_string != key_size:
-            o += put_header(out + o, 0x80, key_size)
-        memcpy(out + o, key, <size_t>key_size)
+        # The new head and key end no later than the old key did (the key is shorter, so are their headers): the
+        # value string they come before is not written over.
+        cdef Py_ssize_t o = write_short_head(out, compact_size(hexkey, n), value_string)
         r.key_at = <uint32_t>o
-        r.key_size = <uint32_t>key_size
-        o += key_size
+        r.key_size = <uint32_t>write_compact(hexkey, n, out + o)
+        o += r.key_size
         memmove(out + o, out + value_string_at, <size_t>value_string)
         r.value_at = <uint32_t>(o + (r.value_at - value_string_at))
         self.garbage_bytes += r.size - (o + value_string)      # the bytes it no longer reaches
@@ -288,8 +278,8 @@ cdef class NodeArena:
         e.key_at = <uint64_t>self.blob_size
         e.key_size = <uint32_t>write_compact(hexkey, n, self.blob + self.blob_size)
         self.blob_size += e.key_size
-        if 3 * MAX_HEADER_SIZE + e.key_size + 33 > self.max_record_encoding:
-            self.max_record_encoding = 3 * MAX_HEADER_SIZE + e.key_size + 33
+        if 3 * MAX_HEADER_SIZE + e.key_size + HASH_REF_SIZE > self.max_record_encoding:
+            self.max_record_encoding = 3 * MAX_HEADER_SIZE + e.key_size + HASH_REF_SIZE
         e.child = child
         self.extension_heights[index] = 0
         return make_ref(index, KIND_EXTENSION)
@@ -917,8 +907,7 @@ cdef class NodeArena:
                 size = branch_payload(self.blob, &table, &self.branches[ref >> 2], buf + MAX_HEADER_SIZE)
             else:
                 size = extension_payload(self.blob, &table, &self.extensions[ref >> 2], buf + MAX_HEADER_SIZE)
-            header = header_size(size)
-            put_header(buf + MAX_HEADER_SIZE - header, 0xC0, size)
+            header = write_head_before(buf + MAX_HEADER_SIZE, size)
             blob = PyBytes_FromStringAndSize(<const char *>buf + MAX_HEADER_SIZE - header, size + header)
         add_node(ns, node_hash, blob, path, plen)
         if ns.leaves is not None and kind == KIND_LEAF:
@@ -1293,7 +1282,8 @@ cdef inline Py_ssize_t write_reference(const ReferenceTable *t, uint32_t ref, ui
     if (field - 4)[0] & REC_EMBEDDED:
         memcpy(out, field, (field - 3)[0])
         return (field - 3)[0]
-    out[0] = <uint8_t>(0x80 + 32 * present)
+    # node_enc's write_hash_ref when present, its EMPTY_STRING when not.
+    out[0] = <uint8_t>(EMPTY_STRING + 32 * present)
     memcpy(out + 1, field, 32)
     return 1 + 32 * present
 
@@ -1304,10 +1294,8 @@ cdef inline Py_ssize_t branch_payload(const uint8_t *blob, const ReferenceTable 
     cdef int i
     for i in range(16):
         o += write_reference(t, b.child[i], out + o)
-    if b.value_size:
-        return o + put_string(out + o, blob + b.value_at, b.value_size)
-    out[o] = 0x80
-    return o + 1
+    # Values are never empty: a size of 0 is no value.
+    return o + write_branch_value(out + o, blob + b.value_at if b.value_size else NULL, b.value_size)
 
 
 cdef inline Py_ssize_t extension_payload(const uint8_t *blob, const ReferenceTable *t, ExtensionRecord *e,
@@ -1406,10 +1394,10 @@ cdef void _hash_stretch(const ArenaView *v, PassLane *lane, const uint32_t *orde
         ref = order[k]
         if ref & KIND_MASK == KIND_BRANCH:
             b = &v.branches[ref >> 2]
-            size = 2 * MAX_HEADER_SIZE + 16 * 33 + 1 + b.value_size
+            size = 2 * MAX_HEADER_SIZE + 16 * HASH_REF_SIZE + 1 + b.value_size
         else:
             e = &v.extensions[ref >> 2]
-            size = 3 * MAX_HEADER_SIZE + e.key_size + 33
+            size = 3 * MAX_HEADER_SIZE + e.key_size + HASH_REF_SIZE
         if used + size > lane.buffer_capacity:
             # The buffer holds at least one record's largest encoding (max_record_encoding): Keccak takes what is
             # there, and the buffer starts over.
@@ -1429,8 +1417,7 @@ cdef void _hash_stretch(const ArenaView *v, PassLane *lane, const uint32_t *orde
             flags = &e.flags
             hv = e.hash_value
             embedded_size = &e.embedded_size
-        header = header_size(size)
-        put_header(payload - header, 0xC0, size)
+        header = write_head_before(payload, size)
         size += header
         used += MAX_HEADER_SIZE + size
         if size < 32:

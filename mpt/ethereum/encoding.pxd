@@ -2,6 +2,7 @@
 """Key forms (geth trie/encoding.go): keybytes, hex nibbles (one nibble a byte, 16 terminates a leaf key) and
 compact (hex-prefix). The helpers the hot path needs are inline here so that cimporting modules inline them."""
 from libc.stdint cimport uint8_t
+from libc.string cimport memcpy
 
 cdef enum:
     TERMINATOR = 16         # last nibble of a leaf's hex key
@@ -9,7 +10,7 @@ cdef enum:
     COMPACT_ODD_FLAG = 1    # hex-prefix flag bit for odd nibble counts
 
 
-cdef inline Py_ssize_t prefix_length(const uint8_t *a, Py_ssize_t na, const uint8_t *b, Py_ssize_t nb) noexcept:
+cdef inline Py_ssize_t prefix_length(const uint8_t *a, Py_ssize_t na, const uint8_t *b, Py_ssize_t nb) noexcept nogil:
     """Length of the common prefix of a[:na] and b[:nb]."""
     cdef Py_ssize_t i = 0
     cdef Py_ssize_t n = na if na < nb else nb
@@ -84,31 +85,80 @@ cdef inline Py_ssize_t compact_size(const uint8_t *hexkey, Py_ssize_t n) noexcep
     return n // 2 + 1
 
 
-cdef inline Py_ssize_t write_compact(const uint8_t *hexkey, Py_ssize_t n, uint8_t *out) noexcept nogil:
-    """Write the compact form of hexkey[:n] at out; return its length (compact_size)."""
-    cdef uint8_t flag = 0
-    cdef Py_ssize_t i
-    if n > 0 and hexkey[n - 1] == TERMINATOR:
-        flag = COMPACT_LEAF_FLAG
-        n -= 1
+cdef inline Py_ssize_t compact_size_nibbles(Py_ssize_t n) noexcept nogil:
+    """Bytes of the compact form of n nibbles given without a terminator."""
+    return n // 2 + 1
+
+
+cdef inline Py_ssize_t write_compact_nibbles(const uint8_t *nibbles, Py_ssize_t n, bint leaf,
+                                             uint8_t *out) noexcept nogil:
+    """Write the compact form of the n nibbles at nibbles (no terminator: leaf says whether they end a leaf's
+    key) at out; return its length (compact_size_nibbles)."""
+    cdef uint8_t flag = COMPACT_LEAF_FLAG if leaf else 0
     if n & 1:
         # Odd: the first nibble shares the first byte with the flag.
-        out[0] = <uint8_t>(((flag | COMPACT_ODD_FLAG) << 4) | hexkey[0])
-        i = 1
+        out[0] = <uint8_t>(((flag | COMPACT_ODD_FLAG) << 4) | nibbles[0])
+        nibbles += 1
+        n -= 1
     else:
         out[0] = <uint8_t>(flag << 4)
-        i = 0
-    pack_nibbles(hexkey + i, (n - i) >> 1, out + 1)
-    return 1 + ((n - i) >> 1)
+    pack_nibbles(nibbles, n >> 1, out + 1)
+    return 1 + (n >> 1)
 
 
-cdef inline Py_ssize_t write_hex(const uint8_t *key, Py_ssize_t n, uint8_t *out) noexcept nogil:
-    """Write the hex nibbles of key[:n] and the terminator at out (2n + 1 bytes); return that length."""
+cdef inline Py_ssize_t write_compact(const uint8_t *hexkey, Py_ssize_t n, uint8_t *out) noexcept nogil:
+    """Write the compact form of hexkey[:n] (a leaf's ends with the terminator) at out; return its length
+    (compact_size)."""
+    if n > 0 and hexkey[n - 1] == TERMINATOR:
+        return write_compact_nibbles(hexkey, n - 1, True, out)
+    return write_compact_nibbles(hexkey, n, False, out)
+
+
+cdef inline uint8_t keybytes_nibble(const uint8_t *key, Py_ssize_t i) noexcept nogil:
+    """Nibble i of the key bytes key (two a byte, high first)."""
+    if i & 1:
+        return key[i >> 1] & 0x0F
+    return key[i >> 1] >> 4
+
+
+cdef inline Py_ssize_t write_compact_keybytes(const uint8_t *key, Py_ssize_t start, Py_ssize_t end, bint leaf,
+                                              uint8_t *out) noexcept nogil:
+    """Write the compact form of nibbles start..end of the key bytes key (leaf: they end a leaf's key) at out,
+    straight from the bytes, without the hex form; return its length (compact_size_nibbles(end - start))."""
+    cdef uint8_t flag = COMPACT_LEAF_FLAG if leaf else 0
+    cdef Py_ssize_t i = start, o = 1
+    if not (end & 1):
+        # The nibbles after the first odd one (or all of them) are whole bytes of the key: copied as they are.
+        if start & 1:
+            out[0] = <uint8_t>(((flag | COMPACT_ODD_FLAG) << 4) | (key[start >> 1] & 0x0F))
+        else:
+            out[0] = <uint8_t>(flag << 4)
+        memcpy(out + 1, key + ((start + 1) >> 1), <size_t>((end - start) >> 1))
+        return 1 + ((end - start) >> 1)
+    if (end - start) & 1:
+        out[0] = <uint8_t>(((flag | COMPACT_ODD_FLAG) << 4) | keybytes_nibble(key, i))
+        i += 1
+    else:
+        out[0] = <uint8_t>(flag << 4)
+    while i < end:
+        out[o] = <uint8_t>((keybytes_nibble(key, i) << 4) | keybytes_nibble(key, i + 1))
+        i += 2
+        o += 1
+    return o
+
+
+cdef inline Py_ssize_t write_nibbles(const uint8_t *key, Py_ssize_t n, uint8_t *out) noexcept nogil:
+    """Write the nibbles of key[:n], one a byte, at out (2n bytes); return that length."""
     cdef Py_ssize_t i
     for i in range(n):
         out[2 * i] = key[i] >> 4
         out[2 * i + 1] = key[i] & 0x0F
-    out[2 * n] = TERMINATOR
+    return 2 * n
+
+
+cdef inline Py_ssize_t write_hex(const uint8_t *key, Py_ssize_t n, uint8_t *out) noexcept nogil:
+    """Write the hex nibbles of key[:n] and the terminator at out (2n + 1 bytes); return that length."""
+    out[write_nibbles(key, n, out)] = TERMINATOR
     return 2 * n + 1
 
 

@@ -36,7 +36,10 @@ from mpt.ethereum.node cimport (FullNode, Node, ShortNode, ValueNode, borrowed_b
                                 check_filled, full_node_slots, gather_children, is_full_node, is_short_node,
                                 is_value_node, node_has_hash, node_hash_value, node_publish_hash, prefetch_below,
                                 short_node_key, short_node_leaf_value, short_node_val, value_node_bytes)
-from mpt.ethereum.encoding cimport compact_size, write_compact
+from mpt.ethereum.encoding cimport compact_size
+from mpt.ethereum.node_enc cimport (EMPTY_STRING, HASH_REF_SIZE, branch_value_size, key_string_size,
+                                    short_node_size, write_branch_head, write_branch_value, write_hash_ref, write_hash_ref_header,
+                                    write_leaf, write_short_key)
 from mpt.core.prefetch cimport prefetch_line
 from mpt.core.rlp cimport MAX_HEADER_SIZE, WriteBuffer, header_size, put_header, put_string, string_size
 from mpt.core.runtime cimport hash_threads, keccak_backend_by_name, keccak_backend_number, mark_openmp_used
@@ -193,15 +196,17 @@ cdef int _pass_ensure(HashPass *p, Py_ssize_t extra) noexcept nogil:
     return 0
 
 
-cdef inline Py_ssize_t _value_size(PyObject *v) noexcept nogil:
-    cdef PyObject *b = value_node_bytes(v)
-    return string_size(borrowed_bytes_data(b), borrowed_bytes_size(b))
+# A branch's value slot (a ValueNode, or NULL) as node_enc's branch writers take it: NULL when there is none.
+cdef inline const uint8_t *_value_data(PyObject *v) noexcept nogil:
+    return NULL if v == NULL else borrowed_bytes_data(value_node_bytes(v))
+
+
+cdef inline Py_ssize_t _value_length(PyObject *v) noexcept nogil:
+    return 0 if v == NULL else borrowed_bytes_size(value_node_bytes(v))
 
 
 cdef inline Py_ssize_t _key_size(PyObject *key) noexcept nogil:
-    cdef Py_ssize_t ck = compact_size(borrowed_bytes_data(key), borrowed_bytes_size(key))
-    # A one-byte compact key is always below 0x80 (flag nibble <= 3), so it encodes as itself.
-    return 1 if ck == 1 else header_size(ck) + ck
+    return key_string_size(compact_size(borrowed_bytes_data(key), borrowed_bytes_size(key)))
 
 
 cdef Py_ssize_t _payload_size(PyObject *n, const bint *pending) noexcept nogil:
@@ -217,17 +222,17 @@ cdef Py_ssize_t _payload_size(PyObject *n, const bint *pending) noexcept nogil:
             if c == NULL:
                 payload += 1
             elif (pending != NULL and pending[i]) or node_has_hash(c):
-                payload += 1 + HASH_LENGTH
+                payload += HASH_REF_SIZE
             else:
                 payload += _embedded_size(c)
-        return payload + (1 if slots[16] == NULL else _value_size(slots[16]))
+        return payload + branch_value_size(_value_data(slots[16]), _value_length(slots[16]))
     payload = _key_size(short_node_key(n))
     c = short_node_leaf_value(n)
     if c != NULL:
         return payload + string_size(borrowed_bytes_data(c), borrowed_bytes_size(c))
     c = short_node_val(n)
     if (pending != NULL and pending[0]) or node_has_hash(c):
-        return payload + 1 + HASH_LENGTH
+        return payload + HASH_REF_SIZE
     return payload + _embedded_size(c)
 
 
@@ -241,9 +246,7 @@ cdef inline Py_ssize_t _put_string(uint8_t *out, PyObject *b) noexcept nogil:
 
 
 cdef inline Py_ssize_t _put_ref(uint8_t *out, PyObject *c) noexcept nogil:
-    out[0] = 0x80 + HASH_LENGTH
-    memcpy(out + 1, node_hash_value(c), HASH_LENGTH)
-    return 1 + HASH_LENGTH
+    return write_hash_ref(out, node_hash_value(c))
 
 
 cdef Py_ssize_t _write_node(uint8_t *out, PyObject *n, Py_ssize_t payload, const bint *pending,
@@ -251,50 +254,38 @@ cdef Py_ssize_t _write_node(uint8_t *out, PyObject *n, Py_ssize_t payload, const
     """Write n's encoding (payload from _payload_size with the same pending) at out, which has room for it. A
     child i with pending[i] is written as 0xa0 and a 32-byte hole whose offset from out lands in holes[i].
     Returns the size written."""
-    cdef Py_ssize_t o = put_header(out, 0xc0, payload), i
+    cdef Py_ssize_t o, i
     cdef PyObject *c
     cdef PyObject **slots
     cdef PyObject *key
     if is_full_node(n):
+        o = write_branch_head(out, payload)
         slots = full_node_slots(n)
         for i in range(16):
             c = slots[i]
             if c == NULL:
-                out[o] = 0x80
+                out[o] = EMPTY_STRING
                 o += 1
             elif pending != NULL and pending[i]:
-                out[o] = 0x80 + HASH_LENGTH
                 holes[i] = o + 1
-                o += 1 + HASH_LENGTH
+                o += write_hash_ref_header(out + o)
             elif node_has_hash(c):
                 o += _put_ref(out + o, c)
             else:
                 o += _write_node(out + o, c, _payload_size(c, NULL), NULL, NULL)
-        if slots[16] == NULL:
-            out[o] = 0x80
-            o += 1
-        else:
-            o += _put_string(out + o, value_node_bytes(slots[16]))
-    else:
-        key = short_node_key(n)
-        i = compact_size(borrowed_bytes_data(key), borrowed_bytes_size(key))
-        if i > 1:
-            o += put_header(out + o, 0x80, i)
-        o += write_compact(borrowed_bytes_data(key), borrowed_bytes_size(key), out + o)
-        c = short_node_leaf_value(n)
-        if c != NULL:
-            o += _put_string(out + o, c)
-            return o
-        c = short_node_val(n)
-        if pending != NULL and pending[0]:
-            out[o] = 0x80 + HASH_LENGTH
-            holes[0] = o + 1
-            o += 1 + HASH_LENGTH
-        elif node_has_hash(c):
-            o += _put_ref(out + o, c)
-        else:
-            o += _write_node(out + o, c, _payload_size(c, NULL), NULL, NULL)
-    return o
+        return o + write_branch_value(out + o, _value_data(slots[16]), _value_length(slots[16]))
+    key = short_node_key(n)
+    o = write_short_key(out, borrowed_bytes_data(key), borrowed_bytes_size(key), payload - _key_size(key))
+    c = short_node_leaf_value(n)
+    if c != NULL:
+        return o + _put_string(out + o, c)
+    c = short_node_val(n)
+    if pending != NULL and pending[0]:
+        holes[0] = o + 1
+        return o + write_hash_ref_header(out + o)
+    if node_has_hash(c):
+        return o + _put_ref(out + o, c)
+    return o + _write_node(out + o, c, _payload_size(c, NULL), NULL, NULL)
 
 
 cdef inline void _pass_store(HashPass *p, PendingNode *entry, const uint8_t *digest) noexcept nogil:
@@ -414,44 +405,39 @@ cdef Py_ssize_t _visit_full(HashPass *p, PyObject *n, int *height) noexcept nogi
         c = kids[j]
         if entry_of[j] >= 0 and flushes_at[j] == p.flushes:
             ref[j] = -2
-            payload += 1 + HASH_LENGTH
+            payload += HASH_REF_SIZE
         elif node_has_hash(c):
             ref[j] = -1
-            payload += 1 + HASH_LENGTH
+            payload += HASH_REF_SIZE
         else:
             ref[j] = _payload_size(c, NULL)
             payload += header_size(ref[j]) + ref[j]
     v = slots[16]
-    payload += 1 if v == NULL else _value_size(v)
+    payload += branch_value_size(_value_data(v), _value_length(v))
     # GAP_SLACK more: each run of empty slots is written as a 16-byte store of 0x80s, of which only the run's
     # length counts; the rest is overwritten by what follows, or lies past the end.
     if _pass_ensure(p, MAX_HEADER_SIZE + payload + GAP_SLACK) < 0:
         return -2
     start = p.length
     out = p.buf + start
-    o = put_header(out, 0xc0, payload)
+    o = write_branch_head(out, payload)
     prev = 0
     for j in range(cnt):
         i = idx[j]
-        memset(out + o, 0x80, GAP_SLACK)
+        memset(out + o, EMPTY_STRING, GAP_SLACK)
         o += i - prev
         prev = i + 1
         c = kids[j]
         if ref[j] == -2:
-            out[o] = 0x80 + HASH_LENGTH
             hole_at[j] = o + 1
-            o += 1 + HASH_LENGTH
+            o += write_hash_ref_header(out + o)
         elif ref[j] == -1:
             o += _put_ref(out + o, c)
         else:
             o += _write_node(out + o, c, ref[j], NULL, NULL)
-    memset(out + o, 0x80, GAP_SLACK)
+    memset(out + o, EMPTY_STRING, GAP_SLACK)
     o += 16 - prev
-    if v == NULL:
-        out[o] = 0x80
-        o += 1
-    else:
-        o += _put_string(out + o, value_node_bytes(v))
+    o += write_branch_value(out + o, _value_data(v), _value_length(v))
     if o < HASH_LENGTH:
         # Embedded in its parent; such a small node cannot refer to a hashed child, so nothing below it was
         # recorded either.
@@ -471,20 +457,13 @@ cdef Py_ssize_t _visit_leaf(HashPass *p, PyObject *n, PyObject *value, int *heig
     cdef PyObject *key = short_node_key(n)
     cdef const uint8_t *k = borrowed_bytes_data(key)
     cdef Py_ssize_t nk = borrowed_bytes_size(key)
-    cdef Py_ssize_t ck = compact_size(k, nk)
-    cdef Py_ssize_t payload = (1 if ck == 1 else header_size(ck) + ck) + string_size(
-        borrowed_bytes_data(value), borrowed_bytes_size(value))
+    cdef const uint8_t *vb = borrowed_bytes_data(value)
+    cdef Py_ssize_t vn = borrowed_bytes_size(value)
     cdef Py_ssize_t start, o
-    cdef uint8_t *out
-    if _pass_ensure(p, MAX_HEADER_SIZE + payload) < 0:
+    if _pass_ensure(p, short_node_size(compact_size(k, nk), string_size(vb, vn))) < 0:
         return -2
     start = p.length
-    out = p.buf + start
-    o = put_header(out, 0xc0, payload)
-    if ck > 1:
-        o += put_header(out + o, 0x80, ck)
-    o += write_compact(k, nk, out + o)
-    o += _put_string(out + o, value)
+    o = write_leaf(p.buf + start, k, nk, vb, vn)
     if o < HASH_LENGTH:
         return -1
     p.length = start + o

@@ -1,9 +1,10 @@
 # cython: language_level=3
 """Node encoding and strict decoding.
 
-Encoding writes RLP straight into a WriteBuffer: sizes first (so each header is written once, in place), then
-the items; no intermediate Python objects. A node's `encode` expects its children to be ready: every child whose
-encoding is 32 bytes or more carries its hash (the hasher sees to that, bottom-up); smaller children are embedded.
+Encoding writes RLP straight into a WriteBuffer with the node writers of node_enc.pxd: sizes first (so each
+header is written once, in place), then the items; no intermediate Python objects. A node's `encode` expects its
+children to be ready: every child whose encoding is 32 bytes or more carries its hash (the hasher sees to that,
+bottom-up); smaller children are embedded.
 """
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -12,7 +13,9 @@ from libc.stdint cimport uint8_t
 from libc.string cimport memcpy
 
 from mpt.core.bytes_like cimport as_bytes
-from mpt.ethereum.encoding cimport TERMINATOR, compact_size, write_compact, compact_to_hex_c
+from mpt.ethereum.encoding cimport TERMINATOR, compact_size, compact_to_hex_c
+from mpt.ethereum.node_enc cimport (EMPTY_STRING, HASH_REF_SIZE, branch_value_size, key_string_size,
+                                    write_branch_head, write_branch_value, write_hash_ref, write_short_key)
 from mpt.core.rlp cimport (MAX_HEADER_SIZE, RLPItem, WriteBuffer, header_size, put_header, read_item,
                       read_item_fast,
                       string_size)
@@ -44,13 +47,9 @@ cdef class Node:
         return self.encoded_size()
 
     cdef int write_ref(self, WriteBuffer w) except -1:
-        cdef uint8_t *out
         if self.has_hash:
-            w.ensure(1 + HASH_LENGTH)
-            out = w.tail()
-            out[0] = 0x80 + HASH_LENGTH
-            memcpy(out + 1, self.hash_value, HASH_LENGTH)
-            w.advance(1 + HASH_LENGTH)
+            w.ensure(HASH_REF_SIZE)
+            w.advance(write_hash_ref(w.tail(), self.hash_value))
             return 0
         return self.encode(w)
 
@@ -174,13 +173,7 @@ cdef class FullNode(Node):
                 size += 1 + HASH_LENGTH
             else:
                 size += (<Node>c).encoded_size()
-        c = self.slots[16]
-        if c == NULL:
-            size += 1
-        else:
-            v = (<ValueNode>c).value
-            size += string_size(<const uint8_t *>PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))
-        return size
+        return size + branch_value_size(_branch_value(self), _branch_value_size(self))
 
     cdef Py_ssize_t encoded_size(self) except -1:
         cdef Py_ssize_t payload = self.payload_size()
@@ -189,30 +182,20 @@ cdef class FullNode(Node):
     cdef int encode(self, WriteBuffer w) except -1:
         cdef Py_ssize_t i, payload = self.payload_size()
         cdef PyObject *c
-        cdef bytes v
-        cdef uint8_t *out
         w.ensure(MAX_HEADER_SIZE + payload)
-        w.advance(put_header(w.tail(), 0xc0, payload))
+        w.advance(write_branch_head(w.tail(), payload))
         for i in range(16):
             c = self.slots[i]
             if c == NULL:
-                w.tail()[0] = 0x80
+                w.tail()[0] = EMPTY_STRING
                 w.advance(1)
             elif (<Node>c).has_hash:
-                # Hashed child: 0xa0 + 32 bytes; the space was reserved by ensure() above.
-                out = w.tail()
-                out[0] = 0x80 + HASH_LENGTH
-                memcpy(out + 1, (<Node>c).hash_value, HASH_LENGTH)
-                w.advance(1 + HASH_LENGTH)
+                # The space was reserved by ensure() above.
+                w.advance(write_hash_ref(w.tail(), (<Node>c).hash_value))
             else:
+                # An embedded child: its encoding (reserved too: it is part of payload).
                 (<Node>c).encode(w)
-        c = self.slots[16]
-        if c == NULL:
-            w.tail()[0] = 0x80
-            w.advance(1)
-        else:
-            v = (<ValueNode>c).value
-            w.write_string(<const uint8_t *>PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))
+        w.advance(write_branch_value(w.tail(), _branch_value(self), _branch_value_size(self)))
         return 0
 
     @property
@@ -225,6 +208,19 @@ cdef class FullNode(Node):
         if self.slots[16] != NULL:
             parts.append("value: %r" % (self.child(16),))
         return "FullNode(%s)" % ", ".join(parts)
+
+
+cdef inline const uint8_t *_branch_value(FullNode n) noexcept:
+    # The value slot's bytes for node_enc's branch writers: NULL when the branch has no value.
+    if n.slots[16] == NULL:
+        return NULL
+    return <const uint8_t *>PyBytes_AS_STRING((<ValueNode>n.slots[16]).value)
+
+
+cdef inline Py_ssize_t _branch_value_size(FullNode n) noexcept:
+    if n.slots[16] == NULL:
+        return 0
+    return PyBytes_GET_SIZE((<ValueNode>n.slots[16]).value)
 
 
 @cython.final
@@ -258,36 +254,36 @@ cdef class ShortNode(Node):
         return n
 
     cdef Py_ssize_t payload_size(self) except -1:
-        cdef Py_ssize_t ck = compact_size(<const uint8_t *>PyBytes_AS_STRING(self.key), PyBytes_GET_SIZE(self.key))
-        # A one-byte compact key is always below 0x80 (flag nibble <= 3), so it encodes as itself.
-        cdef Py_ssize_t size = 1 if ck == 1 else header_size(ck) + ck
-        cdef PyObject *v = self.leaf_value
-        if v != NULL:
-            # A leaf: its value through leaf_value, without a read of the ValueNode (one cache miss less).
-            return size + string_size(<const uint8_t *>PyBytes_AS_STRING(<bytes>v), PyBytes_GET_SIZE(<bytes>v))
-        return size + self.val.ref_size()
+        cdef Py_ssize_t compact = compact_size(<const uint8_t *>PyBytes_AS_STRING(self.key),
+                                               PyBytes_GET_SIZE(self.key))
+        return key_string_size(compact) + _second_item_size(self)
 
     cdef Py_ssize_t encoded_size(self) except -1:
         cdef Py_ssize_t payload = self.payload_size()
         return header_size(payload) + payload
 
     cdef int encode(self, WriteBuffer w) except -1:
-        cdef Py_ssize_t payload = self.payload_size()
         cdef const uint8_t *k = <const uint8_t *>PyBytes_AS_STRING(self.key)
         cdef Py_ssize_t nk = PyBytes_GET_SIZE(self.key)
-        cdef Py_ssize_t ck = compact_size(k, nk)
         cdef PyObject *v = self.leaf_value
-        w.ensure(2 * MAX_HEADER_SIZE + ck)
-        w.advance(put_header(w.tail(), 0xc0, payload))
-        if ck > 1:
-            w.advance(put_header(w.tail(), 0x80, ck))
-        w.advance(write_compact(k, nk, w.tail()))
+        cdef Py_ssize_t second = _second_item_size(self)
+        w.ensure(2 * MAX_HEADER_SIZE + compact_size(k, nk))
+        w.advance(write_short_key(w.tail(), k, nk, second))
         if v != NULL:
             return w.write_string(<const uint8_t *>PyBytes_AS_STRING(<bytes>v), PyBytes_GET_SIZE(<bytes>v))
         return self.val.write_ref(w)
 
     def __repr__(self):
         return "ShortNode(%s, %r)" % (bytes(self.key).hex(), self.val)
+
+
+cdef inline Py_ssize_t _second_item_size(ShortNode n) except -1:
+    # A short node's second item: a leaf's value string (through leaf_value, without a read of the ValueNode: one
+    # cache miss less) or an extension's child reference.
+    cdef PyObject *v = n.leaf_value
+    if v != NULL:
+        return string_size(<const uint8_t *>PyBytes_AS_STRING(<bytes>v), PyBytes_GET_SIZE(<bytes>v))
+    return n.val.ref_size()
 
 
 @cython.final

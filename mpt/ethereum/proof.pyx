@@ -16,7 +16,8 @@ from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, memset
 
 from mpt.core._keccak.keccak cimport mpt_keccak256_many, mpt_keccak_backend_lanes
-from mpt.ethereum.encoding cimport COMPACT_LEAF_FLAG, COMPACT_ODD_FLAG, TERMINATOR, keybytes_to_hex_c, prefix_length
+from mpt.ethereum.encoding cimport (COMPACT_LEAF_FLAG, COMPACT_ODD_FLAG, TERMINATOR, keybytes_to_hex_c, prefix_length,
+                                    write_hex)
 from mpt.ethereum.hasher cimport Hasher, HasherPool, KnownEncodings, default_pool, known_key
 from mpt.core.runtime cimport hash_threads, keccak_backend_number
 from mpt.core.rlp cimport RLPItem, read_item_fast
@@ -542,10 +543,7 @@ def verify_proof(root, key, proof):
         hexkey = <uint8_t *>PyMem_Malloc(klen)
         if hexkey == NULL:
             raise MemoryError()
-    for i in range(n):
-        hexkey[2 * i] = kb[i] >> 4
-        hexkey[2 * i + 1] = kb[i] & 0x0f
-    hexkey[2 * n] = TERMINATOR
+    write_hex(kb, n, hexkey)
     try:
         proofset_init(&ps, blobs)
         return _walk_proof(&ps, <const uint8_t *>PyBytes_AS_STRING(wanted), hexkey, klen)

@@ -14,14 +14,15 @@ from libc.string cimport memcmp, memcpy, memset
 
 from mpt.core._keccak.keccak cimport mpt_keccak256_many
 from mpt.core.bytes_like cimport as_bytes
-from mpt.ethereum.encoding cimport TERMINATOR
+from mpt.ethereum.encoding cimport TERMINATOR, write_compact_keybytes
 from mpt.ethereum.hasher cimport Hasher, HasherPool, default_pool, known_key
 from mpt.ethereum.node cimport FullNode, HashNode, Node, ShortNode, ValueNode, decode_node_c
+from mpt.ethereum.node_enc cimport HASH_REF_SIZE, short_node_size, write_hash_ref_header, write_short_head
 from mpt.ethereum.proof cimport (
     BRANCH_WIDTH, HASH_LENGTH, INLINE_HEX_KEY, NodeItems, ProofSet, get_child, has_prefix, hex_key, missing_message,
     proof_blobs, proofset_find, proofset_free, proofset_init, root_bytes, scan_node,
 )
-from mpt.core.rlp cimport RLPItem, header_size, put_header, string_size
+from mpt.core.rlp cimport RLPItem, put_string, string_size
 from mpt.core.runtime cimport hash_threads, keccak_backend_number
 from mpt.ethereum.stacktrie cimport ST_LEAF, ST_REF, STBuilder, st_add_nibbles, st_finish_root, st_free, st_init
 from mpt.ethereum.trie cimport Trie
@@ -429,11 +430,11 @@ cdef object _verify_whole_range_batched(bytes root_hash, list ks, list vs):
     the value. All leaves are encoded into one buffer and hashed together on full lanes, then the builder gets
     each leaf's reference (ST_REF) at its path key[:d+1] and only builds the branches above."""
     cdef Py_ssize_t n = len(ks), i, count = 0
-    cdef size_t nk, vl, s, d, left = 0, right, c, vsize, payload, total = 0, start
+    cdef size_t nk, vl, s, d, left = 0, right, c, size, total = 0, start
     cdef const uint8_t *kb
     cdef const uint8_t *vb
     cdef uint8_t *o
-    cdef uint8_t ref[33]
+    cdef uint8_t ref[HASH_REF_SIZE]
     cdef int rc = 0
     cdef size_t *paths = NULL       # s_i: the leaf's path length in nibbles (d + 1)
     cdef size_t *offs = NULL        # where leaf i's encoding starts in enc (its end: offs[i + 1])
@@ -469,11 +470,10 @@ cdef object _verify_whole_range_batched(bytes root_hash, list ks, list vs):
             c = 1 + nk - (s + 1) // 2
             vb = <const uint8_t *>PyBytes_AS_STRING(<bytes>vs[i])
             vl = <size_t>PyBytes_GET_SIZE(<bytes>vs[i])
-            vsize = <size_t>string_size(vb, vl)
-            payload = (1 if c == 1 else <size_t>header_size(c) + c) + vsize
+            size = <size_t>short_node_size(c, string_size(vb, vl))
             offs[i] = total
-            total += <size_t>header_size(payload) + payload
-            if <size_t>header_size(payload) + payload >= HASH_LENGTH:
+            total += size
+            if size >= HASH_LENGTH:
                 count += 1
         offs[n] = total
         enc = <uint8_t *>PyMem_Malloc(total if total else 1)
@@ -490,23 +490,10 @@ cdef object _verify_whole_range_batched(bytes root_hash, list ks, list vs):
             vb = <const uint8_t *>PyBytes_AS_STRING(<bytes>vs[i])
             vl = <size_t>PyBytes_GET_SIZE(<bytes>vs[i])
             s = paths[i]
-            c = 1 + nk - (s + 1) // 2
-            vsize = <size_t>string_size(vb, vl)
-            payload = (1 if c == 1 else <size_t>header_size(c) + c) + vsize
             o = enc + offs[i]
-            o += put_header(o, 0xc0, payload)
-            if c > 1:
-                o += put_header(o, 0x80, c)
-            if s & 1:
-                o[0] = <uint8_t>(0x30 | (kb[s // 2] & 0x0f))
-            else:
-                o[0] = 0x20
-            o += 1
-            memcpy(o, kb + (s + 1) // 2, c - 1)
-            o += c - 1
-            if vsize != vl:
-                o += put_header(o, 0x80, vl)
-            memcpy(o, vb, vl)
+            o += write_short_head(o, 1 + nk - (s + 1) // 2, string_size(vb, vl))
+            o += write_compact_keybytes(kb, s, 2 * nk, True, o)
+            put_string(o, vb, vl)
             if offs[i + 1] - offs[i] >= HASH_LENGTH:
                 hptrs[count] = enc + offs[i]
                 hlens[count] = offs[i + 1] - offs[i]
@@ -514,7 +501,7 @@ cdef object _verify_whole_range_batched(bytes root_hash, list ks, list vs):
         # With the GIL, as the key-by-key builder runs (docs/threads.rst lists what releases it).
         mpt_keccak256_many(b.backend, hptrs, hlens, <size_t>count, digests)
         # Pass 3: the references, at their paths, into the builder.
-        ref[0] = 0xa0
+        write_hash_ref_header(ref)
         count = 0
         for i in range(n):
             kb = <const uint8_t *>PyBytes_AS_STRING(<bytes>ks[i])
@@ -531,7 +518,7 @@ cdef object _verify_whole_range_batched(bytes root_hash, list ks, list vs):
             if offs[i + 1] - offs[i] >= HASH_LENGTH:
                 memcpy(ref + 1, digests + count * HASH_LENGTH, HASH_LENGTH)
                 count += 1
-                rc = st_add_nibbles(&b, nib, s, ST_REF, ref, 33)
+                rc = st_add_nibbles(&b, nib, s, ST_REF, ref, HASH_REF_SIZE)
             else:
                 rc = st_add_nibbles(&b, nib, s, ST_REF, enc + offs[i], offs[i + 1] - offs[i])
             if rc != 0:

@@ -33,7 +33,10 @@ from mpt.core._keccak.keccak cimport (
     mpt_keccak_backend_name,
     mpt_keccak_best_backend,
 )
-from mpt.ethereum.encoding cimport pack_nibbles
+from mpt.ethereum.encoding cimport compact_size_nibbles, prefix_length, write_nibbles
+from mpt.ethereum.node_enc cimport (EMPTY_STRING, HASH_REF_SIZE, branch_value_size, short_node_size,
+                                    write_branch_head, write_branch_value, write_extension_nibbles, write_hash_ref,
+                                    write_hash_ref_header, write_leaf_nibbles, write_short_nibbles)
 
 cdef bytes _EMPTY_ROOT = bytes.fromhex("56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421")
 cdef uint8_t _EMPTY_ROOT_C[32]
@@ -41,7 +44,7 @@ memcpy(_EMPTY_ROOT_C, <const char *>_EMPTY_ROOT, 32)
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Buffers and RLP pieces (sizes are computed first, then the bytes written in place)
+# Buffers (the node encodings are node_enc.pxd's: sizes first, then the bytes written in place)
 # ---------------------------------------------------------------------------------------------------------------
 
 cdef inline int _grow(uint8_t **buf, size_t *cap, size_t need) noexcept nogil:
@@ -60,41 +63,6 @@ cdef inline int _grow(uint8_t **buf, size_t *cap, size_t need) noexcept nogil:
     buf[0] = p
     cap[0] = new_cap
     return 0
-
-
-cdef inline uint8_t *_put_str(uint8_t *o, const uint8_t *d, size_t n) noexcept nogil:
-    if not (n == 1 and d[0] < 0x80):
-        o += put_header(o, 0x80, n)
-    memcpy(o, d, n)
-    return o + n
-
-
-cdef inline size_t _hp_size(size_t n) noexcept nogil:
-    # Hex-prefix (compact) encoding of n nibbles, as an RLP string. One byte (n <= 1) is below 0x80: no header.
-    cdef size_t hl = n // 2 + 1
-    return 1 if hl == 1 else <size_t>header_size(hl) + hl
-
-
-cdef inline uint8_t *_put_hp(uint8_t *o, const uint8_t *nib, size_t n, bint leaf) noexcept nogil:
-    cdef size_t hl = n // 2 + 1
-    cdef uint8_t flag = 2 if leaf else 0
-    if hl > 1:
-        o += put_header(o, 0x80, hl)
-    if n & 1:
-        o[0] = <uint8_t>(((flag + 1) << 4) | nib[0])
-        nib += 1
-        n -= 1
-    else:
-        o[0] = <uint8_t>(flag << 4)
-    pack_nibbles(nib, n // 2, o + 1)
-    return o + 1 + n // 2
-
-
-cdef inline size_t _lcp(const uint8_t *a, size_t na, const uint8_t *b, size_t nb) noexcept nogil:
-    cdef size_t i = 0, n = na if na < nb else nb
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -143,28 +111,8 @@ cdef inline int _frame_put(STFrame *f, uint8_t slot, const uint8_t *data, size_t
 
 
 cdef inline size_t _leaf_size(size_t n, const uint8_t *value, size_t value_len) noexcept nogil:
-    cdef size_t payload = _hp_size(n) + <size_t>string_size(value, value_len)
-    return <size_t>header_size(payload) + payload
-
-
-cdef inline uint8_t *_put_leaf(uint8_t *o, const uint8_t *nib, size_t n, const uint8_t *value,
-                               size_t value_len) noexcept nogil:
-    o += put_header(o, 0xc0, _hp_size(n) + <size_t>string_size(value, value_len))
-    o = _put_hp(o, nib, n, True)
-    return _put_str(o, value, value_len)
-
-
-cdef inline size_t _ext_size(size_t n, size_t ref_len) noexcept nogil:
-    cdef size_t payload = _hp_size(n) + ref_len
-    return <size_t>header_size(payload) + payload
-
-
-cdef inline uint8_t *_put_ext(uint8_t *o, const uint8_t *nib, size_t n, const uint8_t *ref,
-                              size_t ref_len) noexcept nogil:
-    o += put_header(o, 0xc0, _hp_size(n) + ref_len)
-    o = _put_hp(o, nib, n, False)
-    memcpy(o, ref, ref_len)
-    return o + ref_len
+    # The size of the leaf write_leaf_nibbles writes for n nibbles (no terminator) and value.
+    return <size_t>short_node_size(compact_size_nibbles(n), string_size(value, value_len))
 
 
 cdef int _emit_pending(STBuilder *b, STFrame *f) noexcept nogil:
@@ -177,13 +125,13 @@ cdef int _emit_pending(STBuilder *b, STFrame *f) noexcept nogil:
     elif n == 0:
         return _frame_put(f, slot, b.pref, b.pref_len, True)
     else:
-        size = _ext_size(n, b.pref_len)
+        size = <size_t>short_node_size(compact_size_nibbles(n), b.pref_len)
     if _grow(&f.buf, &f.buf_cap, f.buf_len + size) < 0:
         return -1
     if b.pending == ST_LEAF:
-        _put_leaf(f.buf + f.buf_len, rest, n, b.pvalue, b.pvalue_len)
+        write_leaf_nibbles(f.buf + f.buf_len, rest, n, b.pvalue, b.pvalue_len)
     else:
-        _put_ext(f.buf + f.buf_len, rest, n, b.pref, b.pref_len)
+        write_extension_nibbles(f.buf + f.buf_len, rest, n, b.pref, b.pref_len)
     _frame_record(f, slot, size, False)
     return 0
 
@@ -221,7 +169,7 @@ cdef int _finish_frame(STBuilder *b, STFrame *f, size_t start, const uint8_t **o
                 which[count] = i
                 slot_hashed[i] = count
                 count += 1
-                payload += 33
+                payload += HASH_REF_SIZE
             else:
                 payload += f.len[i]
         else:
@@ -234,29 +182,21 @@ cdef int _finish_frame(STBuilder *b, STFrame *f, size_t start, const uint8_t **o
         for i in range(count):
             if _notify(b, f.depth, which[i], digests + i * ST_HASH_LENGTH, ptrs[i], lens[i]) < 0:
                 return -1
-    if f.has_value:
-        payload += <size_t>string_size(f.value, f.value_len)
-    else:
-        payload += 1
+    payload += <size_t>branch_value_size(f.value if f.has_value else NULL, f.value_len)
     size = <size_t>header_size(payload) + payload
     if _grow(&b.tmp, &b.tmp_cap, size) < 0:
         return -1
-    o = b.tmp + put_header(b.tmp, 0xc0, payload)
+    o = b.tmp + write_branch_head(b.tmp, payload)
     for i in range(16):
         if slot_hashed[i] >= 0:
-            o[0] = 0xa0
-            memcpy(o + 1, digests + slot_hashed[i] * ST_HASH_LENGTH, ST_HASH_LENGTH)
-            o += 33
+            o += write_hash_ref(o, digests + slot_hashed[i] * ST_HASH_LENGTH)
         elif f.mask & ((<uint32_t>1) << i):
             memcpy(o, f.buf + f.off[i], f.len[i])
             o += f.len[i]
         else:
-            o[0] = 0x80
+            o[0] = EMPTY_STRING
             o += 1
-    if f.has_value:
-        o = _put_str(o, f.value, f.value_len)
-    else:
-        o[0] = 0x80
+    write_branch_value(o, f.value if f.has_value else NULL, f.value_len)
     b.tmp_len = size
     if start >= f.depth:
         out[0] = b.tmp
@@ -268,18 +208,16 @@ cdef int _finish_frame(STBuilder *b, STFrame *f, size_t start, const uint8_t **o
         mpt_keccak256(b.tmp, size, digest + 0)
         if b.on_node != NULL and _notify(b, f.depth, -1, digest, b.tmp, size) < 0:
             return -1
-        size = _ext_size(n, 33)
+        size = <size_t>short_node_size(compact_size_nibbles(n), HASH_REF_SIZE)
         if _grow(&b.tmp2, &b.tmp2_cap, size) < 0:
             return -1
-        o = b.tmp2 + put_header(b.tmp2, 0xc0, _hp_size(n) + 33)
-        o = _put_hp(o, b.prev + start, n, False)
-        o[0] = 0xa0
-        memcpy(o + 1, digest, ST_HASH_LENGTH)
+        o = b.tmp2 + write_short_nibbles(b.tmp2, b.prev + start, n, False, HASH_REF_SIZE)
+        write_hash_ref(o, digest)
     else:
-        size = _ext_size(n, b.tmp_len)
+        size = <size_t>short_node_size(compact_size_nibbles(n), b.tmp_len)
         if _grow(&b.tmp2, &b.tmp2_cap, size) < 0:
             return -1
-        _put_ext(b.tmp2, b.prev + start, n, b.tmp, b.tmp_len)
+        write_extension_nibbles(b.tmp2, b.prev + start, n, b.tmp, b.tmp_len)
     b.tmp2_len = size
     out[0] = b.tmp2
     out_len[0] = size
@@ -359,12 +297,9 @@ cdef void st_reset(STBuilder *b) noexcept nogil:
 cdef int st_add_key(STBuilder *b, const uint8_t *key, size_t key_len, const uint8_t *value,
                     size_t value_len) noexcept nogil:
     """Add key -> value (value must stay valid until the next add or finish)."""
-    cdef size_t i
     if _grow(&b.nib, &b.nib_cap, 2 * key_len) < 0:
         return -1
-    for i in range(key_len):
-        b.nib[2 * i] = key[i] >> 4
-        b.nib[2 * i + 1] = key[i] & 0x0f
+    write_nibbles(key, key_len, b.nib)
     return st_add_nibbles(b, b.nib, 2 * key_len, ST_LEAF, value, value_len)
 
 
@@ -392,7 +327,7 @@ cdef int st_add_nibbles(STBuilder *b, const uint8_t *nib, size_t n, int kind, co
     cdef size_t enc_len
     cdef uint8_t *tmpbuf
     if b.pending != ST_NONE:
-        L = _lcp(b.prev, b.prev_len, nib, n)
+        L = <size_t>prefix_length(b.prev, b.prev_len, nib, n)
         if L == n or (L < b.prev_len and nib[L] < b.prev[L]):
             return ST_ERR_ORDER
         if L == b.prev_len:
@@ -467,9 +402,9 @@ cdef int st_finish_root(STBuilder *b) noexcept nogil:
             enc_len = _leaf_size(b.prev_len, b.pvalue, b.pvalue_len)
             if _grow(&b.tmp, &b.tmp_cap, enc_len) < 0:
                 return -1
-            _put_leaf(b.tmp, b.prev, b.prev_len, b.pvalue, b.pvalue_len)
+            write_leaf_nibbles(b.tmp, b.prev, b.prev_len, b.pvalue, b.pvalue_len)
         elif b.prev_len == 0:
-            if b.pref_len == 33:                        # the root is that subtree's (hashed) branch
+            if b.pref_len == HASH_REF_SIZE:             # the root is that subtree's (hashed) branch
                 memcpy(b.root, b.pref + 1, ST_HASH_LENGTH)
                 return 0
             enc_len = b.pref_len
@@ -477,10 +412,10 @@ cdef int st_finish_root(STBuilder *b) noexcept nogil:
                 return -1
             memcpy(b.tmp, b.pref, enc_len)
         else:
-            enc_len = _ext_size(b.prev_len, b.pref_len)
+            enc_len = <size_t>short_node_size(compact_size_nibbles(b.prev_len), b.pref_len)
             if _grow(&b.tmp, &b.tmp_cap, enc_len) < 0:
                 return -1
-            _put_ext(b.tmp, b.prev, b.prev_len, b.pref, b.pref_len)
+            write_extension_nibbles(b.tmp, b.prev, b.prev_len, b.pref, b.pref_len)
         enc = b.tmp
     else:
         if _fold(b) < 0 or _finish_frame(b, &b.frames[0], 0, &enc, &enc_len) < 0:
@@ -504,9 +439,9 @@ cdef int st_finish_subtree(STBuilder *b, int *kind, size_t *depth, uint8_t *ref,
         return -1
     depth[0] = b.frames[0].depth
     if enc_len >= ST_HASH_LENGTH:
-        ref[0] = 0xa0
+        write_hash_ref_header(ref)
         mpt_keccak256(enc, enc_len, ref + 1)
-        ref_len[0] = 33
+        ref_len[0] = HASH_REF_SIZE
         if b.on_node != NULL:
             return _notify(b, depth[0], -1, ref + 1, enc, enc_len)
     else:

@@ -20,6 +20,9 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from mpt.core._keccak.keccak cimport (MPT_KECCAK_BACKENDS, mpt_keccak256, mpt_keccak256_many, mpt_keccak_backend_name,
                                  mpt_keccak_best_backend)
 from mpt.core.rlp cimport put_header, put_string, string_size, uint_byte_length
+from mpt.ethereum.encoding cimport compact_size_nibbles, keybytes_nibble, write_compact_keybytes
+from mpt.ethereum.node_enc cimport (EMPTY_STRING, write_branch_head, write_branch_value, write_hash_ref,
+                                    write_short_head)
 
 import gc
 
@@ -606,41 +609,6 @@ cdef enum:
     STORE_KEEP_BYTES = 32 << 20
 
 
-cdef inline uint8_t _nibble(const uint8_t *key, int i) noexcept nogil:
-    if i & 1:
-        return key[i >> 1] & 0x0f
-    return key[i >> 1] >> 4
-
-
-cdef Py_ssize_t _compact(const uint8_t *key, int start, int end, bint leaf, uint8_t *out) noexcept nogil:
-    """Hex-prefix form of the nibbles key[start:end]."""
-    cdef uint8_t flag = 2 if leaf else 0
-    cdef int i
-    cdef Py_ssize_t o
-    if not (start & 1) and not (end & 1):
-        # Whole bytes: the flag byte, then the key's bytes as they are.
-        out[0] = <uint8_t>(flag << 4)
-        memcpy(out + 1, key + (start >> 1), <size_t>((end - start) >> 1))
-        return 1 + ((end - start) >> 1)
-    if (start & 1) and not (end & 1):
-        # The odd nibble shares the flag byte; the rest are whole bytes.
-        out[0] = <uint8_t>(((flag | 1) << 4) | (key[start >> 1] & 0x0f))
-        memcpy(out + 1, key + ((start + 1) >> 1), <size_t>((end - start - 1) >> 1))
-        return 1 + ((end - start - 1) >> 1)
-    i = start
-    o = 1
-    if (end - start) & 1:
-        out[0] = <uint8_t>(((flag | 1) << 4) | _nibble(key, i))
-        i += 1
-    else:
-        out[0] = <uint8_t>(flag << 4)
-    while i < end:
-        out[o] = <uint8_t>((_nibble(key, i) << 4) | _nibble(key, i + 1))
-        i += 2
-        o += 1
-    return o
-
-
 @cython.final
 cdef class Scratch:
     """The working memory of SmallTries builds, one buffer per ScratchSlot, pooled across calls (_take_scratch)."""
@@ -1045,7 +1013,7 @@ cdef class SmallTries:
             self.nodes[index].kind = LEAF
             self.arena_len += 3 + 34 + 3 + p[lo].value_len
         else:
-            while _nibble(p[lo].key, depth + prefix) == _nibble(p[hi - 1].key, depth + prefix):
+            while keybytes_nibble(p[lo].key, depth + prefix) == keybytes_nibble(p[hi - 1].key, depth + prefix):
                 prefix += 1
             if prefix > 0:
                 child = self._build(lo, hi, depth + prefix)
@@ -1058,7 +1026,7 @@ cdef class SmallTries:
                 j = lo
                 for k in range(16):
                     start = j
-                    while j < hi and _nibble(p[j].key, depth) == k:
+                    while j < hi and keybytes_nibble(p[j].key, depth) == k:
                         j += 1
                     if j == start:
                         children[k] = -1
@@ -1082,24 +1050,21 @@ cdef class SmallTries:
 
     cdef void _encode(self, SmallNode *node, uint8_t *out) noexcept nogil:
         """The node's RLP at out (its children's references are final); sets encoding_len."""
-        cdef uint8_t compact[34]
-        cdef Py_ssize_t n = 0, c, h, size
+        cdef Py_ssize_t n = 0, size
         cdef int k
         cdef const int *children
         cdef SmallNode *child
         cdef SmallPair *pair
         if node.kind == LEAF:
             pair = &self.pairs[node.lo]
-            c = _compact(pair.key, node.depth, 64, True, compact)
-            size = string_size(compact, c) + string_size(pair.value, pair.value_len)
-            h = put_header(out, 0xc0, size)
-            n = h + put_string(out + h, compact, c)
+            n = write_short_head(out, compact_size_nibbles(64 - node.depth), string_size(pair.value, pair.value_len))
+            n += write_compact_keybytes(pair.key, node.depth, 64, True, out + n)
             n += put_string(out + n, pair.value, pair.value_len)
         elif node.kind == EXTENSION:
-            c = _compact(self.pairs[node.lo].key, node.depth, node.depth + node.prefix, False, compact)
             child = &self.nodes[node.child]
-            h = put_header(out, 0xc0, string_size(compact, c) + child.ref_len)
-            n = h + put_string(out + h, compact, c)
+            n = write_short_head(out, compact_size_nibbles(node.prefix), child.ref_len)
+            n += write_compact_keybytes(self.pairs[node.lo].key, node.depth, node.depth + node.prefix, False,
+                                        out + n)
             memcpy(out + n, child.ref, <size_t>child.ref_len)
             n += child.ref_len
         else:
@@ -1107,17 +1072,16 @@ cdef class SmallTries:
             size = 1
             for k in range(16):
                 size += 1 if children[k] < 0 else self.nodes[children[k]].ref_len
-            n = put_header(out, 0xc0, size)
+            n = write_branch_head(out, size)
             for k in range(16):
                 if children[k] < 0:
-                    out[n] = 0x80
+                    out[n] = EMPTY_STRING
                     n += 1
                 else:
                     child = &self.nodes[children[k]]
                     memcpy(out + n, child.ref, <size_t>child.ref_len)
                     n += child.ref_len
-            out[n] = 0x80
-            n += 1
+            n += write_branch_value(out + n, NULL, 0)       # a trie of hashed keys has no values in branches
         node.encoding_len = n
 
     cdef int finish(self) except -1:
@@ -1219,9 +1183,7 @@ cdef class SmallTries:
             mpt_keccak256_many(backend, hash_data, hash_len, <size_t>nhash, digests)
             for level_count in range(nhash):
                 node = &self.nodes[hash_node[level_count]]
-                node.ref[0] = 0xa0
-                memcpy(node.ref + 1, digests + 32 * level_count, 32)
-                node.ref_len = 33
+                node.ref_len = <uint8_t>write_hash_ref(node.ref, digests + 32 * level_count)
                 if self.collect_nodes:
                     self.node_store.add(digests + 32 * level_count, node.encoding, node.encoding_len)
             i = j

@@ -24,7 +24,9 @@ from libc.string cimport memcpy
 
 from mpt.core._keccak.keccak cimport mpt_keccak256, mpt_keccak256_many
 from mpt.core.runtime cimport keccak_backend_number
-from mpt.core.rlp cimport RLPItem, header_size, put_header, read_item_fast, string_size
+from mpt.core.rlp cimport RLPItem, header_size, put_header, put_string, read_item_fast, string_size
+from mpt.ethereum.encoding cimport compact_size_nibbles, write_compact_nibbles, write_nibbles
+from mpt.ethereum.node_enc cimport write_hash_ref_header
 
 from collections import defaultdict
 
@@ -110,21 +112,11 @@ cdef Py_ssize_t payload_size(list node) except -2:
 
 
 cdef uint8_t* write_list(list node, Py_ssize_t payload, uint8_t* out) except NULL:
-    cdef Py_ssize_t n
-    cdef const uint8_t* data
     cdef object item
     out += put_header(out, 0xc0, payload)
     for item in node:
         if isinstance(item, bytes):
-            n = PyBytes_GET_SIZE(<bytes>item)
-            data = <const uint8_t*>PyBytes_AS_STRING(<bytes>item)
-            if n == 1 and data[0] < 0x80:
-                out[0] = data[0]
-                out += 1
-            else:
-                out += put_header(out, 0x80, n)
-                memcpy(out, data, n)
-                out += n
+            out += put_string(out, <const uint8_t*>PyBytes_AS_STRING(<bytes>item), PyBytes_GET_SIZE(<bytes>item))
         else:
             out = write_list(<list>item, payload_size(<list>item), out)
     return out
@@ -192,32 +184,15 @@ cdef inline void _validate_is_bytes(object value) except *:
 
 cdef bytes key_to_nibbles(bytes key):
     """py-trie's bytes_to_nibbles, as one nibble a byte."""
-    cdef Py_ssize_t n = PyBytes_GET_SIZE(key), i
-    cdef const unsigned char* src = <const unsigned char*>PyBytes_AS_STRING(key)
-    cdef bytes out = PyBytes_FromStringAndSize(NULL, 2 * n)
-    cdef unsigned char* dst = <unsigned char*>PyBytes_AS_STRING(out)
-    for i in range(n):
-        dst[2 * i] = src[i] >> 4
-        dst[2 * i + 1] = src[i] & 15
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, 2 * PyBytes_GET_SIZE(key))
+    write_nibbles(<const uint8_t*>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), <uint8_t*>PyBytes_AS_STRING(out))
     return out
 
 
 cdef bytes hex_prefix(const unsigned char* nibbles, Py_ssize_t n, bint leaf):
     """py-trie's encode_nibbles of the path, with the terminator when leaf."""
-    cdef unsigned char flag = 2 if leaf else 0
-    cdef Py_ssize_t i, j
-    cdef bytes out = PyBytes_FromStringAndSize(NULL, n // 2 + 1)
-    cdef unsigned char* dst = <unsigned char*>PyBytes_AS_STRING(out)
-    if n % 2:
-        dst[0] = ((flag + 1) << 4) | nibbles[0]
-        i, j = 1, 1
-    else:
-        dst[0] = flag << 4
-        i, j = 0, 1
-    while i < n:
-        dst[j] = (nibbles[i] << 4) | nibbles[i + 1]
-        i += 2
-        j += 1
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, compact_size_nibbles(n))
+    write_compact_nibbles(nibbles, n, leaf, <uint8_t*>PyBytes_AS_STRING(out))
     return out
 
 
@@ -941,7 +916,7 @@ cdef class HexaryTrieCore:
     cdef object store_hashed(self, bytes encoded, uint8_t* hash_slot):
         """Store encoded (32 bytes or more) under its Keccak, which goes to hash_slot[1:33] after the RLP header
         of a 32-byte string (hash_slot[0]); returns None (the caller's sign that its slot is hash_slot)."""
-        hash_slot[0] = 0xa0
+        write_hash_ref_header(hash_slot)
         mpt_keccak256(<const uint8_t*>PyBytes_AS_STRING(encoded), PyBytes_GET_SIZE(encoded), hash_slot + 1)
         self.store(PyBytes_FromStringAndSize(<const char*>hash_slot + 1, 32), encoded)
         return None

@@ -14,6 +14,7 @@ from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
 from libc.stdint cimport uint8_t, uint32_t
 from libc.string cimport memcmp, memcpy, memset
 
+from mpt.ethereum.encoding cimport write_nibbles
 from mpt.ethereum.shards.partition cimport Partition
 from mpt.ethereum.shards.records cimport RECORD_HEADER, Segment, load_u32
 from mpt.ethereum.shards.sort cimport Entry, key_head, sort_entries
@@ -279,13 +280,8 @@ def build_range(Partition part, size_t lo, size_t hi, int backend):
 # ---------------------------------------------------------------------------------------------------------------
 
 cdef bytes _nibbles(bytes key):
-    cdef Py_ssize_t i, n = PyBytes_GET_SIZE(key)
-    cdef bytes out = PyBytes_FromStringAndSize(NULL, 2 * n)
-    cdef uint8_t *o = <uint8_t *>PyBytes_AS_STRING(out)
-    cdef const uint8_t *k = <const uint8_t *>PyBytes_AS_STRING(key)
-    for i in range(n):
-        o[2 * i] = k[i] >> 4
-        o[2 * i + 1] = k[i] & 0x0f
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, 2 * PyBytes_GET_SIZE(key))
+    write_nibbles(<const uint8_t *>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), <uint8_t *>PyBytes_AS_STRING(out))
     return out
 
 
