@@ -379,6 +379,165 @@ def test_trie_leaves_its_arena_for_node_objects_when_asked():
     assert t.get(keys[1]) == values[1] and copy.get(keys[1]) == b"x"
 
 
+def _commit_both(a, o, leaves, db):
+    """Commit a (arena lineage) and o (node objects) with the same content: the same root, and a writes every node
+    (and leaf) o writes. It may write more: a copy that took its own records before a sibling committed the
+    shared ones writes those again (same hashes, same bytes: the database is shared), where copies on node
+    objects share the stored marks of their nodes. Every node of a's trie is then in the database."""
+    ra, ro = _commit_record(a, leaves), _commit_record(o, leaves)
+    root = a.last_commit.root
+    assert root == o.last_commit.root and ra[1].items() >= ro[1].items()
+    assert (ra[3] is None) == (ro[3] is None) and set(ra[3] or ()) >= set(ro[3] or ())
+    assert dict(Trie(db, root).items()) == dict(o.items())
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_copies_of_a_trie_in_its_arena_change_apart(seed):
+    """Trie.copy() of a fresh trie shares its arena; the first of the tries sharing it to change its records
+    copies them, and a commit marks shared records stored for all. A family of arena tries and their twins on
+    node objects take the same random updates, deletes, hashes, commits, copies and switches to node objects,
+    each on a randomly chosen member: every member keeps its own content and root, and its commits store what
+    its twin's store (_commit_both)."""
+    rng = random.Random(1000 + seed)
+    space, ops = _random_ops(rng, 300, [1, 2, 32], [1, 20, 40], 4 + seed % 5)
+    arena_db, object_db = {}, {}
+    first_object = Trie(object_db)
+    assert first_object.root_node is None
+    family = [(Trie(arena_db), first_object)]
+    for op, k, v in ops:
+        a, o = rng.choice(family)
+        if op == "update":
+            a.update(k, v)
+            o.update(k, v)
+        else:
+            a.delete(k)
+            o.delete(k)
+        r = rng.random()
+        if r < 0.1:
+            family.append((a.copy(), o.copy()))
+        elif r < 0.16:
+            _commit_both(a, o, rng.random() < 0.5, arena_db)
+        elif r < 0.22:
+            assert a.hash() == o.hash()
+        elif r < 0.24:
+            a.root_node                             # this member leaves the shared records for node objects
+        elif r < 0.26 and len(family) > 1:
+            family.remove((a, o))                   # dropped: one holder fewer
+    for a, o in family:
+        assert dict(a.items()) == dict(o.items())
+        _commit_both(a, o, True, arena_db)
+    assert arena_db == object_db
+
+
+def test_a_commit_of_shared_records_counts_for_every_copy():
+    """Copies that still share their records when one of them commits see them stored, as copies sharing node
+    objects do: the other's next commit writes only what it changed since, and its deleted paths are the
+    stored paths it replaced, exactly as on node objects."""
+    keys, values = workloads.hashed_accounts(300)
+    a, o = Trie({}), Trie({})
+    assert o.root_node is None
+    for k, v in zip(keys, values):
+        a.update(k, v)
+        o.update(k, v)
+    a2, o2 = a.copy(), o.copy()
+    assert _commit_record(a, True) == _commit_record(o, True)
+    for k in keys[:20]:
+        a2.delete(k)
+        o2.delete(k)
+    record = _commit_record(a2, False)
+    assert record == _commit_record(o2, False)
+    assert record[2] and len(record[1]) < 60
+
+
+def test_a_copy_changed_while_its_sibling_hashes_in_another_thread():
+    """A copy's first change copies the shared records; while the sibling's pass runs on them in another thread,
+    the copy waits for it (where a change of the hashing trie itself raises). Both end with their own content."""
+    keys, values = workloads.hashed_accounts(100000)
+    t = Trie()
+    for k, v in zip(keys, values):
+        t.update(k, v)
+    c = t.copy()
+    roots = []
+
+    def change_copy():
+        for i in range(50):
+            c.update(keys[i], b"copy")
+
+    run_in_threads([lambda: roots.append(t.hash()), change_copy])
+    assert roots == [workloads.ACCOUNT_ROOTS[100000]] == [t.hash()]
+    o = object_trie()
+    for k, v in zip(keys, values):
+        o.update(k, v)
+    for i in range(50):
+        o.update(keys[i], b"copy")
+    assert c.hash() == o.hash() and t.get(keys[0]) == values[0]
+
+
+def test_a_database_callback_cannot_take_shared_records_mid_commit():
+    """Records a commit is writing count as stored until its write fails: a copy sharing them that a database
+    callback of that commit changes or reads as nodes raises RuntimeError instead of taking them half done; after
+    the commit the copy goes on."""
+    keys, values = workloads.hashed_accounts(200)
+
+    class Callback(dict):
+        def __setitem__(self, key, value):
+            if self.during is not None:
+                copy, self.during = self.during, None
+                with pytest.raises(RuntimeError, match="a copy of this trie is committing the records the two share"):
+                    copy.update(b"\x01" * 32, b"x")
+                with pytest.raises(RuntimeError, match="a copy of this trie is committing"):
+                    copy.root_node
+            super().__setitem__(key, value)
+
+    db = Callback()
+    db.during = None
+    t = Trie(db)
+    for k, v in zip(keys, values):
+        t.update(k, v)
+    c = t.copy()
+    db.during = c
+    root = t.commit()
+    assert db.during is None                        # the callback ran
+    c.update(b"\x01" * 32, b"x")
+    assert c.get(keys[0]) == values[0] and Trie(db, root).get(keys[0]) == values[0]
+    assert c.commit() != root and Trie(db, root).get(b"\x01" * 32) is None
+
+
+def test_copy_of_a_trie_in_its_arena_is_o1_and_the_first_change_copies_once():
+    """copy() shares the records (a few hundred bytes, where turning 20,000 accounts into node objects takes
+    megabytes); the first change of either trie copies them once, the next changes do not; a copy that is
+    dropped gives the records back to the one trie left."""
+    import tracemalloc
+
+    keys, values = workloads.hashed_accounts(20000)
+    t = Trie()
+    for k, v in zip(keys, values):
+        t.update(k, v)
+    root = t.hash()
+
+    def allocated(f):
+        tracemalloc.start()
+        try:
+            f()
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    box = []
+    assert allocated(lambda: box.append(t.copy())) < 4096
+    c = box.pop()
+    assert c.hash() == root and allocated(c.hash) < 4096   # hashing shared records copies nothing
+    assert allocated(lambda: c.update(keys[0], b"changed")) > 1_000_000     # the copy's own records now
+    assert allocated(lambda: c.update(keys[1], b"changed")) < 65536
+    assert allocated(lambda: t.update(keys[2], b"changed")) < 65536         # t holds the old ones alone
+    assert t.get(keys[0]) == values[0] and c.get(keys[0]) == b"changed"
+    assert t.get(keys[2]) == b"changed" and c.get(keys[2]) == values[2]
+    d = t.copy()
+    del d
+    assert allocated(lambda: t.update(keys[3], b"changed")) < 65536         # d gave the records back
+    assert Trie(t.db, t.commit()).get(keys[3]) == b"changed"
+
+
 def test_threads_share_out_embedded_nodes_and_values(threads):
     """Thousands of short keys with 1-byte values: leaves and branches under 32 bytes (embedded in their parents)
     and values at branches, in heights large enough to be shared out between threads."""

@@ -116,6 +116,25 @@ cdef int _grow_records(void **array, Py_ssize_t *capacity, Py_ssize_t needed, si
     return 0
 
 
+cdef void *_copy_array(const void *source, Py_ssize_t count, Py_ssize_t capacity, size_t item,
+                       bint records) noexcept:
+    """A new array of capacity items (64-byte aligned and freed with free() for records, else PyMem) holding the
+    first count items of source; NULL when capacity is 0 or out of memory."""
+    cdef void *p = NULL
+    if capacity == 0:
+        return NULL
+    if records:
+        if posix_memalign(&p, 64, <size_t>capacity * item) != 0:
+            return NULL
+    else:
+        p = PyMem_Malloc(<size_t>capacity * item)
+        if p == NULL:
+            return NULL
+    if count:
+        memcpy(p, source, <size_t>count * item)
+    return p
+
+
 cdef void _hash_chunk(int backend, PassChunk *c, Py_ssize_t m) noexcept nogil:
     """Keccak of the chunk's m encodings in one call on the backend's lanes; each digest to its record, which is
     then done (and off the dirty list)."""
@@ -625,6 +644,65 @@ cdef class NodeArena:
         if self.busy:
             raise RuntimeError("NodeArena.%s() called while hash() runs on it in another thread" % op)
         return 0
+
+    cdef NodeArena clone(self):
+        """An arena with the same records, keys and state that changes apart from this one: what a copied Trie
+        changes once it shares its arena no more. Every array is copied as it is (the records keep their numbers,
+        the free lists and the dirty list stay valid); a pass running in another thread is waited for."""
+        cdef NodeArena c = NodeArena.__new__(NodeArena)     # first: making an object may run other threads
+        while self.busy:
+            _sleep(0.0002)
+        # From here on nothing gives up the GIL: no pass can start until the copy is complete.
+        c.leaves = <LeafRecord *>_copy_array(self.leaves, self.leaf_count, self.leaf_capacity,
+                                             sizeof(LeafRecord), True)
+        c.leaf_capacity = self.leaf_capacity
+        c.branches = <BranchRecord *>_copy_array(self.branches, self.branch_count, self.branch_capacity,
+                                                 sizeof(BranchRecord), True)
+        c.branch_capacity = self.branch_capacity
+        c.extensions = <ExtensionRecord *>_copy_array(self.extensions, self.extension_count,
+                                                      self.extension_capacity, sizeof(ExtensionRecord), True)
+        c.extension_capacity = self.extension_capacity
+        c.branch_heights = <uint32_t *>_copy_array(self.branch_heights, self.branch_count, self.branch_capacity,
+                                                   sizeof(uint32_t), False)
+        c.extension_heights = <uint32_t *>_copy_array(self.extension_heights, self.extension_count,
+                                                      self.extension_capacity, sizeof(uint32_t), False)
+        c.dirty = <uint32_t *>_copy_array(self.dirty, self.dirty_count, self.dirty_capacity, sizeof(uint32_t), False)
+        c.dirty_capacity = self.dirty_capacity
+        c.blob = <uint8_t *>_copy_array(self.blob, self.blob_size, self.blob_capacity, 1, False)
+        c.blob_capacity = self.blob_capacity
+        c.touched = <uint8_t *>_copy_array(self.touched, self.touched_size, self.touched_capacity, 1, False)
+        c.touched_capacity = self.touched_capacity
+        # An array that failed to copy is NULL: c frees the others when it goes.
+        if (self.leaf_capacity and c.leaves == NULL) or (self.branch_capacity and c.branches == NULL) or \
+                (self.extension_capacity and c.extensions == NULL) or \
+                (self.branch_capacity and c.branch_heights == NULL) or \
+                (self.extension_capacity and c.extension_heights == NULL) or \
+                (self.dirty_capacity and c.dirty == NULL) or (self.blob_capacity and c.blob == NULL) or \
+                (self.touched_capacity and c.touched == NULL):
+            raise MemoryError()
+        c.leaf_count = self.leaf_count
+        c.leaf_mark = self.leaf_mark
+        c.branch_count = self.branch_count
+        c.extension_count = self.extension_count
+        c.free_branches, c.free_extensions = self.free_branches, self.free_extensions
+        c.dead_branches, c.dead_extensions = self.dead_branches, self.dead_extensions
+        c.dirty_count = self.dirty_count
+        c.blob_size = self.blob_size
+        c.root = self.root
+        memcpy(c.root_hash, self.root_hash, 32)
+        c.root_hash_valid = self.root_hash_valid
+        c.count = self.count
+        c.key_delta = self.key_delta
+        c.max_leaf_size = self.max_leaf_size
+        c.max_record_encoding = self.max_record_encoding
+        c.garbage_bytes = self.garbage_bytes
+        c.dead_leaves = self.dead_leaves
+        c.compactions = self.compactions
+        c.max_height = self.max_height
+        c.tracking = self.tracking
+        c.touched_size = self.touched_size
+        # committing is a commit's own (empty between commits) and scratch is made on first use.
+        return c
 
     cdef int _reserve_touched(self, Py_ssize_t key_bytes) except -1:
         # After a commit an operation may track one path per record it passes: at most one per height.

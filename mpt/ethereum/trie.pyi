@@ -75,8 +75,9 @@ class Trie:
     def database(self) -> Any:
         """The node database this trie reads from."""
     def copy(self) -> Self:
-        """An independent trie with the same content: nodes are shared copy-on-write, O(1) (a fresh trie's first
-        copy turns its records into nodes, once)."""
+        """An independent trie with the same content, O(1): what the two hold is shared copy-on-write (node
+        objects path by path; a fresh trie's records all at once, copied by the first of the two that changes
+        them)."""
     def __copy__(self) -> Self: ...
     def __getitem__(self, key: ReadableBuffer, /) -> bytes: ...
     def __setitem__(self, key: ReadableBuffer, value: ReadableBuffer, /) -> None: ...

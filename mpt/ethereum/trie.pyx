@@ -3,10 +3,12 @@
 
 Updates never modify a node that is already linked in: they copy the path they touch (geth's approach), so an
 unchanged subtree keeps its cached hash and `copy()` costs O(1). A fresh trie keeps its nodes as records in a
-NodeArena (mpt/ethereum/arena.pyx) until something needs node objects (nodes_root): its first copy() pays that.
+NodeArena (mpt/ethereum/arena.pyx) until something needs node objects (nodes_root); its copies share the arena
+until one of them changes it (_own_arena: that one copies the records, once).
 """
 cimport cython
 from cpython.ref cimport Py_REFCNT
+from cpython.pythread cimport PyThread_get_thread_ident
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport uint8_t
 from libc.string cimport memcmp
@@ -103,6 +105,19 @@ cdef void _mark_all_dirty(Node n) noexcept:
         _mark_all_dirty((<ShortNode>n).val)
 
 
+cdef int _wait_for_commit(NodeArena arena) except -1:
+    """Wait while another thread's commit() of a trie sharing arena's records writes them (they are marked stored
+    until its write fails); from within that commit (a database callback), raise instead of waiting for good."""
+    if arena.commit_thread == 0:
+        return 0
+    if arena.commit_thread == PyThread_get_thread_ident():
+        raise RuntimeError("a copy of this trie is committing the records the two share, in this thread (a database "
+                           "callback): change, copy or read this trie after that commit() returns")
+    while arena.commit_thread != 0:
+        _sleep(0.0002)
+    return 0
+
+
 cdef class Trie:
     """An Ethereum Merkle Patricia Trie.
 
@@ -136,6 +151,30 @@ cdef class Trie:
                 return
         # Nothing stored yet: the nodes start as records in an arena.
         self.arena = NodeArena.__new__(NodeArena)
+        self.arena.holders = 1
+
+    def __dealloc__(self):
+        # One holder fewer for an arena that copies share (a trie the cycle collector cleared first has no arena
+        # here: the count stays high, and costs the last holder one needless clone at most).
+        if self.arena is not None:
+            self.arena.holders -= 1
+
+    cdef NodeArena _own_arena(self):
+        """The trie's arena, its own first if copies share it: the records are copied once (copy-on-write), by
+        the first trie that changes them. None when the trie is on node objects (another thread made them
+        meanwhile)."""
+        cdef NodeArena arena = self.arena
+        cdef NodeArena fresh
+        if arena is None or arena.holders <= 1:
+            return arena
+        _wait_for_commit(arena)
+        fresh = arena.clone()
+        if self.arena is not arena:
+            return self.arena       # made node objects while the clone waited for a pass
+        fresh.holders = 1
+        arena.holders -= 1
+        self.arena = fresh
+        return fresh
 
     cdef Node nodes_root(self):
         cdef NodeArena arena = self.arena
@@ -145,6 +184,8 @@ cdef class Trie:
                 # the records now would race it. It takes milliseconds; a reader of a node-object trie would
                 # not wait, but it would not have to turn records into nodes either.
                 _sleep(0.0002)
+            if arena.holders > 1:
+                _wait_for_commit(arena)
             if self.arena is not arena:
                 return self.root                # made objects meanwhile, by another thread
             self.root = arena.to_nodes()
@@ -152,6 +193,7 @@ cdef class Trie:
             if self.root is not None and arena.root_hash_valid:
                 self._root_hash = PyBytes_FromStringAndSize(<const char *>arena.root_hash, HASH_LENGTH)
             self.arena = None
+            arena.holders -= 1
         return self.root
 
     # -------------------------------------------------------------------------------------- key hook
@@ -485,17 +527,21 @@ cdef class Trie:
         cdef bytes v = as_bytes(value, "value")
         cdef bytes k = self.trie_key(key)      # (first: see get)
         cdef bytes hexkey
+        cdef NodeArena arena
         if self.arena is not None:
             self._begin_write("update")
             try:
-                if PyBytes_GET_SIZE(v) == 0:
-                    self.arena.remove(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k))
-                else:
-                    self.arena.set(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k),
-                                   <const uint8_t *>PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))
+                arena = self._own_arena()
+                if arena is not None:
+                    if PyBytes_GET_SIZE(v) == 0:
+                        arena.remove(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k))
+                    else:
+                        arena.set(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k),
+                                  <const uint8_t *>PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))
             finally:
                 self._end_write()
-            return
+            if arena is not None:
+                return
         hexkey = keybytes_to_hex_c(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k))
         self._begin_write("update")
         try:
@@ -514,13 +560,17 @@ cdef class Trie:
         # delete() and `del t[key]`; caller names the method in the busy-state error.
         cdef bytes k = self.trie_key(key)      # (first: see get)
         cdef bytes hexkey
+        cdef NodeArena arena
         if self.arena is not None:
             self._begin_write(caller)
             try:
-                self.arena.remove(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k))
+                arena = self._own_arena()
+                if arena is not None:
+                    arena.remove(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k))
             finally:
                 self._end_write()
-            return 0
+            if arena is not None:
+                return 0
         hexkey = keybytes_to_hex_c(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k))
         self._begin_write(caller)
         try:
@@ -584,20 +634,29 @@ cdef class Trie:
         cdef NodeSet written
         cdef NodeArena arena = self.arena
         if arena is not None:
+            # Records copies share are committed where they lie, as shared node objects are: the copies share
+            # the database too, and count them stored from then on. One commit at a time walks them.
+            if arena.holders > 1:
+                _wait_for_commit(arena)
             # The records the arena collects, written as commit_trie writes nodes; they count as stored once the
             # write has succeeded (a failed write leaves everything to commit again, the touched paths included).
             self._touched |= arena.take_touched()
-            written = arena.collect(root, collect_leaves)
+            arena.commit_thread = PyThread_get_thread_ident()
             try:
-                finish_commit(written, self.db, self._touched, set_head)
-            except BaseException:
-                arena.unmark_collected()
-                if self.arena is not arena:
-                    # A database callback made the nodes objects during the write, from records already marked
-                    # stored: they all count as dirty again (the next commit writes them, whatever they were).
-                    _mark_all_dirty(self.root)
-                raise
-            arena.mark_stored()
+                written = arena.collect(root, collect_leaves)
+                try:
+                    finish_commit(written, self.db, self._touched, set_head)
+                except BaseException:
+                    arena.unmark_collected()
+                    if self.arena is not arena:
+                        # A database callback made the nodes objects during the write, from records already
+                        # marked stored: they all count as dirty again (the next commit writes them, whatever
+                        # they were).
+                        _mark_all_dirty(self.root)
+                    raise
+                arena.mark_stored()
+            finally:
+                arena.commit_thread = 0
         else:
             written = commit_trie(self.root, root, self.db, self._touched, collect_leaves, set_head)
         self._touched = set()
@@ -663,10 +722,18 @@ cdef class Trie:
         return self.db
 
     def copy(self):
-        """An independent trie with the same content: nodes are shared copy-on-write, O(1) (a fresh trie's first
-        copy turns its records into nodes, once)."""
+        """An independent trie with the same content, O(1): what the two hold is shared copy-on-write (node
+        objects path by path; a fresh trie's records all at once, copied by the first of the two that changes
+        them)."""
         cdef Trie t = type(self).__new__(type(self))
-        t.root = self.nodes_root()
+        cdef NodeArena arena = self.arena
+        if arena is not None:
+            # The paths touched so far go with each trie (into _touched below), not with the shared records.
+            self._touched |= arena.take_touched()
+            arena.holders += 1
+            t.arena = arena
+        else:
+            t.root = self.root
         t.db = self.db
         t._root_hash = self._root_hash
         t.verify_reads = self.verify_reads
