@@ -335,3 +335,36 @@ def test_no_private_attribute_of_another_module_is_reached():
     wrong = [f"{m}:{line} reaches {use} (private to {', '.join(owners)})"
              for m, line, use, owners in _private_attribute_uses()]
     assert not wrong, "\n".join(wrong)
+
+
+# One encoder (issue 34): every writer of trie node encodings (Node.encode, the hashing pass, the node arena,
+# StackTrie, the range proof's leaf batch, execution-specs' compiled tries) writes a node's list header, its
+# hashed children's references and its compact keys through mpt/ethereum/node_enc.pxd and encoding.pxd.
+_NODE_WRITERS_ALLOWED = {
+    # (file, line text): RLP lists that are not trie nodes
+    ("compat/execution_specs/_fast.pyx", "h = put_header(out, 0xc0, n)"): "an account's RLP list",
+    ("compat/pytrie/_core.pyx", "out += put_header(out, 0xc0, payload)"): "py-trie's raw nodes: any RLP list",
+    ("compat/pytrie/_core.pyx", "q += put_header(q, 0xc0, payload)"): "a py-trie node spliced byte by byte",
+    ("compat/execution_specs/_fast.pyx", "body[n] = 0xa0"): "an account's storage root string",
+    ("compat/execution_specs/_fast.pyx", "body[n + 33] = 0xa0"): "an account's code hash string",
+}
+
+
+def test_node_encodings_are_written_by_node_enc_only():
+    list_header = re.compile(r"put_header(_before)?\([^,]+,\s*0x[cC]0\b")
+    hash_string = re.compile(r"\]\s*=\s*(0xa0|0x80 \+ (32|HASH_LENGTH))\b")
+    compact_flag = re.compile(r"\(flag (\||\+) (1|COMPACT_ODD_FLAG)\) << 4|0x30 \|")
+    found = []
+    for path in sorted(PACKAGE.rglob("*.p[xy][xd]")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel in ("ethereum/node_enc.pxd", "ethereum/encoding.pxd") or rel.startswith(
+                ("core/", "iavl/", "merkle/", "ics23/")):
+            continue                # the writers themselves, generic RLP, the other families' formats
+        for line in path.read_text().splitlines():
+            text = line.strip()
+            if (list_header.search(text) or hash_string.search(text) or compact_flag.search(text)) \
+                    and (rel, text) not in _NODE_WRITERS_ALLOWED:
+                found.append("%s: %s" % (rel, text))
+    assert found == []
+    for rel, text in _NODE_WRITERS_ALLOWED:
+        assert text in (PACKAGE / rel).read_text(), (rel, text)
