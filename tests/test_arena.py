@@ -538,6 +538,59 @@ def test_copy_of_a_trie_in_its_arena_is_o1_and_the_first_change_copies_once():
     assert Trie(t.db, t.commit()).get(keys[3]) == b"changed"
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_proofs_from_records_are_the_node_objects_proofs(seed):
+    """A fresh trie proves from its records: prove and prove_many give, byte for byte, what a trie on node objects
+    gives (the root always, embedded nodes inside their parents, each node once), for present and absent keys,
+    short keys with embedded nodes and values at branches, after random updates and deletes."""
+    from mpt import verify_proof
+
+    rng = random.Random(2000 + seed)
+    space, ops = _random_ops(rng, 200, [1, 2, 3, 32], [1, 3, 20, 40], 4 + seed % 5)
+    a, o = Trie(), object_trie()
+    for i, (op, k, v) in enumerate(ops):
+        if op == "update":
+            a.update(k, v)
+            o.update(k, v)
+        else:
+            a.delete(k)
+            o.delete(k)
+        if i % 40 == 39:
+            probes = rng.sample(space, 5) + [b"", b"\x00" * 33]
+            for k in probes:
+                proof = a.prove(k)
+                assert proof == o.prove(k)
+                assert verify_proof(a.hash(), k, proof) == o.get(k)
+            assert a.prove_many(probes) == o.prove_many(probes)
+
+
+def test_proving_keeps_a_large_trie_on_its_records():
+    """A proof of a fresh 20,000-account trie allocates a few kilobytes (turning the records into node objects
+    takes megabytes), and the trie goes on hashing from its records."""
+    import tracemalloc
+
+    from mpt import verify_proof
+
+    keys, values = workloads.hashed_accounts(20000)
+    t = Trie()
+    for k, v in zip(keys, values):
+        t.update(k, v)
+    root = t.hash()
+    tracemalloc.start()
+    try:
+        proof = t.prove(keys[7])
+        many = t.prove_many(keys[:50])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 256 * 1024
+    assert verify_proof(root, keys[7], proof) == values[7]
+    o = object_trie()
+    for k, v in zip(keys, values):
+        o.update(k, v)
+    assert proof == o.prove(keys[7]) and many == o.prove_many(keys[:50])
+
+
 def test_threads_share_out_embedded_nodes_and_values(threads):
     """Thousands of short keys with 1-byte values: leaves and branches under 32 bytes (embedded in their parents)
     and values at branches, in heights large enough to be shared out between threads."""

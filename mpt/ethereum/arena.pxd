@@ -95,6 +95,13 @@ cdef enum:
     COMPACT_MIN_DEAD_LEAVES = 256
 
 
+cdef struct ReferenceTable:
+    # Per kind of reference (its low two bits): where the first record's hash_value lies, and log2 of the record
+    # size. Kind 0 (no node) points at a zeroed dummy record.
+    const uint8_t *base[4]
+    int shift[4]
+
+
 cdef struct PassChunk:
     # PASS_CHUNK encodings on their way through Keccak: where each lies (offset in the level buffer, then
     # address), its size, where its digest goes, the flags that say it is done.
@@ -209,6 +216,8 @@ cdef class NodeArena:
     cdef object lookup(self, const uint8_t *key, Py_ssize_t n, object default)
     cdef bytes hash_root(self)
     cdef int _reserve_touched(self, Py_ssize_t key_bytes) except -1
+    cdef bytes _encoding(self, uint32_t ref, const ReferenceTable *table, uint8_t *buf)
+    cdef int prove_into(self, const uint8_t *key, Py_ssize_t n, list out, set seen, bytes root_hash) except -1
     cdef NodeSet collect(self, bytes root_hash, bint collect_leaves)
     cdef void mark_stored(self) noexcept
     cdef void unmark_collected(self) noexcept

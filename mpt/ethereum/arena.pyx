@@ -977,21 +977,94 @@ cdef class NodeArena:
             node_hash = root_hash
         else:
             node_hash = PyBytes_FromStringAndSize(<const char *>flags + 4, 32)
-        if kind == KIND_LEAF:
-            leaf = &self.leaves[ref >> 2]
-            blob = PyBytes_FromStringAndSize(<const char *>self.blob + leaf.at, leaf.size)
-        else:
-            if kind == KIND_BRANCH:
-                size = branch_payload(self.blob, &table, &self.branches[ref >> 2], buf + MAX_HEADER_SIZE)
-            else:
-                size = extension_payload(self.blob, &table, &self.extensions[ref >> 2], buf + MAX_HEADER_SIZE)
-            header = write_head_before(buf + MAX_HEADER_SIZE, size)
-            blob = PyBytes_FromStringAndSize(<const char *>buf + MAX_HEADER_SIZE - header, size + header)
-        add_node(ns, node_hash, blob, path, plen)
+        add_node(ns, node_hash, self._encoding(ref, &table, buf), path, plen)
         if ns.leaves is not None and kind == KIND_LEAF:
             leaf = &self.leaves[ref >> 2]
             ns.leaves.append((PyBytes_FromStringAndSize(<const char *>self.blob + leaf.at + leaf.value_at,
                                                         leaf.value_size), node_hash))
+        return 0
+
+    cdef bytes _encoding(self, uint32_t ref, const ReferenceTable *table, uint8_t *buf):
+        """The record's node encoding as bytes (buf: room for the largest record encoding and its header); its
+        children must be hashed."""
+        cdef LeafRecord *leaf
+        cdef Py_ssize_t size, header
+        if ref & KIND_MASK == KIND_LEAF:
+            leaf = &self.leaves[ref >> 2]
+            return PyBytes_FromStringAndSize(<const char *>self.blob + leaf.at, leaf.size)
+        if ref & KIND_MASK == KIND_BRANCH:
+            size = branch_payload(self.blob, table, &self.branches[ref >> 2], buf + MAX_HEADER_SIZE)
+        else:
+            size = extension_payload(self.blob, table, &self.extensions[ref >> 2], buf + MAX_HEADER_SIZE)
+        header = write_head_before(buf + MAX_HEADER_SIZE, size)
+        return PyBytes_FromStringAndSize(<const char *>buf + MAX_HEADER_SIZE - header, size + header)
+
+    cdef int prove_into(self, const uint8_t *key, Py_ssize_t n, list out, set seen, bytes root_hash) except -1:
+        """Append to out the proof of key (n bytes) that proof.prove_many makes on node objects: the encodings of
+        the records from the root along the key's path, ending at its leaf or where the key leaves the trie;
+        the root always, the others unless embedded in their parent; each node once (seen: the hashes out
+        holds, root_hash standing for the root's). The arena must be hashed."""
+        cdef uint32_t *path
+        cdef uint32_t *refs
+        cdef Py_ssize_t depth = 0, pos = 0, klen, nibbles, i
+        cdef uint32_t r
+        cdef const uint8_t *k
+        cdef const uint8_t *compact
+        cdef uint8_t *flags
+        cdef uint8_t *buf
+        cdef ReferenceTable table
+        cdef bytes node_hash
+        while self.busy:
+            _sleep(0.0002)      # a pass of a copy sharing these records, in another thread
+        self._reserve_scratch(n)
+        klen = write_hex(key, n, self.scratch)
+        k = self.scratch
+        # The path first, with no object made meanwhile: each record on it but the last takes at least one nibble
+        # of the key's klen, and buf has room for that many references.
+        buf = <uint8_t *>PyMem_Malloc(max(self.max_record_encoding, PASS_RECORD_SIZE, 4 * (klen + 1)) + 1)
+        if buf == NULL:
+            raise MemoryError()
+        path = <uint32_t *>buf
+        r = self.root
+        while r != REF_EMPTY and pos < klen:
+            path[depth] = r
+            depth += 1
+            if r & KIND_MASK == KIND_LEAF:
+                break
+            if r & KIND_MASK == KIND_EXTENSION:
+                compact = self.blob + self.extensions[r >> 2].key_at
+                nibbles = path_nibbles(compact, self.extensions[r >> 2].key_size)
+                if match_path(compact, nibbles, k + pos, klen - pos) != nibbles:
+                    break
+                pos += nibbles
+                r = self.extensions[r >> 2].child
+                continue
+            if k[pos] == TERMINATOR:
+                break
+            r = self.branches[r >> 2].child[k[pos]]
+            pos += 1
+        refs = <uint32_t *>PyMem_Malloc(<size_t>(depth + 1) * sizeof(uint32_t))
+        if refs == NULL:
+            PyMem_Free(buf)
+            raise MemoryError()
+        memcpy(refs, path, <size_t>depth * sizeof(uint32_t))      # buf is the encodings' room from here on
+        try:
+            reference_table(self, &table)
+            for i in range(depth):
+                flags = self._flags(refs[i])
+                if i == 0:
+                    node_hash = root_hash
+                elif flags[0] & REC_EMBEDDED:
+                    continue                # it travels inside its parent
+                else:
+                    node_hash = PyBytes_FromStringAndSize(<const char *>flags + 4, 32)
+                if node_hash in seen:
+                    continue
+                seen.add(node_hash)
+                out.append(self._encoding(refs[i], &table, buf))
+        finally:
+            PyMem_Free(refs)
+            PyMem_Free(buf)
         return 0
 
     cdef void mark_stored(self) noexcept:
@@ -1322,13 +1395,6 @@ cdef inline uint32_t listed_height(NodeArena self, uint32_t ref) noexcept nogil:
     if ref & KIND_MASK == KIND_BRANCH:
         return self.branch_heights[ref >> 2]
     return self.extension_heights[ref >> 2]
-
-cdef struct ReferenceTable:
-    # Per kind of reference (its low two bits): where the first record's hash_value lies, and log2 of the record
-    # size. Kind 0 (no node) points at a zeroed dummy record.
-    const uint8_t *base[4]
-    int shift[4]
-
 
 cdef uint8_t _no_record[64]         # zeroed: the dummy record of kind 0 (flags at 28, hash at 32)
 

@@ -21,6 +21,7 @@ from mpt.ethereum.encoding cimport (COMPACT_LEAF_FLAG, COMPACT_ODD_FLAG, TERMINA
 from mpt.ethereum.hasher cimport Hasher, HasherPool, KnownEncodings, default_pool, known_key
 from mpt.core.runtime cimport hash_threads, keccak_backend_number
 from mpt.core.rlp cimport RLPItem, read_item_fast
+from mpt.ethereum.arena cimport NodeArena
 from mpt.ethereum.node cimport FullNode, HashNode, Node, ShortNode, ValueNode, decode_node_c
 from mpt.ethereum.stacktrie cimport ST_LEAF, ST_REF, STBuilder, st_add_nibbles, st_finish_root, st_free, st_init
 from mpt.core.bytes_like cimport as_bytes
@@ -95,8 +96,18 @@ def prove_many(Trie t not None, keys):
     cdef bytes root_hash = t.hash()             # every node on every path carries its hash from here on
     cdef list out = []
     cdef set seen = set()
-    cdef HasherPool pool = default_pool()
-    cdef Hasher h = pool.acquire()
+    cdef NodeArena arena = t.arena
+    cdef bytes k
+    cdef HasherPool pool
+    cdef Hasher h
+    if arena is not None:
+        # A fresh trie proves from its records, without turning them into node objects.
+        for key in keys:
+            k = t.trie_key(key)
+            arena.prove_into(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), out, seen, root_hash)
+        return out
+    pool = default_pool()
+    h = pool.acquire()
     try:
         for key in keys:
             _append_proof(_path_nodes(t, hex_key(t.trie_key(key))), h, out, seen, root_hash)

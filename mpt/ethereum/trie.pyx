@@ -699,12 +699,10 @@ cdef class Trie:
 
     def prove(self, key):
         """Merkle proof for key: node encodings from the root down (see mpt.proof.prove)."""
-        self.nodes_root()
         return _proof_function(False)(self, key)
 
     def prove_many(self, keys):
         """One deduplicated proof covering every key in keys."""
-        self.nodes_root()
         return _proof_function(True)(self, keys)
 
     def resolve_node(self, HashNode n not None, bytes path=b""):
