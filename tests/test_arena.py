@@ -591,6 +591,75 @@ def test_proving_keeps_a_large_trie_on_its_records():
     assert proof == o.prove(keys[7]) and many == o.prove_many(keys[:50])
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_iteration_over_records_is_the_node_objects_iteration(seed):
+    """A fresh trie iterates over its records: items(), keys(), values() and iter() from random starts give what a
+    trie on node objects gives, with embedded nodes, values at branches (keys that are prefixes of others) and
+    starts before, inside and after the keys."""
+    rng = random.Random(3000 + seed)
+    space, ops = _random_ops(rng, 200, [1, 2, 3, 32], [1, 3, 20, 40], 4 + seed % 5)
+    a, o = Trie(), object_trie()
+    for i, (op, k, v) in enumerate(ops):
+        if op == "update":
+            a.update(k, v)
+            o.update(k, v)
+        else:
+            a.delete(k)
+            o.delete(k)
+        if i % 50 == 49:
+            assert list(a) == list(o) and list(a.values()) == list(o.values())
+            for start in rng.sample(space, 4) + [b"", b"\x00", b"\xff" * 40, rng.choice(space)[:1]]:
+                assert list(a.items(start)) == list(o.items(start))
+                assert list(a.keys(start)) == list(o.keys(start))
+    assert a.hash() == o.hash()
+
+
+def test_changes_during_an_iteration_leave_it_as_it_started():
+    """An iteration over a fresh trie's records sees them as they were when it started, as one over node objects
+    does: the trie changed in the loop takes its own copy of the records first. An abandoned iteration gives its
+    share back, and a bare arena refuses changes while an iteration holds it."""
+    import tracemalloc
+
+    keys, values = workloads.hashed_accounts(5000)
+    a, o = Trie(), object_trie()
+    for k, v in zip(keys, values):
+        a.update(k, v)
+        o.update(k, v)
+    seen_a = [(k, v) for k, v in _changing_loop(a)]
+    seen_o = [(k, v) for k, v in _changing_loop(o)]
+    assert seen_a == seen_o == sorted(zip(keys, values))
+    assert a.hash() == o.hash() and dict(a.items()) == dict(o.items())
+    it = a.items()
+    next(it)
+    del it
+    tracemalloc.start()
+    try:
+        a.update(keys[0], b"again")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 65536                             # no copy: the abandoned iteration let go of the records
+    bare = NodeArena()
+    bare.update(b"k", b"v")
+    it = bare.iterate(b"", 1)
+    assert next(it) == b"k"
+    with pytest.raises(RuntimeError, match="while a copy or an iteration shares it"):
+        bare.update(b"k2", b"v")
+    it.close()
+    bare.update(b"k2", b"v")
+    assert list(bare.iterate(b"", 0)) == [(b"k", b"v"), (b"k2", b"v")]
+
+
+def _changing_loop(t):
+    # Every key changed, some deleted, new ones added, while the trie's items are iterated.
+    for i, (k, v) in enumerate(t.items()):
+        yield k, v
+        t.update(k, v + b"!")
+        if i % 7 == 0:
+            t.delete(k)
+        t.update(bytes(32 - len(str(i))) + str(i).encode(), b"new")
+
+
 def test_threads_share_out_embedded_nodes_and_values(threads):
     """Thousands of short keys with 1-byte values: leaves and branches under 32 bytes (embedded in their parents)
     and values at branches, in heights large enough to be shared out between threads."""

@@ -95,6 +95,15 @@ cdef enum:
     COMPACT_MIN_DEAD_LEAVES = 256
 
 
+cdef struct IterFrame:
+    # A record on an iteration's path (NodeArena.iterate): its path's length in nibbles, whether that path is
+    # still start's own prefix, and for a branch the next slot to visit (-1: its value first).
+    uint32_t ref
+    Py_ssize_t path_len
+    int next
+    bint bounded
+
+
 cdef struct ReferenceTable:
     # Per kind of reference (its low two bits): where the first record's hash_value lies, and log2 of the record
     # size. Kind 0 (no node) points at a zeroed dummy record.
@@ -163,8 +172,9 @@ cdef class NodeArena:
         # level buffer holds at least one.
         Py_ssize_t max_record_encoding
         bint busy                           # a pass runs without the GIL: changes are refused meanwhile
-        # The tries holding this arena (Trie.copy shares it): one that changes it while others hold it takes a
-        # clone() first (copy-on-write, the records copied once); 0 or 1: one owner.
+        # Who holds this arena: its maker, the copies of a Trie that share it, the iterations running over it. A
+        # Trie that changes it while others hold it takes a clone() first (copy-on-write, the records copied
+        # once); set() and remove() refuse to change it while shared.
         Py_ssize_t holders
         # The thread whose Trie.commit() is collecting and writing these records (0: none). They are marked stored
         # during the walk and unmarked if the write fails: a trie sharing them waits before it copies them or

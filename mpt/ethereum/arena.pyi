@@ -1,5 +1,6 @@
 """NodeArena: a trie's nodes as records in flat arrays, where a fresh Trie keeps them."""
-from typing import TypeVar, final
+from collections.abc import Generator
+from typing import Any, TypeVar, final
 
 from _typeshed import ReadableBuffer
 
@@ -20,5 +21,8 @@ class NodeArena:
         """The value stored at key, or default."""
     def hash(self) -> bytes:
         """The root hash; EMPTY_ROOT for an empty trie."""
+    def iterate(self, start: bytes, mode: int) -> Generator[Any, None, None]:
+        """(key, value) pairs (mode 0), keys (1) or values (2) in key order from the first key >= start, over the
+        records as they are when the first is asked for."""
     def stats(self) -> dict[str, int]:
         """Records and bytes held: leaves, branches, extensions, blob_bytes, garbage_bytes, compactions."""

@@ -16,7 +16,7 @@ collects nodes, and later changes track the paths of stored records they replace
 """
 cimport cython
 from cpython.buffer cimport PyBuffer_Release
-from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free
@@ -28,7 +28,7 @@ from mpt.core.prefetch cimport prefetch_line
 from mpt.core.rlp cimport MAX_HEADER_SIZE, put_string, string_size
 from mpt.core.runtime cimport hash_threads, keccak_backend_number, mark_openmp_used
 from cython.parallel cimport prange
-from mpt.ethereum.encoding cimport TERMINATOR, compact_size, write_compact, write_hex
+from mpt.ethereum.encoding cimport TERMINATOR, compact_size, pack_nibbles, write_compact, write_hex, write_nibbles
 from mpt.ethereum.node_enc cimport (EMPTY_STRING, HASH_REF_SIZE, write_branch_value, write_head_before,
                                     write_short_head)
 from mpt.ethereum.committer cimport NodeSet, add_node, new_node_set
@@ -116,6 +116,51 @@ cdef int _grow_records(void **array, Py_ssize_t *capacity, Py_ssize_t needed, si
     return 0
 
 
+cdef int _compare_nibbles(const uint8_t *path, Py_ssize_t n, const uint8_t *start, Py_ssize_t m) noexcept:
+    """path[:n] against start's prefix of the same length: -1 before it, 0 equal, 1 after it."""
+    cdef Py_ssize_t i
+    for i in range(n if n < m else m):
+        if path[i] != start[i]:
+            return -1 if path[i] < start[i] else 1
+    return 0
+
+
+cdef object _iteration_item(int mode, const uint8_t *path, Py_ssize_t nibbles, const uint8_t *value,
+                            Py_ssize_t value_size):
+    """What an iteration yields for the key path[:nibbles] (an even count) and value: (key, value), the key or
+    the value (mode 0, 1, 2)."""
+    cdef bytes key
+    if mode == 2:
+        return PyBytes_FromStringAndSize(<const char *>value, value_size)
+    key = PyBytes_FromStringAndSize(NULL, nibbles // 2)
+    pack_nibbles(path, nibbles // 2, <uint8_t *>PyBytes_AS_STRING(key))
+    if mode == 1:
+        return key
+    return key, PyBytes_FromStringAndSize(<const char *>value, value_size)
+
+
+cdef object _leaf_item(int mode, const uint8_t *path, Py_ssize_t at, const uint8_t *compact, Py_ssize_t compact_size,
+                       const uint8_t *value, Py_ssize_t value_size):
+    """_iteration_item for a leaf whose path is path[:at] and whose compact key is compact[:compact_size]: the key's
+    bytes are the path's, packed, then the compact key's after its flag byte (which holds the first nibble of
+    the leaf's part when the path's length is odd)."""
+    cdef bytes key
+    cdef uint8_t *out
+    if mode == 2:
+        return PyBytes_FromStringAndSize(<const char *>value, value_size)
+    key = PyBytes_FromStringAndSize(NULL, (at + path_nibbles(compact, compact_size)) // 2)
+    out = <uint8_t *>PyBytes_AS_STRING(key)
+    pack_nibbles(path, at // 2, out)
+    if at & 1:
+        out[at // 2] = <uint8_t>((path[at - 1] << 4) | (compact[0] & 0x0F))
+        memcpy(out + at // 2 + 1, compact + 1, <size_t>(compact_size - 1))
+    else:
+        memcpy(out + at // 2, compact + 1, <size_t>(compact_size - 1))
+    if mode == 1:
+        return key
+    return key, PyBytes_FromStringAndSize(<const char *>value, value_size)
+
+
 cdef void *_copy_array(const void *source, Py_ssize_t count, Py_ssize_t capacity, size_t item,
                        bint records) noexcept:
     """A new array of capacity items (64-byte aligned and freed with free() for records, else PyMem) holding the
@@ -170,6 +215,7 @@ cdef class NodeArena:
     of the public API: Trie uses its C methods; the Python ones are for tests."""
 
     def __cinit__(self):
+        self.holders = 1                    # its maker
         self.free_branches = self.free_extensions = NO_RECORD
         self.dead_branches = self.dead_extensions = NO_RECORD
 
@@ -640,9 +686,12 @@ cdef class NodeArena:
     cdef int _check_idle(self, str op) except -1:
         """A pass of this arena runs without the GIL (in another thread): like a dict changed while iterated, a
         change raises instead of racing it. get() only reads and may run alongside; a second hash() waits for
-        the pass and takes its result."""
+        the pass and takes its result. Records that copies or iterations share are never changed: a Trie takes
+        its own first (Trie.own_arena)."""
         if self.busy:
             raise RuntimeError("NodeArena.%s() called while hash() runs on it in another thread" % op)
+        if self.holders > 1:
+            raise RuntimeError("NodeArena.%s() called while a copy or an iteration shares it" % op)
         return 0
 
     cdef NodeArena clone(self):
@@ -807,6 +856,107 @@ cdef class NodeArena:
         return PyBytes_FromStringAndSize(<const char *>self.root_hash, 32)
 
     # ------------------------------------------------------------------------------------------ Python API
+
+    def iterate(self, start, int mode):
+        """Yield (key, value) (mode 0), keys (1) or values (2) in ascending key order, from the first key >= start
+        (bytes): what Trie.items(), keys() and values() of a fresh trie give. The records are read as they are
+        when the first item is asked for: the iteration holds a share of them until it ends, so that a change of
+        the trie meanwhile takes a copy of its own (Trie.own_arena) and leaves them as they were."""
+        cdef bytes start_bytes = start
+        cdef uint8_t *start_hex = NULL
+        cdef Py_ssize_t start_len = 2 * PyBytes_GET_SIZE(start_bytes)
+        cdef IterFrame *frames = NULL
+        cdef uint8_t *path = NULL
+        cdef Py_ssize_t depth = 0, frames_capacity = 0, path_capacity = 0, at, child_len, nibbles, i
+        cdef uint32_t r, child
+        cdef int cmp, slot
+        cdef bint bounded
+        cdef const uint8_t *compact
+        cdef LeafRecord *leaf
+        cdef BranchRecord *b
+        self.holders += 1
+        try:
+            start_hex = <uint8_t *>PyMem_Malloc(start_len + 1)
+            if start_hex == NULL:
+                raise MemoryError()
+            write_nibbles(<const uint8_t *>PyBytes_AS_STRING(start_bytes), PyBytes_GET_SIZE(start_bytes), start_hex)
+            if self.root != REF_EMPTY:
+                _grow(<void **>&frames, &frames_capacity, 1, sizeof(IterFrame))
+                frames[0].ref = self.root
+                frames[0].path_len = 0
+                frames[0].next = -1
+                frames[0].bounded = start_len > 0
+                depth = 1
+            while depth > 0:
+                r = frames[depth - 1].ref
+                at = frames[depth - 1].path_len
+                bounded = frames[depth - 1].bounded
+                if r & KIND_MASK == KIND_BRANCH:
+                    b = &self.branches[r >> 2]
+                    if frames[depth - 1].next < 0:
+                        # The value first: its key is the branch's path, shorter than any below it.
+                        frames[depth - 1].next = 0
+                        if b.value_size and not (bounded and at < start_len):
+                            yield _iteration_item(mode, path, at, self.blob + b.value_at, b.value_size)
+                        continue
+                    slot = frames[depth - 1].next
+                    while slot < 16 and self.branches[r >> 2].child[slot] == REF_EMPTY:
+                        slot += 1
+                    if slot == 16:
+                        depth -= 1
+                        continue
+                    frames[depth - 1].next = slot + 1
+                    child = self.branches[r >> 2].child[slot]
+                    _grow(<void **>&path, &path_capacity, at + 1, 1)
+                    path[at] = <uint8_t>slot
+                    child_len = at + 1
+                elif r & KIND_MASK == KIND_EXTENSION:
+                    depth -= 1
+                    compact = self.blob + self.extensions[r >> 2].key_at
+                    nibbles = path_nibbles(compact, self.extensions[r >> 2].key_size)
+                    _grow(<void **>&path, &path_capacity, at + nibbles, 1)
+                    for i in range(nibbles):
+                        path[at + i] = path_nibble(compact, i)
+                    child = self.extensions[r >> 2].child
+                    child_len = at + nibbles
+                else:
+                    depth -= 1
+                    leaf = &self.leaves[r >> 2]
+                    compact = self.blob + leaf.at + leaf.key_at
+                    if not bounded:
+                        # Most leaves: the key straight from the path and the leaf's compact key bytes.
+                        yield _leaf_item(mode, path, at, compact, leaf.key_size, self.blob + leaf.at + leaf.value_at,
+                                         leaf.value_size)
+                        continue
+                    nibbles = path_nibbles(compact, leaf.key_size)
+                    _grow(<void **>&path, &path_capacity, at + nibbles, 1)
+                    for i in range(nibbles):
+                        path[at + i] = path_nibble(compact, i)
+                    child_len = at + nibbles
+                    if bounded:
+                        cmp = _compare_nibbles(path, child_len, start_hex, start_len)
+                        if cmp < 0 or (cmp == 0 and child_len < start_len):
+                            continue        # before start, or a proper prefix of it
+                    yield _iteration_item(mode, path, child_len, self.blob + leaf.at + leaf.value_at,
+                                          leaf.value_size)
+                    continue
+                # A branch's child or an extension's: queued unless all of it lies before start.
+                if bounded:
+                    cmp = _compare_nibbles(path, child_len, start_hex, start_len)
+                    if cmp < 0:
+                        continue
+                    bounded = cmp == 0
+                _grow(<void **>&frames, &frames_capacity, depth + 1, sizeof(IterFrame))
+                frames[depth].ref = child
+                frames[depth].path_len = child_len
+                frames[depth].next = -1
+                frames[depth].bounded = bounded
+                depth += 1
+        finally:
+            self.holders -= 1
+            PyMem_Free(start_hex)
+            PyMem_Free(frames)
+            PyMem_Free(path)
 
     def update(self, key, value):
         """Set key to value; an empty value deletes the key (as geth's and Trie's update)."""

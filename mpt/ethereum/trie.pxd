@@ -54,6 +54,7 @@ cdef class Trie:
     # The root node, the trie's nodes made objects first if they are still in its arena: what every walk over the
     # nodes (proof, iterator, range proof) starts from.
     cdef Node nodes_root(self)
-    cdef NodeArena _own_arena(self)
+    cdef NodeArena own_arena(self)
+    cdef object _iterate(self, bytes start, int mode)
 
 

@@ -4,7 +4,7 @@
 Updates never modify a node that is already linked in: they copy the path they touch (geth's approach), so an
 unchanged subtree keeps its cached hash and `copy()` costs O(1). A fresh trie keeps its nodes as records in a
 NodeArena (mpt/ethereum/arena.pyx) until something needs node objects (nodes_root); its copies share the arena
-until one of them changes it (_own_arena: that one copies the records, once).
+until one of them changes it (own_arena: that one copies the records, once).
 """
 cimport cython
 from cpython.ref cimport Py_REFCNT
@@ -151,7 +151,6 @@ cdef class Trie:
                 return
         # Nothing stored yet: the nodes start as records in an arena.
         self.arena = NodeArena.__new__(NodeArena)
-        self.arena.holders = 1
 
     def __dealloc__(self):
         # One holder fewer for an arena that copies share (a trie the cycle collector cleared first has no arena
@@ -159,7 +158,7 @@ cdef class Trie:
         if self.arena is not None:
             self.arena.holders -= 1
 
-    cdef NodeArena _own_arena(self):
+    cdef NodeArena own_arena(self):
         """The trie's arena, its own first if copies share it: the records are copied once (copy-on-write), by
         the first trie that changes them. None when the trie is on node objects (another thread made them
         meanwhile)."""
@@ -531,7 +530,7 @@ cdef class Trie:
         if self.arena is not None:
             self._begin_write("update")
             try:
-                arena = self._own_arena()
+                arena = self.own_arena()
                 if arena is not None:
                     if PyBytes_GET_SIZE(v) == 0:
                         arena.remove(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k))
@@ -564,7 +563,7 @@ cdef class Trie:
         if self.arena is not None:
             self._begin_write(caller)
             try:
-                arena = self._own_arena()
+                arena = self.own_arena()
                 if arena is not None:
                     arena.remove(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k))
             finally:
@@ -669,22 +668,26 @@ cdef class Trie:
 
     def items(self, start=b""):
         """(key, value) pairs in ascending key order, from the first key >= start."""
-        self.nodes_root()
-        return _iterator_function(False)(self, as_bytes(start, "start"), 0)
+        return self._iterate(as_bytes(start, "start"), 0)
 
     def keys(self, start=b""):
         """Keys in ascending order, from the first key >= start."""
-        self.nodes_root()
-        return _iterator_function(False)(self, as_bytes(start, "start"), 1)
+        return self._iterate(as_bytes(start, "start"), 1)
 
     def values(self, start=b""):
         """Values in ascending key order, from the first key >= start."""
-        self.nodes_root()
-        return _iterator_function(False)(self, as_bytes(start, "start"), 2)
+        return self._iterate(as_bytes(start, "start"), 2)
 
     def __iter__(self):
-        self.nodes_root()
-        return _iterator_function(False)(self, b"", 1)
+        return self._iterate(b"", 1)
+
+    cdef object _iterate(self, bytes start, int mode):
+        # A fresh trie iterates over its records (sharing them with the iteration: a change meanwhile copies
+        # them first), any other over its nodes.
+        cdef NodeArena arena = self.arena
+        if arena is not None:
+            return arena.iterate(start, mode)
+        return _iterator_function(False)(self, start, mode)
 
     def node_iter(self):
         """(path, hash or None, blob) of every node in pre-order (geth's NodeIterator order).
