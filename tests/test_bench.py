@@ -601,17 +601,18 @@ def test_hash_layout_script_builds_one_root_in_every_layout():
 
 
 
-def test_copy_cost_script_times_copy_and_the_first_change():
-    """scripts/copy_cost.py (docs/contributing/performance_notes.md, session 17) times copy() of a fresh trie, the
-    copy's first and second update and the switch to node objects; it exits non-zero when the copy and the
-    original disagree."""
-    proc = subprocess.run([sys.executable, "scripts/copy_cost.py", "300", "--repeat", "1"],
+def test_arena_costs_script_times_records_against_node_objects():
+    """scripts/arena_costs.py (docs/contributing/performance_notes.md, session 17) times copy() of a fresh trie,
+    the copy's first and second update, iteration and proofs on records and on node objects, and the switch to
+    node objects; it exits non-zero when they disagree."""
+    proc = subprocess.run([sys.executable, "scripts/arena_costs.py", "300", "--repeat", "1"],
                           cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0] == "300 accounts, best of 1"
-    assert [line.split("  ")[1].strip() for line in lines[1:]] == [
-        "copy()", "first update of the copy", "second update", "records -> node objects"]
+    assert [line.rsplit(None, 2)[0].strip() for line in lines[1:]] == [
+        "copy()", "first update of the copy", "second update", "items() pass, records", "1,000 proofs, records",
+        "items() pass, node objects", "1,000 proofs, node objects", "records -> node objects"]
 
 # ------------------------------------------------------------------------------------------------ issue 30
 
