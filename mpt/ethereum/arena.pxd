@@ -178,7 +178,7 @@ cdef class NodeArena:
         Py_ssize_t holders
         # The thread whose Trie.commit() is collecting and writing these records (0: none). They are marked stored
         # during the walk and unmarked if the write fails: a trie sharing them waits before it copies them or
-        # makes nodes of them (Trie._wait_for_commit).
+        # makes nodes of them (wait_quiet).
         unsigned long commit_thread
         Py_ssize_t garbage_bytes            # blob bytes of replaced records and values (compaction frees them)
         Py_ssize_t dead_leaves              # leaf records replaced since the last compaction
@@ -219,6 +219,7 @@ cdef class NodeArena:
     cdef uint32_t _delete(self, uint32_t n, const uint8_t *k, Py_ssize_t pos, Py_ssize_t klen,
                           bint *changed) noexcept
     cdef int _check_idle(self, str op) except -1
+    cdef int wait_quiet(self) except -1
     cdef NodeArena clone(self)
     # What a Trie holding its nodes in an arena calls (keys as the trie stores them, values never empty):
     cdef int set(self, const uint8_t *key, Py_ssize_t n, const uint8_t *value, Py_ssize_t value_size) except -1

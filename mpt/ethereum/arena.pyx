@@ -18,6 +18,7 @@ cimport cython
 from cpython.buffer cimport PyBuffer_Release
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from cpython.pythread cimport PyThread_get_thread_ident
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free
 from libc.string cimport memcmp, memcpy, memmove, memset
@@ -694,14 +695,24 @@ cdef class NodeArena:
             raise RuntimeError("NodeArena.%s() called while a copy or an iteration shares it" % op)
         return 0
 
+    cdef int wait_quiet(self) except -1:
+        """Wait while a pass runs on these records in another thread, or another thread's commit of a Trie sharing
+        them writes them (they count as stored until its write fails); raise RuntimeError instead of waiting for
+        a commit of this thread (a database callback of it), which cannot end first."""
+        while self.busy or self.commit_thread != 0:
+            if self.commit_thread == PyThread_get_thread_ident():
+                raise RuntimeError("a copy of this trie is committing the records the two share, in this thread (a "
+                                   "database callback): change, copy or read this trie after that commit() returns")
+            _sleep(0.0002)
+        return 0
+
     cdef NodeArena clone(self):
         """An arena with the same records, keys and state that changes apart from this one: what a copied Trie
         changes once it shares its arena no more. Every array is copied as it is (the records keep their numbers,
         the free lists and the dirty list stay valid); a pass running in another thread is waited for."""
         cdef NodeArena c = NodeArena.__new__(NodeArena)     # first: making an object may run other threads
-        while self.busy:
-            _sleep(0.0002)
-        # From here on nothing gives up the GIL: no pass can start until the copy is complete.
+        self.wait_quiet()
+        # From here on nothing gives up the GIL: no pass or commit can start until the copy is complete.
         c.leaves = <LeafRecord *>_copy_array(self.leaves, self.leaf_count, self.leaf_capacity,
                                              sizeof(LeafRecord), True)
         c.leaf_capacity = self.leaf_capacity
@@ -933,10 +944,9 @@ cdef class NodeArena:
                     for i in range(nibbles):
                         path[at + i] = path_nibble(compact, i)
                     child_len = at + nibbles
-                    if bounded:
-                        cmp = _compare_nibbles(path, child_len, start_hex, start_len)
-                        if cmp < 0 or (cmp == 0 and child_len < start_len):
-                            continue        # before start, or a proper prefix of it
+                    cmp = _compare_nibbles(path, child_len, start_hex, start_len)
+                    if cmp < 0 or (cmp == 0 and child_len < start_len):
+                        continue            # before start, or a proper prefix of it
                     yield _iteration_item(mode, path, child_len, self.blob + leaf.at + leaf.value_at,
                                           leaf.value_size)
                     continue

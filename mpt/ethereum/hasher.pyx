@@ -38,8 +38,8 @@ from mpt.ethereum.node cimport (FullNode, Node, ShortNode, ValueNode, borrowed_b
                                 short_node_key, short_node_leaf_value, short_node_val, value_node_bytes)
 from mpt.ethereum.encoding cimport compact_size
 from mpt.ethereum.node_enc cimport (EMPTY_STRING, HASH_REF_SIZE, branch_value_size, key_string_size,
-                                    short_node_size, write_branch_head, write_branch_value, write_hash_ref, write_hash_ref_header,
-                                    write_leaf, write_short_key)
+                                    short_node_size, write_branch_head, write_branch_value, write_hash_ref,
+                                    write_hash_ref_header, write_leaf, write_short_key)
 from mpt.core.prefetch cimport prefetch_line
 from mpt.core.rlp cimport MAX_HEADER_SIZE, WriteBuffer, header_size, put_header, put_string, string_size
 from mpt.core.runtime cimport hash_threads, keccak_backend_by_name, keccak_backend_number, mark_openmp_used
@@ -198,7 +198,9 @@ cdef int _pass_ensure(HashPass *p, Py_ssize_t extra) noexcept nogil:
 
 # A branch's value slot (a ValueNode, or NULL) as node_enc's branch writers take it: NULL when there is none.
 cdef inline const uint8_t *_value_data(PyObject *v) noexcept nogil:
-    return NULL if v == NULL else borrowed_bytes_data(value_node_bytes(v))
+    if v == NULL:
+        return NULL
+    return borrowed_bytes_data(value_node_bytes(v))
 
 
 cdef inline Py_ssize_t _value_length(PyObject *v) noexcept nogil:

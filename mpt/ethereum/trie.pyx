@@ -105,19 +105,6 @@ cdef void _mark_all_dirty(Node n) noexcept:
         _mark_all_dirty((<ShortNode>n).val)
 
 
-cdef int _wait_for_commit(NodeArena arena) except -1:
-    """Wait while another thread's commit() of a trie sharing arena's records writes them (they are marked stored
-    until its write fails); from within that commit (a database callback), raise instead of waiting for good."""
-    if arena.commit_thread == 0:
-        return 0
-    if arena.commit_thread == PyThread_get_thread_ident():
-        raise RuntimeError("a copy of this trie is committing the records the two share, in this thread (a database "
-                           "callback): change, copy or read this trie after that commit() returns")
-    while arena.commit_thread != 0:
-        _sleep(0.0002)
-    return 0
-
-
 cdef class Trie:
     """An Ethereum Merkle Patricia Trie.
 
@@ -166,11 +153,9 @@ cdef class Trie:
         cdef NodeArena fresh
         if arena is None or arena.holders <= 1:
             return arena
-        _wait_for_commit(arena)
-        fresh = arena.clone()
+        fresh = arena.clone()       # after any pass or commit of a copy (wait_quiet)
         if self.arena is not arena:
             return self.arena       # made node objects while the clone waited for a pass
-        fresh.holders = 1
         arena.holders -= 1
         self.arena = fresh
         return fresh
@@ -178,13 +163,13 @@ cdef class Trie:
     cdef Node nodes_root(self):
         cdef NodeArena arena = self.arena
         if arena is not None:
+            if arena.holders > 1:
+                arena.wait_quiet()      # and a commit of a copy sharing the records
             while arena.busy:
                 # Another thread's hash() is in its pass (without the GIL), writing the records' hashes: reading
                 # the records now would race it. It takes milliseconds; a reader of a node-object trie would
                 # not wait, but it would not have to turn records into nodes either.
                 _sleep(0.0002)
-            if arena.holders > 1:
-                _wait_for_commit(arena)
             if self.arena is not arena:
                 return self.root                # made objects meanwhile, by another thread
             self.root = arena.to_nodes()
@@ -636,12 +621,13 @@ cdef class Trie:
             # Records copies share are committed where they lie, as shared node objects are: the copies share
             # the database too, and count them stored from then on. One commit at a time walks them.
             if arena.holders > 1:
-                _wait_for_commit(arena)
-            # The records the arena collects, written as commit_trie writes nodes; they count as stored once the
-            # write has succeeded (a failed write leaves everything to commit again, the touched paths included).
-            self._touched |= arena.take_touched()
+                arena.wait_quiet()
             arena.commit_thread = PyThread_get_thread_ident()
             try:
+                # The records the arena collects, written as commit_trie writes nodes; they count as stored once
+                # the write has succeeded (a failed write leaves everything to commit again, the touched paths
+                # included).
+                self._touched |= arena.take_touched()
                 written = arena.collect(root, collect_leaves)
                 try:
                     finish_commit(written, self.db, self._touched, set_head)
