@@ -288,6 +288,15 @@ class FailingDict(dict):
         super().__setitem__(key, value)
 
 
+def _apply(op, k, v, *tries):
+    # One of _random_ops' operations on each trie.
+    for t in tries:
+        if op == "update":
+            t.update(k, v)
+        else:
+            t.delete(k)
+
+
 def _commit_record(t, collect_leaves):
     out = t.commit(collect_leaves=collect_leaves)
     ns = t.last_commit
@@ -310,12 +319,7 @@ def test_trie_in_its_arena_commits_as_on_node_objects(seed):
     for i, (op, k, v) in enumerate(ops):
         if i == switch:
             a.root_node
-        if op == "update":
-            a.update(k, v)
-            o.update(k, v)
-        else:
-            a.delete(k)
-            o.delete(k)
+        _apply(op, k, v, a, o)
         r = rng.random()
         if r < 0.1:
             leaves = rng.random() < 0.5
@@ -406,12 +410,7 @@ def test_copies_of_a_trie_in_its_arena_change_apart(seed):
     family = [(Trie(arena_db), first_object)]
     for op, k, v in ops:
         a, o = rng.choice(family)
-        if op == "update":
-            a.update(k, v)
-            o.update(k, v)
-        else:
-            a.delete(k)
-            o.delete(k)
+        _apply(op, k, v, a, o)
         r = rng.random()
         if r < 0.1:
             family.append((a.copy(), o.copy()))
@@ -545,23 +544,25 @@ def test_proofs_from_records_are_the_node_objects_proofs(seed):
     short keys with embedded nodes and values at branches, after random updates and deletes."""
     from mpt import verify_proof
 
-    rng = random.Random(2000 + seed)
+    for rng, space, a, o in _twin_tries(2000 + seed, 40):
+        probes = rng.sample(space, 5) + [b"", b"\x00" * 33]
+        for k in probes:
+            proof = a.prove(k)
+            assert proof == o.prove(k)
+            assert verify_proof(a.hash(), k, proof) == o.get(k)
+        assert a.prove_many(probes) == o.prove_many(probes)
+
+
+def _twin_tries(seed, check_every):
+    """A fresh Trie (on its records) and one on node objects taking the same 200 random updates and deletes over
+    short and 32-byte keys (_random_ops); yields (rng, key space, a, o) every check_every steps."""
+    rng = random.Random(seed)
     space, ops = _random_ops(rng, 200, [1, 2, 3, 32], [1, 3, 20, 40], 4 + seed % 5)
     a, o = Trie(), object_trie()
     for i, (op, k, v) in enumerate(ops):
-        if op == "update":
-            a.update(k, v)
-            o.update(k, v)
-        else:
-            a.delete(k)
-            o.delete(k)
-        if i % 40 == 39:
-            probes = rng.sample(space, 5) + [b"", b"\x00" * 33]
-            for k in probes:
-                proof = a.prove(k)
-                assert proof == o.prove(k)
-                assert verify_proof(a.hash(), k, proof) == o.get(k)
-            assert a.prove_many(probes) == o.prove_many(probes)
+        _apply(op, k, v, a, o)
+        if i % check_every == check_every - 1:
+            yield rng, space, a, o
 
 
 def test_proving_keeps_a_large_trie_on_its_records():
@@ -596,22 +597,12 @@ def test_iteration_over_records_is_the_node_objects_iteration(seed):
     """A fresh trie iterates over its records: items(), keys(), values() and iter() from random starts give what a
     trie on node objects gives, with embedded nodes, values at branches (keys that are prefixes of others) and
     starts before, inside and after the keys."""
-    rng = random.Random(3000 + seed)
-    space, ops = _random_ops(rng, 200, [1, 2, 3, 32], [1, 3, 20, 40], 4 + seed % 5)
-    a, o = Trie(), object_trie()
-    for i, (op, k, v) in enumerate(ops):
-        if op == "update":
-            a.update(k, v)
-            o.update(k, v)
-        else:
-            a.delete(k)
-            o.delete(k)
-        if i % 50 == 49:
-            assert list(a) == list(o) and list(a.values()) == list(o.values())
-            for start in rng.sample(space, 4) + [b"", b"\x00", b"\xff" * 40, rng.choice(space)[:1]]:
-                assert list(a.items(start)) == list(o.items(start))
-                assert list(a.keys(start)) == list(o.keys(start))
-    assert a.hash() == o.hash()
+    for rng, space, a, o in _twin_tries(3000 + seed, 50):
+        assert list(a) == list(o) and list(a.values()) == list(o.values())
+        for start in rng.sample(space, 4) + [b"", b"\x00", b"\xff" * 40, rng.choice(space)[:1]]:
+            assert list(a.items(start)) == list(o.items(start))
+            assert list(a.keys(start)) == list(o.keys(start))
+        assert a.hash() == o.hash()
 
 
 def test_changes_during_an_iteration_leave_it_as_it_started():
