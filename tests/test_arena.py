@@ -594,14 +594,15 @@ def test_proving_keeps_a_large_trie_on_its_records():
 
 @pytest.mark.parametrize("seed", range(20))
 def test_iteration_over_records_is_the_node_objects_iteration(seed):
-    """A fresh trie iterates over its records: items(), keys(), values() and iter() from random starts give what a
-    trie on node objects gives, with embedded nodes, values at branches (keys that are prefixes of others) and
-    starts before, inside and after the keys."""
+    """A fresh trie iterates over its records: items(), keys(), values() and iter() from random starts, and
+    node_iter(), give what a trie on node objects gives, with embedded nodes, values at branches (keys that are
+    prefixes of others) and starts before, inside and after the keys."""
     for rng, space, a, o in _twin_tries(3000 + seed, 50):
         assert list(a) == list(o) and list(a.values()) == list(o.values())
         for start in rng.sample(space, 4) + [b"", b"\x00", b"\xff" * 40, rng.choice(space)[:1]]:
             assert list(a.items(start)) == list(o.items(start))
             assert list(a.keys(start)) == list(o.keys(start))
+        assert list(a.node_iter()) == list(o.node_iter())
         assert a.hash() == o.hash()
 
 
@@ -620,6 +621,15 @@ def test_changes_during_an_iteration_leave_it_as_it_started():
     seen_o = [(k, v) for k, v in _changing_loop(o)]
     assert seen_a == seen_o == sorted(zip(keys, values))
     assert a.hash() == o.hash() and dict(a.items()) == dict(o.items())
+    nodes_before = list(o.node_iter())
+    seen_nodes = []
+    for i, node in enumerate(a.node_iter()):        # node_iter holds the records likewise
+        seen_nodes.append(node)
+        a.update(keys[i % len(keys)], b"during node_iter")
+    assert seen_nodes == nodes_before
+    for i in range(len(seen_nodes)):
+        o.update(keys[i % len(keys)], b"during node_iter")
+    assert a.hash() == o.hash()
     it = a.items()
     next(it)
     del it

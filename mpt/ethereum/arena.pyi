@@ -24,5 +24,7 @@ class NodeArena:
     def iterate(self, start: bytes, mode: int) -> Generator[Any, None, None]:
         """(key, value) pairs (mode 0), keys (1) or values (2) in key order from the first key >= start, over the
         records as they are when the first is asked for."""
+    def iterate_nodes(self, root_hash: bytes) -> Generator[tuple[bytes, bytes | None, bytes], None, None]:
+        """(path, hash or None, encoding) of every record in pre-order; the arena must be hashed."""
     def stats(self) -> dict[str, int]:
         """Records and bytes held: leaves, branches, extensions, blob_bytes, garbage_bytes, compactions."""

@@ -9,7 +9,7 @@ cdef class Trie:
         Node root               # None for the empty trie (and while the nodes are in the arena)
         # A fresh trie keeps its nodes as records in an arena (mpt/ethereum/arena.pyx: the hashing pass reads
         # them without chasing objects) for as long as it is only updated, read, iterated, proved, copied, hashed
-        # and committed; anything that needs node objects (root_node, node_iter, range proofs, update_path...)
+        # and committed; anything that needs node objects (root_node, range proofs, update_path...)
         # turns them into nodes once (nodes_root) and the trie goes on with those. None: the nodes are objects
         # under root.
         NodeArena arena

@@ -680,7 +680,10 @@ cdef class Trie:
 
         path is hex nibbles; hash is None for nodes embedded in their parent. The trie is hashed first.
         """
-        self.hash()
+        cdef bytes root = self.hash()
+        cdef NodeArena arena = self.arena
+        if arena is not None:
+            return arena.iterate_nodes(root)        # a fresh trie: over its records, as items() is
         self.nodes_root()
         return _iterator_function(True)(self)
 
