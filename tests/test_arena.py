@@ -651,6 +651,69 @@ def test_changes_during_an_iteration_leave_it_as_it_started():
     assert list(bare.iterate(b"", 0)) == [(b"k", b"v"), (b"k2", b"v")]
 
 
+def test_node_iter_and_prove_many_keep_the_records_they_hashed():
+    """node_iter() takes its share of the records when called (it hashes then), prove_many for its whole loop:
+    a change made before the first node is read, or by the keys' own generator between two proofs, takes a copy
+    and leaves them as they were hashed. Both give what node objects give for that state."""
+    from mpt import verify_proof
+
+    keys, values = workloads.hashed_accounts(500)
+    a, o = Trie(), object_trie()
+    for k, v in zip(keys, values):
+        a.update(k, v)
+        o.update(k, v)
+    root = a.hash()
+    it = a.node_iter()
+    a.update(b"\x01" * 32, b"changed before the first node")
+    assert list(it) == list(o.node_iter())
+    o.update(b"\x01" * 32, b"changed before the first node")
+    root = a.hash()
+
+    def keys_changing_a():
+        for i, k in enumerate(keys[:20]):
+            yield k
+            a.update(k, b"changed between proofs %d" % i)
+
+    proof = a.prove_many(keys_changing_a())
+    assert proof == o.prove_many(keys[:20])
+    assert all(verify_proof(root, k, proof) == v for k, v in zip(keys[:20], values[:20]))
+
+
+def test_copies_and_iterations_started_while_a_writer_compacts():
+    """A writer whose updates compact the arena (a pass without the GIL, then the records moved) while another
+    thread copies the trie and iterates over it: every copy keeps the content it was taken with, and every
+    iteration completes with a consistent set of keys."""
+    import threading
+
+    keys, values = workloads.hashed_accounts(3000)
+    t = Trie()
+    for k, v in zip(keys, values):
+        t.update(k, v)
+    done = threading.Event()
+    copies = []
+
+    def writer():
+        try:
+            for round_ in range(30):
+                for k in keys[:1500]:
+                    t.update(k, b"round %d" % round_)        # the replaced values make garbage: compactions
+        finally:
+            done.set()
+
+    def reader():
+        while not done.is_set():
+            c = t.copy()
+            snapshot = dict(c.items())
+            assert len(snapshot) == len(keys)
+            copies.append((c, snapshot))
+
+    run_in_threads([writer, reader])
+    assert copies
+    for c, snapshot in copies:
+        assert dict(c.items()) == snapshot
+    assert all(t.get(k) == b"round 29" for k in keys[:1500])
+
+
 def _changing_loop(t):
     # Every key changed, some deleted, new ones added, while the trie's items are iterated.
     for i, (k, v) in enumerate(t.items()):

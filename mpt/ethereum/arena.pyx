@@ -772,12 +772,17 @@ cdef class NodeArena:
         return 0
 
     cdef int set(self, const uint8_t *key, Py_ssize_t n, const uint8_t *value, Py_ssize_t value_size) except -1:
-        """Set key (n bytes) to value (value_size bytes, not 0)."""
+        """Set key (n bytes) to value (value_size bytes, not 0). Returns 1, having changed nothing, when the
+        arena became shared meanwhile (a copy or an iteration started while the pass of _collect_garbage ran
+        without the GIL): the caller takes a copy of its own and calls again. From the check on, nothing gives
+        up the GIL until the change is made."""
         cdef bint changed = False
         cdef uint32_t root
         cdef Py_ssize_t klen
         self._check_idle("update")
         self._collect_garbage()
+        if self.holders > 1:
+            return 1
         self._reserve_scratch(n)
         self._reserve(2 * (2 * n + 2 + value_size + 3 * MAX_HEADER_SIZE) + self.max_leaf_size)
         self._reserve_touched(n)
@@ -791,12 +796,15 @@ cdef class NodeArena:
         return 0
 
     cdef int remove(self, const uint8_t *key, Py_ssize_t n) except -1:
-        """Remove key (n bytes) if it is there."""
+        """Remove key (n bytes) if it is there. Returns 1, having changed nothing, when the arena became shared
+        meanwhile (as set)."""
         cdef bint changed = False
         cdef uint32_t root
         cdef Py_ssize_t klen
         self._check_idle("delete")
         self._collect_garbage()
+        if self.holders > 1:
+            return 1
         self._reserve_scratch(n)
         # A merge writes at most two records whose paths come from the key's and whose value is a leaf's.
         self._reserve(2 * (2 * n + 2 + self.max_leaf_size + 3 * MAX_HEADER_SIZE))
@@ -969,10 +977,17 @@ cdef class NodeArena:
             PyMem_Free(path)
 
     def iterate_nodes(self, bytes root_hash):
-        """Yield (path, hash or None, encoding) of every record in pre-order (geth's NodeIterator order), as
+        """(path, hash or None, encoding) of every record in pre-order (geth's NodeIterator order), as
         Trie.node_iter gives them over node objects: path in hex nibbles, None for a record embedded in its
-        parent, the root with root_hash whatever its size. The arena must be hashed; the iteration holds a
-        share of the records, as iterate() does."""
+        parent, the root with root_hash whatever its size. The arena must be hashed, with root_hash its root's:
+        the iteration holds a share of the records from this call on (not from its first item, as iterate()),
+        so that they stay as they were hashed."""
+        self.holders += 1
+        return self._iterate_nodes(root_hash)
+
+    def _iterate_nodes(self, bytes root_hash):
+        # iterate_nodes' generator; it gives the share back when it ends or goes (one never started keeps it:
+        # the last holder then clones once for nothing).
         cdef IterFrame *frames = NULL
         cdef uint8_t *path = NULL
         cdef uint8_t *buf = NULL
@@ -983,7 +998,6 @@ cdef class NodeArena:
         cdef const uint8_t *compact
         cdef ReferenceTable table
         cdef object node_hash
-        self.holders += 1
         try:
             buf = <uint8_t *>PyMem_Malloc(max(self.max_record_encoding, PASS_RECORD_SIZE) + 1)
             if buf == NULL:
@@ -1049,14 +1063,17 @@ cdef class NodeArena:
     def update(self, key, value):
         """Set key to value; an empty value deletes the key (as geth's and Trie's update)."""
         cdef Py_buffer kv, vv
+        cdef int shared
         get_bytes_view(key, &kv, "key")
         try:
             get_bytes_view(value, &vv, "value")
             try:
                 if vv.len == 0:
-                    self.remove(<const uint8_t *>kv.buf, kv.len)
+                    shared = self.remove(<const uint8_t *>kv.buf, kv.len)
                 else:
-                    self.set(<const uint8_t *>kv.buf, kv.len, <const uint8_t *>vv.buf, vv.len)
+                    shared = self.set(<const uint8_t *>kv.buf, kv.len, <const uint8_t *>vv.buf, vv.len)
+                if shared:
+                    self._check_idle("update")
             finally:
                 PyBuffer_Release(&vv)
         finally:
@@ -1067,7 +1084,8 @@ cdef class NodeArena:
         cdef Py_buffer kv
         get_bytes_view(key, &kv, "key")
         try:
-            self.remove(<const uint8_t *>kv.buf, kv.len)
+            if self.remove(<const uint8_t *>kv.buf, kv.len):
+                self._check_idle("delete")
         finally:
             PyBuffer_Release(&kv)
 
@@ -1379,6 +1397,8 @@ cdef class NodeArena:
             return 0
         if self.root != REF_EMPTY and not self.root_hash_valid:
             self._pass()
+            if self.holders > 1:
+                return 0            # shared since the pass began (it gives up the GIL): compacting would move them
         return self._compact()
 
     cdef int _compact(self) except -1:

@@ -101,10 +101,15 @@ def prove_many(Trie t not None, keys):
     cdef HasherPool pool
     cdef Hasher h
     if arena is not None:
-        # A fresh trie proves from its records, without turning them into node objects.
-        for key in keys:
-            k = t.trie_key(key)
-            arena.prove_into(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), out, seen, root_hash)
+        # A fresh trie proves from its records, without turning them into node objects. The proof holds a share
+        # of them, so that they stay as root_hash hashed them: a change of t while keys are read takes a copy.
+        arena.holders += 1
+        try:
+            for key in keys:
+                k = t.trie_key(key)
+                arena.prove_into(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), out, seen, root_hash)
+        finally:
+            arena.holders -= 1
         return out
     pool = default_pool()
     h = pool.acquire()

@@ -512,16 +512,21 @@ cdef class Trie:
         cdef bytes k = self.trie_key(key)      # (first: see get)
         cdef bytes hexkey
         cdef NodeArena arena
+        cdef int shared
         if self.arena is not None:
             self._begin_write("update")
             try:
-                arena = self.own_arena()
-                if arena is not None:
+                while True:
+                    arena = self.own_arena()
+                    if arena is None:
+                        break
                     if PyBytes_GET_SIZE(v) == 0:
-                        arena.remove(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k))
+                        shared = arena.remove(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k))
                     else:
-                        arena.set(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k),
-                                  <const uint8_t *>PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))
+                        shared = arena.set(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k),
+                                           <const uint8_t *>PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))
+                    if not shared:
+                        break       # done (else shared meanwhile: take a copy of our own and go again)
             finally:
                 self._end_write()
             if arena is not None:
@@ -548,9 +553,10 @@ cdef class Trie:
         if self.arena is not None:
             self._begin_write(caller)
             try:
-                arena = self.own_arena()
-                if arena is not None:
-                    arena.remove(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k))
+                while True:
+                    arena = self.own_arena()
+                    if arena is None or not arena.remove(<const uint8_t *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k)):
+                        break       # done, or on node objects now (else shared meanwhile: as in update)
             finally:
                 self._end_write()
             if arena is not None:
