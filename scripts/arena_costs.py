@@ -13,6 +13,7 @@ import sys
 import time
 
 from mpt import Trie
+from mpt.bench.cases.ethereum import filled_trie
 from mpt.bench.workloads import hashed_accounts
 
 
@@ -34,9 +35,7 @@ def main(argv=None):
         best[what] = min(best.get(what, seconds), seconds)
 
     for _ in range(args.repeat):
-        t = Trie()
-        for k, v in zip(keys, values):
-            t.update(k, v)
+        t = filled_trie(keys, values)
         root = t.hash()
         start = time.perf_counter()
         c = t.copy()

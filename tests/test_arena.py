@@ -9,6 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from mpt import EMPTY_ROOT, Trie
 from mpt.bench import workloads
+from mpt.bench.cases.ethereum import filled_trie
 from mpt.core import runtime
 from mpt.ethereum._reference import trie_root
 from mpt.ethereum.arena import NodeArena
@@ -366,9 +367,7 @@ def test_trie_leaves_its_arena_for_node_objects_when_asked():
     """What needs node objects turns the records into nodes once, hashes and stored state kept: the next
     commit writes only what changed since the last one."""
     keys, values = workloads.hashed_accounts(500)
-    t = Trie()
-    for k, v in zip(keys, values):
-        t.update(k, v)
+    t = filled_trie(keys, values)
     root = t.commit()
     t.update(keys[0], b"changed")
     node = t.root_node                              # records -> nodes
@@ -452,9 +451,7 @@ def test_a_copy_changed_while_its_sibling_hashes_in_another_thread():
     """A copy's first change copies the shared records; while the sibling's pass runs on them in another thread,
     the copy waits for it (where a change of the hashing trie itself raises). Both end with their own content."""
     keys, values = workloads.hashed_accounts(100000)
-    t = Trie()
-    for k, v in zip(keys, values):
-        t.update(k, v)
+    t = filled_trie(keys, values)
     c = t.copy()
     roots = []
 
@@ -509,9 +506,7 @@ def test_copy_of_a_trie_in_its_arena_is_o1_and_the_first_change_copies_once():
     import tracemalloc
 
     keys, values = workloads.hashed_accounts(20000)
-    t = Trie()
-    for k, v in zip(keys, values):
-        t.update(k, v)
+    t = filled_trie(keys, values)
     root = t.hash()
 
     def allocated(f):
@@ -573,9 +568,7 @@ def test_proving_keeps_a_large_trie_on_its_records():
     from mpt import verify_proof
 
     keys, values = workloads.hashed_accounts(20000)
-    t = Trie()
-    for k, v in zip(keys, values):
-        t.update(k, v)
+    t = filled_trie(keys, values)
     root = t.hash()
     tracemalloc.start()
     try:
@@ -686,9 +679,7 @@ def test_copies_and_iterations_started_while_a_writer_compacts():
     import threading
 
     keys, values = workloads.hashed_accounts(3000)
-    t = Trie()
-    for k, v in zip(keys, values):
-        t.update(k, v)
+    t = filled_trie(keys, values)
     done = threading.Event()
     copies = []
 

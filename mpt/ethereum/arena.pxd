@@ -221,6 +221,7 @@ cdef class NodeArena:
     cdef int _check_idle(self, str op) except -1
     cdef int wait_quiet(self) except -1
     cdef NodeArena clone(self)
+    cdef uint32_t _next_child(self, IterFrame *f, uint8_t **path, Py_ssize_t *path_capacity) except? 0
     # What a Trie holding its nodes in an arena calls (keys as the trie stores them, values never empty):
     cdef int set(self, const uint8_t *key, Py_ssize_t n, const uint8_t *value, Py_ssize_t value_size) except -1
     cdef int remove(self, const uint8_t *key, Py_ssize_t n) except -1

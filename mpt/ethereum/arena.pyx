@@ -117,6 +117,17 @@ cdef int _grow_records(void **array, Py_ssize_t *capacity, Py_ssize_t needed, si
     return 0
 
 
+cdef Py_ssize_t _append_path(const uint8_t *compact, Py_ssize_t size, uint8_t **path, Py_ssize_t *capacity,
+                             Py_ssize_t at) except -1:
+    """Write the path nibbles of a compact key (an extension's, or a leaf's without its terminator) at
+    path[at:], the buffer grown to fit; return the path's new length."""
+    cdef Py_ssize_t nibbles = path_nibbles(compact, size), i
+    _grow(<void **>path, capacity, at + nibbles, 1)
+    for i in range(nibbles):
+        path[0][at + i] = path_nibble(compact, i)
+    return at + nibbles
+
+
 cdef int _compare_nibbles(const uint8_t *path, Py_ssize_t n, const uint8_t *start, Py_ssize_t m) noexcept:
     """path[:n] against start's prefix of the same length: -1 before it, 0 equal, 1 after it."""
     cdef Py_ssize_t i
@@ -876,6 +887,20 @@ cdef class NodeArena:
 
     # ------------------------------------------------------------------------------------------ Python API
 
+    cdef uint32_t _next_child(self, IterFrame *f, uint8_t **path, Py_ssize_t *path_capacity) except? 0:
+        """The next child of the branch on an iteration's path from slot f.next on (f.next then moves past it),
+        its slot written at path[f.path_len] (the buffer grown to fit); REF_EMPTY when none is left."""
+        cdef BranchRecord *b = &self.branches[f.ref >> 2]
+        cdef int slot = f.next
+        while slot < 16 and b.child[slot] == REF_EMPTY:
+            slot += 1
+        if slot == 16:
+            return REF_EMPTY
+        _grow(<void **>path, path_capacity, f.path_len + 1, 1)
+        path[0][f.path_len] = <uint8_t>slot
+        f.next = slot + 1
+        return b.child[slot]
+
     def iterate(self, start, int mode):
         """Yield (key, value) (mode 0), keys (1) or values (2) in ascending key order, from the first key >= start
         (bytes): what Trie.items(), keys() and values() of a fresh trie give. The records are read as they are
@@ -886,13 +911,14 @@ cdef class NodeArena:
         cdef Py_ssize_t start_len = 2 * PyBytes_GET_SIZE(start_bytes)
         cdef IterFrame *frames = NULL
         cdef uint8_t *path = NULL
-        cdef Py_ssize_t depth = 0, frames_capacity = 0, path_capacity = 0, at, child_len, nibbles, i
+        cdef Py_ssize_t depth = 0, frames_capacity = 0, path_capacity = 0, at, child_len
         cdef uint32_t r, child
-        cdef int cmp, slot
+        cdef int cmp
         cdef bint bounded
         cdef const uint8_t *compact
         cdef LeafRecord *leaf
         cdef BranchRecord *b
+        cdef ExtensionRecord *e
         self.holders += 1
         try:
             start_hex = <uint8_t *>PyMem_Malloc(start_len + 1)
@@ -918,26 +944,16 @@ cdef class NodeArena:
                         if b.value_size and not (bounded and at < start_len):
                             yield _iteration_item(mode, path, at, self.blob + b.value_at, b.value_size)
                         continue
-                    slot = frames[depth - 1].next
-                    while slot < 16 and self.branches[r >> 2].child[slot] == REF_EMPTY:
-                        slot += 1
-                    if slot == 16:
+                    child = self._next_child(&frames[depth - 1], &path, &path_capacity)
+                    if child == REF_EMPTY:
                         depth -= 1
                         continue
-                    frames[depth - 1].next = slot + 1
-                    child = self.branches[r >> 2].child[slot]
-                    _grow(<void **>&path, &path_capacity, at + 1, 1)
-                    path[at] = <uint8_t>slot
                     child_len = at + 1
                 elif r & KIND_MASK == KIND_EXTENSION:
                     depth -= 1
-                    compact = self.blob + self.extensions[r >> 2].key_at
-                    nibbles = path_nibbles(compact, self.extensions[r >> 2].key_size)
-                    _grow(<void **>&path, &path_capacity, at + nibbles, 1)
-                    for i in range(nibbles):
-                        path[at + i] = path_nibble(compact, i)
-                    child = self.extensions[r >> 2].child
-                    child_len = at + nibbles
+                    e = &self.extensions[r >> 2]
+                    child_len = _append_path(self.blob + e.key_at, e.key_size, &path, &path_capacity, at)
+                    child = e.child
                 else:
                     depth -= 1
                     leaf = &self.leaves[r >> 2]
@@ -947,11 +963,7 @@ cdef class NodeArena:
                         yield _leaf_item(mode, path, at, compact, leaf.key_size, self.blob + leaf.at + leaf.value_at,
                                          leaf.value_size)
                         continue
-                    nibbles = path_nibbles(compact, leaf.key_size)
-                    _grow(<void **>&path, &path_capacity, at + nibbles, 1)
-                    for i in range(nibbles):
-                        path[at + i] = path_nibble(compact, i)
-                    child_len = at + nibbles
+                    child_len = _append_path(compact, leaf.key_size, &path, &path_capacity, at)
                     cmp = _compare_nibbles(path, child_len, start_hex, start_len)
                     if cmp < 0 or (cmp == 0 and child_len < start_len):
                         continue            # before start, or a proper prefix of it
@@ -991,11 +1003,10 @@ cdef class NodeArena:
         cdef IterFrame *frames = NULL
         cdef uint8_t *path = NULL
         cdef uint8_t *buf = NULL
-        cdef Py_ssize_t depth = 0, frames_capacity = 0, path_capacity = 0, at, child_len, nibbles, i
+        cdef Py_ssize_t depth = 0, frames_capacity = 0, path_capacity = 0, at, child_len
         cdef uint32_t r, child
-        cdef int slot
         cdef uint8_t *flags
-        cdef const uint8_t *compact
+        cdef ExtensionRecord *e
         cdef ReferenceTable table
         cdef object node_hash
         try:
@@ -1026,26 +1037,16 @@ cdef class NodeArena:
                            self._encoding(r, &table, buf))
                     continue
                 if r & KIND_MASK == KIND_BRANCH:
-                    slot = frames[depth - 1].next
-                    while slot < 16 and self.branches[r >> 2].child[slot] == REF_EMPTY:
-                        slot += 1
-                    if slot == 16:
+                    child = self._next_child(&frames[depth - 1], &path, &path_capacity)
+                    if child == REF_EMPTY:
                         depth -= 1
                         continue
-                    frames[depth - 1].next = slot + 1
-                    child = self.branches[r >> 2].child[slot]
-                    _grow(<void **>&path, &path_capacity, at + 1, 1)
-                    path[at] = <uint8_t>slot
                     child_len = at + 1
                 elif r & KIND_MASK == KIND_EXTENSION and frames[depth - 1].next == 0:
                     frames[depth - 1].next = 1
-                    compact = self.blob + self.extensions[r >> 2].key_at
-                    nibbles = path_nibbles(compact, self.extensions[r >> 2].key_size)
-                    _grow(<void **>&path, &path_capacity, at + nibbles, 1)
-                    for i in range(nibbles):
-                        path[at + i] = path_nibble(compact, i)
-                    child = self.extensions[r >> 2].child
-                    child_len = at + nibbles
+                    e = &self.extensions[r >> 2]
+                    child_len = _append_path(self.blob + e.key_at, e.key_size, &path, &path_capacity, at)
+                    child = e.child
                 else:
                     depth -= 1              # a leaf, or an extension whose child is done
                     continue
