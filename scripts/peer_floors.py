@@ -10,9 +10,14 @@ the case's own inputs (mpt.bench.cases), next to the case itself:
 * MerkleVerify: the SHA-256 of its leaf and of each inner node up to the root, one message at a time (each waits
   for the hash before it);
 * IAVLTree/Get100K/MemoryDB: the bench's loop calling ``dict.get`` of the same keys instead of ``tree.get``;
+* IAVLNode/Decode and IAVLNode/Encode (stream-vbyte, small): the call alone (``call_floor``, a function called as
+  ``decode_node(data, fmt, node_key)`` that returns None; ``FloorNode.call``, a method called as
+  ``leaf.to_bytes(fmt)``), then what the call must return: a node object with its key and value bytes
+  (``decode_floor``), a new bytes object of the encoding's size (``FloorNode.to_bytes``); nothing parsed or written;
 * IAVLTree/Prune/MemoryDB: the store's own part of the prune, on a fresh store of the case: one lookup in its
   dict of each node record the prune reads (each once, in the prune's order, with a new key object as the walk
-  builds one; from a C loop: ``map``), then one ``pop`` of each key it deletes;
+  builds one; from a C loop: ``map``), then one ``pop`` of each key it deletes; and the same lookups in the
+  order Go's algorithm reads them, repeats included (step v + 1 reads again what step v read), with the pops;
 * IAVLTree/Prune/LevelDB: LevelDB's own part, likewise: the ordered scans of the versions the prune scans (each
   step reads the records the next version wrote in one scan), a read of each node record it still reads one at a
   time (from a C loop: ``map`` over plyvel's get), then one write batch of the keys it deletes.
@@ -75,6 +80,8 @@ def main() -> None:
         len(keys), best_seconds(lambda: case.op((tree, keys)), args.repeat) * 1e6,
         best_seconds(floor_op, args.repeat) * 1e6))
 
+    codec_floors(args.repeat)
+
     prune_floor("MemoryDB")
     try:
         import plyvel  # noqa: F401
@@ -82,6 +89,34 @@ def main() -> None:
         print("IAVLTree/Prune/LevelDB: plyvel is not installed")
         return
     prune_floor("LevelDB")
+
+
+def codec_floors(repeat_runs):
+    """IAVLNode/Decode and IAVLNode/Encode, stream-vbyte, small number: each op beside its call floors."""
+    from itertools import repeat
+
+    from mpt.bench._alloc import FloorNode, call_floor, decode_floor
+    from mpt.iavl import LeafNode, decode_node
+
+    leaf = LeafNode(b"key", b"value", 3)
+    data = leaf.to_bytes("vbyte")
+    floor = FloorNode(b"key", b"value", 3, len(data))
+    calls = 100000
+
+    def per_call(func, *args):
+        def loop():
+            for _ in repeat(None, calls):      # the bench's loop (mpt.bench.cases.iavl)
+                func(*args)
+        return best_seconds(loop, repeat_runs) / calls * 1e9
+
+    print("IAVLNode/Decode/small_number/vbyte: decode_node %.1f ns; the call alone %.1f ns, returning a node object "
+          "with its key and value bytes %.1f ns" % (
+              per_call(decode_node, data, "vbyte", None), per_call(call_floor, data, "vbyte", None),
+              per_call(decode_floor, data, "vbyte", None)))
+    print("IAVLNode/Encode/small_integer/vbyte: leaf.to_bytes %.1f ns; the method call alone %.1f ns, with a new "
+          "bytes object of the encoding's size (%d bytes) %.1f ns" % (
+              per_call(leaf.to_bytes, "vbyte"), per_call(floor.call, "vbyte"), len(data),
+              per_call(floor.to_bytes, "vbyte")))
 
 
 class _LoggedReads:
@@ -106,7 +141,8 @@ class _LoggedReads:
 
 def _prune_work(kind):
     """The node records IAVLTree/Prune/<kind> reads (each once, in its order: the record cache off, nothing
-    scanned), the keys it deletes, and the versions whose records it scans on a persistent store."""
+    scanned), the keys it deletes, the versions whose records it scans on a persistent store, and every node
+    record read in Go's order, repeats included."""
     import mpt.iavl.nodedb as nodedb
     from mpt.bench.cases.iavl_trees import PRUNE_VERSIONS
     from mpt.iavl import MutableTree
@@ -122,9 +158,9 @@ def _prune_work(kind):
         tree.delete_versions_to(PRUNE_VERSIONS - 1)
     finally:
         nodedb.PRUNE_CACHED_RECORDS = limit
-    reads = [k for k in dict.fromkeys(logged.reads) if k[:1] in (b"s", b"n")]      # node records
+    every_read = [k for k in logged.reads if k[:1] in (b"s", b"n")]                # node records
     deletes = sorted(before - {k for k, _ in store.iterate()})
-    return reads, deletes, range(first + 1, PRUNE_VERSIONS + 1)
+    return list(dict.fromkeys(every_read)), deletes, range(first + 1, PRUNE_VERSIONS + 1), every_read
 
 
 def _node_version(key):
@@ -144,7 +180,7 @@ def _best_op(case, runs):
 def prune_floor(kind, runs=5):
     """IAVLTree/Prune/<kind> against the store's own part of it."""
     case = get("IAVLTree/Prune/" + kind)
-    reads, deletes, scanned = _prune_work(kind)
+    reads, deletes, scanned, every_read = _prune_work(kind)
 
     if kind == "MemoryDB":
         def store_work():
@@ -156,10 +192,23 @@ def prune_floor(kind, runs=5):
             list(map(records.pop, gone))
             return 0.0, t1 - t0, time.perf_counter() - t1
 
+        def go_order_work():
+            records = case.setup().db.records
+            # Each key made right before its lookup, as the walk makes it (from a bytearray laid out in order).
+            keys, gone = [bytearray(k) for k in every_read], [bytearray(k) for k in deletes]
+            t0 = time.perf_counter()
+            list(map(records.__getitem__, map(bytes, keys)))
+            t1 = time.perf_counter()
+            list(map(records.pop, map(bytes, gone)))
+            return t1 - t0, time.perf_counter() - t1
+
         work = [store_work() for _ in range(runs)]
+        go_order = [go_order_work() for _ in range(runs)]
         print("IAVLTree/Prune/MemoryDB: delete_versions_to %.1f ms; its dict alone: %d node lookups %.1f ms and %d "
-              "pops %.1f ms" % (_best_op(case, runs) * 1e3, len(reads), min(w[1] for w in work) * 1e3, len(deletes),
-                                min(w[2] for w in work) * 1e3))
+              "pops %.1f ms; in Go's order, %d lookups (repeats included) %.1f ms and the pops %.1f ms" % (
+                  _best_op(case, runs) * 1e3, len(reads), min(w[1] for w in work) * 1e3, len(deletes),
+                  min(w[2] for w in work) * 1e3, len(every_read), min(w[0] for w in go_order) * 1e3,
+                  min(w[1] for w in go_order) * 1e3))
         return
     ranges = [(b"s" + v.to_bytes(8, "big"), b"s" + (v + 1).to_bytes(8, "big")) for v in scanned]
     point = [k for k in reads if _node_version(k) not in scanned]

@@ -517,6 +517,37 @@ def test_keccak_floor():
     assert _alloc.keccak_floor(blobs, 0) == b""
 
 
+def test_codec_floors_return_what_a_codec_must():
+    from mpt.iavl import LeafNode, decode_node
+
+    data = LeafNode(b"key", b"value", 3).to_bytes("vbyte")
+    assert _alloc.call_floor(data, "vbyte", None) is None
+    node = _alloc.decode_floor(data, "vbyte", None)
+    real = decode_node(data, "vbyte", None)
+    # The floor's node holds what the decoder's does (the bench leaf's key and value), without parsing.
+    assert (node.key, node.value) == (data[:3], data[-5:]) and (real.key, real.value) == (b"key", b"value")
+    assert len(node.key) == len(real.key) and len(node.value) == len(real.value)
+    floor = _alloc.FloorNode(b"key", b"value", 3, len(data))
+    assert floor.call("vbyte") is None
+    assert len(floor.to_bytes("vbyte")) == len(data) and floor.to_bytes("vbyte") is not floor.to_bytes("vbyte")
+    with pytest.raises(ValueError):
+        _alloc.decode_floor(b"short", "vbyte", None)
+    with pytest.raises(TypeError):
+        _alloc.decode_floor(bytearray(data), "vbyte", None)
+    with pytest.raises(ValueError):
+        _alloc.FloorNode(b"", b"", 0, -1)
+
+
+def test_peer_floors_codec_part_prints_each_op_beside_its_floors():
+    """scripts/peer_floors.py's codec floors (docs/performance.md quotes them), two runs of each."""
+    code = ("import sys; sys.path.insert(0, 'scripts'); import peer_floors; peer_floors.codec_floors(2)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    decode, encode = proc.stdout.splitlines()
+    assert decode.startswith("IAVLNode/Decode/small_number/vbyte: decode_node ") and "key and value bytes" in decode
+    assert encode.startswith("IAVLNode/Encode/small_integer/vbyte: leaf.to_bytes ") and "(14 bytes)" in encode
+
+
 def test_walk_floor_reads_every_leaf_of_the_unhashed_nodes():
     from mpt import Trie
     from mpt.ethereum.node import FullNode, ShortNode, ValueNode

@@ -24,7 +24,12 @@ GIL, the cost Keccak alone sets for a workload (``python -m mpt.bench`` reports 
 prefetching, and nothing else: the cost of reaching the nodes, keys and values before any encoding or hashing
 (scripts/hash_layout.py prints it beside the hash and the Keccak).
 
+**Codec call floors.** :func:`call_floor`, :func:`decode_floor` and :class:`FloorNode` are what an IAVL node
+codec called from Python pays before it encodes or decodes anything: the call, and the objects it must return
+(scripts/peer_floors.py times them beside ``decode_node`` and ``to_bytes``).
+
 """
+cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
 from libc.stdint cimport uint8_t, uint64_t
@@ -325,3 +330,47 @@ def walk_floor(root):
     # pass has its trie's busy state for that; a bare node has none).
     return _walk(<PyObject *>root)
 
+
+@cython.final
+cdef class FloorNode:
+    """A node as a decoder must return it at least (a key, a value and a version), for the codec floors."""
+    cdef readonly bytes key
+    cdef readonly bytes value
+    cdef readonly long long version
+    cdef Py_ssize_t encoded_size
+
+    def __init__(self, bytes key not None, bytes value not None, long long version, Py_ssize_t encoded_size):
+        if encoded_size < 0:
+            raise ValueError("encoded_size must be >= 0")
+        self.key = key
+        self.value = value
+        self.version = version
+        self.encoded_size = encoded_size
+
+    def call(self, fmt):
+        """The floor of any method with one argument (``leaf.to_bytes(fmt)``'s call shape): returns None."""
+        return None
+
+    def to_bytes(self, fmt):
+        """The floor of an encoder: the method call and a new bytes object of the encoding's size, nothing
+        written into it."""
+        return PyBytes_FromStringAndSize(NULL, self.encoded_size)
+
+
+def call_floor(data, fmt, node_key):
+    """The floor of any function called as ``decode_node(data, fmt, node_key)``: returns None."""
+    return None
+
+
+def decode_floor(bytes data not None, fmt, node_key):
+    """The floor of a decoder returning a node with its key and value as bytes objects: the call, a FloorNode
+    (CPython's allocator) and a 3-byte key and a 5-byte value copied from data (the bench leaf's b"key" and
+    b"value"; at these sizes the length does not change the cost), nothing parsed."""
+    cdef FloorNode node = FloorNode.__new__(FloorNode)
+    cdef const char *p = PyBytes_AS_STRING(data)
+    if PyBytes_GET_SIZE(data) < 8:
+        raise ValueError("decode_floor needs at least 8 bytes of data")
+    node.key = PyBytes_FromStringAndSize(p, 3)
+    node.value = PyBytes_FromStringAndSize(p + PyBytes_GET_SIZE(data) - 5, 5)
+    node.version = 0
+    return node
