@@ -69,41 +69,37 @@ MS = 1e6
 SIDE_BY_SIDE_RUN = "2-vCPU AMD EPYC (Zen 4), 2026-12-06"
 GETH: Dict[str, Tuple[float, float, Optional[float], Optional[float]]] = {
     name: (ns, ns, None, None) for name, ns in {
-        "HashFixedSize/10": 17.3 * US, "HashFixedSize/100": 105 * US, "HashFixedSize/1K": 995 * US,
-        "HashFixedSize/10K": 12.0 * MS, "HashFixedSize/100K": 166 * MS,
-        "CommitAfterHashFixedSize/10": 14.0 * US, "CommitAfterHashFixedSize/100": 46.4 * US,
-        "CommitAfterHashFixedSize/1K": 865 * US, "CommitAfterHashFixedSize/10K": 13.2 * MS,
-        "CommitAfterHashFixedSize/100K": 245 * MS,
-        "DeriveSha200/std_trie": 219 * US, "DeriveSha200/stack_trie": 181 * US,
-        "Insert100K": 30.4 * MS, "Prove": 6.3 * US, "VerifyProof": 2.5 * US,
-        "VerifyRangeProof10": 20.7 * US, "VerifyRangeProof100": 72.9 * US, "VerifyRangeProof1000": 1.19 * MS,
-        "VerifyRangeProof5000": 6.33 * MS,
-        "VerifyRangeNoProof10": 115 * US, "VerifyRangeNoProof500": 472 * US, "VerifyRangeNoProof1000": 893 * US,
+        "HashFixedSize/10": 16.9 * US, "HashFixedSize/100": 99.7 * US, "HashFixedSize/1K": 925 * US,
+        "HashFixedSize/10K": 10.1 * MS, "HashFixedSize/100K": 143 * MS, "CommitAfterHashFixedSize/10": 11.0 * US,
+        "CommitAfterHashFixedSize/100": 41.0 * US, "CommitAfterHashFixedSize/1K": 737 * US,
+        "CommitAfterHashFixedSize/10K": 10.2 * MS, "CommitAfterHashFixedSize/100K": 209 * MS,
+        "DeriveSha200/std_trie": 206 * US, "DeriveSha200/stack_trie": 174 * US, "Insert100K": 29.9 * MS,
+        "Prove": 5.7 * US, "VerifyProof": 2.7 * US, "VerifyRangeProof10": 20.4 * US,
+        "VerifyRangeProof100": 63.9 * US, "VerifyRangeProof1000": 1.10 * MS, "VerifyRangeProof5000": 5.72 * MS,
+        "VerifyRangeNoProof10": 111 * US, "VerifyRangeNoProof500": 458 * US, "VerifyRangeNoProof1000": 885 * US,
     }.items()
 }
 # mpt's medians of that same side-by-side run (--hash-threads 1, Keccak backend avx512).
 MPT_SIDE_BY_SIDE: Dict[str, float] = {
-    "HashFixedSize/10": 3.2 * US, "HashFixedSize/100": 11.8 * US, "HashFixedSize/1K": 103 * US,
-    "HashFixedSize/10K": 1.16 * MS, "HashFixedSize/100K": 11.7 * MS,
-    "CommitAfterHashFixedSize/10": 1.9 * US, "CommitAfterHashFixedSize/100": 8.1 * US,
-    "CommitAfterHashFixedSize/1K": 85.9 * US, "CommitAfterHashFixedSize/10K": 1.26 * MS,
-    "CommitAfterHashFixedSize/100K": 48.6 * MS,
-    "DeriveSha200/std_trie": 31.3 * US, "DeriveSha200/stack_trie": 25.6 * US,
-    "Insert100K": 6.99 * MS, "Prove": 0.7 * US, "VerifyProof": 1.4 * US,
-    "VerifyRangeProof10": 6.0 * US, "VerifyRangeProof100": 18.3 * US, "VerifyRangeProof1000": 218 * US,
-    "VerifyRangeProof5000": 1.64 * MS,
-    "VerifyRangeNoProof10": 23.3 * US, "VerifyRangeNoProof500": 74.9 * US, "VerifyRangeNoProof1000": 150 * US,
+    "HashFixedSize/10": 2.8 * US, "HashFixedSize/100": 9.5 * US, "HashFixedSize/1K": 76.9 * US,
+    "HashFixedSize/10K": 878 * US, "HashFixedSize/100K": 9.47 * MS, "CommitAfterHashFixedSize/10": 1.9 * US,
+    "CommitAfterHashFixedSize/100": 7.8 * US, "CommitAfterHashFixedSize/1K": 83.1 * US,
+    "CommitAfterHashFixedSize/10K": 1.21 * MS, "CommitAfterHashFixedSize/100K": 47.1 * MS,
+    "DeriveSha200/std_trie": 28.1 * US, "DeriveSha200/stack_trie": 22.5 * US, "Insert100K": 6.21 * MS,
+    "Prove": 0.5 * US, "VerifyProof": 1.3 * US, "VerifyRangeProof10": 5.5 * US, "VerifyRangeProof100": 17.2 * US,
+    "VerifyRangeProof1000": 196 * US, "VerifyRangeProof5000": 1.35 * MS, "VerifyRangeNoProof10": 21.7 * US,
+    "VerifyRangeNoProof500": 66.8 * US, "VerifyRangeNoProof1000": 132 * US,
 }
 # The ratios of that run as published (the ratio of the unrounded medians, so not always the ratio of the
 # rounded figures above).
 SIDE_BY_SIDE_RATIO: Dict[str, float] = {
-    "HashFixedSize/10": 0.18, "HashFixedSize/100": 0.11, "HashFixedSize/1K": 0.10, "HashFixedSize/10K": 0.10,
-    "HashFixedSize/100K": 0.07, "CommitAfterHashFixedSize/10": 0.14, "CommitAfterHashFixedSize/100": 0.17,
-    "CommitAfterHashFixedSize/1K": 0.10, "CommitAfterHashFixedSize/10K": 0.10, "CommitAfterHashFixedSize/100K": 0.20,
-    "DeriveSha200/std_trie": 0.14, "DeriveSha200/stack_trie": 0.14, "Insert100K": 0.23, "Prove": 0.11,
-    "VerifyProof": 0.53, "VerifyRangeProof10": 0.29, "VerifyRangeProof100": 0.25, "VerifyRangeProof1000": 0.18,
-    "VerifyRangeProof5000": 0.26, "VerifyRangeNoProof10": 0.20, "VerifyRangeNoProof500": 0.16,
-    "VerifyRangeNoProof1000": 0.17,
+    "HashFixedSize/10": 0.17, "HashFixedSize/100": 0.09, "HashFixedSize/1K": 0.08, "HashFixedSize/10K": 0.09,
+    "HashFixedSize/100K": 0.07, "CommitAfterHashFixedSize/10": 0.17, "CommitAfterHashFixedSize/100": 0.19,
+    "CommitAfterHashFixedSize/1K": 0.11, "CommitAfterHashFixedSize/10K": 0.12,
+    "CommitAfterHashFixedSize/100K": 0.23, "DeriveSha200/std_trie": 0.14, "DeriveSha200/stack_trie": 0.13,
+    "Insert100K": 0.21, "Prove": 0.09, "VerifyProof": 0.46, "VerifyRangeProof10": 0.27, "VerifyRangeProof100": 0.27,
+    "VerifyRangeProof1000": 0.18, "VerifyRangeProof5000": 0.24, "VerifyRangeNoProof10": 0.20,
+    "VerifyRangeNoProof500": 0.15, "VerifyRangeNoProof1000": 0.15,
 }
 GETH_LABEL = "geth 02b73d4e, 1 core"
 GETH_TWO_CORES: set = set()   # every geth figure above is one core

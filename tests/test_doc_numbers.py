@@ -358,8 +358,29 @@ def test_the_arena_figures_are_the_notes_runs():
     for backend in ("avx2", "avx512"):
         row = re.findall(r"^\| %s \| ([\d., ]+) \| ([\d., ]+) \|" % backend, NOTES, re.M)[0]
         before[backend] = [float(v) for cell in row for v in cell.split(",")]
-    assert "over node objects it was %s and %s." % (_span(before["avx2"]), _span(before["avx512"])) in text
+    assert "over node objects, with a slower Keccak, it was %s and %s." % (
+        _span(before["avx2"]), _span(before["avx512"])) in text
     arena, objects = re.search(r"([\d.]+) MB on its arena, ([\d.]+) MB on node objects", " ".join(NOTES.split())
                                ).groups()
     assert "%d MB for the 100,000 accounts against %d MB of node objects" % (
         round(float(arena)), round(float(objects))) in text
+
+
+def test_the_codec_and_proof_floors_are_the_notes_runs():
+    """docs/performance.md's IAVL codec floors and VerifyProof's Keccak floors are the scripts/peer_floors.py runs the
+    contributors' notes list (issue 34, session 18)."""
+    notes = " ".join(NOTES.split())
+    text = " ".join(PERFORMANCE.split())
+    r = r"([\d.]+ to [\d.]+)"
+    codec = re.search(r"IAVL codecs: `decode_node` %s ns, the call alone %s ns, returning a node with its key and "
+                      r"value bytes %s ns .*?`leaf.to_bytes` %s ns, the method call alone %s ns, returning a new bytes "
+                      r"object %s ns" % ((r,) * 6), notes).groups()
+    assert ("`decode_node` takes %s ns, the same call returning None %s ns, and returning a node object with its key "
+            "and value bytes, nothing parsed, %s ns; `leaf.to_bytes` takes %s ns, the method call returning None %s "
+            "ns, and returning a new bytes object of the encoding's size, nothing written, %s ns." % codec) in text
+    lanes, one_lane = re.search(r"All six runs: the Keccak of the 6 nodes on the lanes %s us, on one lane %s us"
+                                % (r, r), notes).groups()
+    root = re.search(r"the 532-byte root alone %s us" % r, notes).group(1)
+    assert "they take %s us here (%s us one after another on one lane)" % (lanes, one_lane) in text
+    assert "takes %s us." % root in text
+
