@@ -208,6 +208,11 @@ class ParallelBuildExt(build_ext):
         self.run_command("build_clib")
         self._libraries = [os.path.join(self.get_finalized_command("build_clib").build_clib, "lib%s.a" % name)
                            for name, _ in self.distribution.libraries]
+        # distutils skips an extension none of whose sources and depends is newer than the module (silently: the
+        # message is at debug level); the C libraries are neither, so a changed library would leave every module
+        # linked against the old one. They are dependencies.
+        for ext in self.extensions:
+            ext.depends = list(ext.depends) + [lib for lib in self._libraries if lib not in ext.depends]
         self._reuse = self.inplace or getattr(self, "editable_mode", False)
         if self._reuse:
             self._remove_retired()

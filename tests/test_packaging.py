@@ -203,4 +203,7 @@ def test_build_flags_and_reuse_are_set_up():
     assert names == pyx
     assert '"cflags": HOT_C_ARGS + ["-fPIC"]' in setup_py
     assert 'PERSISTENT_BUILD = os.path.join("build", "reuse-"' in setup_py
+    # The C libraries are every extension's dependencies: distutils rebuilds a module only when a source or a
+    # dependency is newer, and a changed libmpt_keccak.a had left every module linked against the old one.
+    assert "ext.depends = list(ext.depends) + [lib for lib in self._libraries" in setup_py
     assert subprocess.run(["git", "check-ignore", "-q", "build/reuse-cpython-311/x"], cwd=ROOT).returncode in (0, 128)
