@@ -384,3 +384,14 @@ def test_the_codec_and_proof_floors_are_the_notes_runs():
     assert "they take %s us here (%s us one after another on one lane)" % (lanes, one_lane) in text
     assert "takes %s us." % root in text
 
+
+
+def test_the_geth_summary_and_the_pass_chunk_are_the_table_and_the_code():
+    """docs/performance.md: "at most X times geth's time" is the highest ratio of its geth table, and the pass's
+    encodings per Keccak call are mpt/ethereum/arena.pxd's PASS_CHUNK."""
+    text = " ".join(PERFORMANCE.split())
+    worst = max(ratio for _, _, ratio in _geth_table_rows().values())
+    assert "Every case takes at most %.2f times geth's time on one core." % worst in text
+    chunk = int(re.search(r"^\s+PASS_CHUNK = (\d+)$", (ROOT / "mpt" / "ethereum" / "arena.pxd").read_text(),
+                          re.M).group(1))
+    assert "height by height, {:,} encodings to a call".format(chunk) in text

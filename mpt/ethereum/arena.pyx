@@ -117,6 +117,19 @@ cdef int _grow_records(void **array, Py_ssize_t *capacity, Py_ssize_t needed, si
     return 0
 
 
+cdef Py_ssize_t _push_frame(IterFrame **frames, Py_ssize_t *capacity, Py_ssize_t depth, uint32_t ref,
+                            Py_ssize_t path_len, bint bounded) except -1:
+    """An iteration's next frame on top of frames[:depth], not visited yet (next -1); returns the new depth."""
+    cdef IterFrame *f
+    _grow(<void **>frames, capacity, depth + 1, sizeof(IterFrame))
+    f = &frames[0][depth]
+    f.ref = ref
+    f.path_len = path_len
+    f.next = -1
+    f.bounded = bounded
+    return depth + 1
+
+
 cdef Py_ssize_t _append_path(const uint8_t *compact, Py_ssize_t size, uint8_t **path, Py_ssize_t *capacity,
                              Py_ssize_t at) except -1:
     """Write the path nibbles of a compact key (an extension's, or a leaf's without its terminator) at
@@ -926,12 +939,7 @@ cdef class NodeArena:
                 raise MemoryError()
             write_nibbles(<const uint8_t *>PyBytes_AS_STRING(start_bytes), PyBytes_GET_SIZE(start_bytes), start_hex)
             if self.root != REF_EMPTY:
-                _grow(<void **>&frames, &frames_capacity, 1, sizeof(IterFrame))
-                frames[0].ref = self.root
-                frames[0].path_len = 0
-                frames[0].next = -1
-                frames[0].bounded = start_len > 0
-                depth = 1
+                depth = _push_frame(&frames, &frames_capacity, 0, self.root, 0, start_len > 0)
             while depth > 0:
                 r = frames[depth - 1].ref
                 at = frames[depth - 1].path_len
@@ -976,12 +984,7 @@ cdef class NodeArena:
                     if cmp < 0:
                         continue
                     bounded = cmp == 0
-                _grow(<void **>&frames, &frames_capacity, depth + 1, sizeof(IterFrame))
-                frames[depth].ref = child
-                frames[depth].path_len = child_len
-                frames[depth].next = -1
-                frames[depth].bounded = bounded
-                depth += 1
+                depth = _push_frame(&frames, &frames_capacity, depth, child, child_len, bounded)
         finally:
             self.holders -= 1
             PyMem_Free(start_hex)
@@ -1014,11 +1017,7 @@ cdef class NodeArena:
             if buf == NULL:
                 raise MemoryError()
             if self.root != REF_EMPTY:
-                _grow(<void **>&frames, &frames_capacity, 1, sizeof(IterFrame))
-                frames[0].ref = self.root
-                frames[0].path_len = 0
-                frames[0].next = -1
-                depth = 1
+                depth = _push_frame(&frames, &frames_capacity, 0, self.root, 0, False)
             while depth > 0:
                 r = frames[depth - 1].ref
                 at = frames[depth - 1].path_len
@@ -1050,11 +1049,7 @@ cdef class NodeArena:
                 else:
                     depth -= 1              # a leaf, or an extension whose child is done
                     continue
-                _grow(<void **>&frames, &frames_capacity, depth + 1, sizeof(IterFrame))
-                frames[depth].ref = child
-                frames[depth].path_len = child_len
-                frames[depth].next = -1
-                depth += 1
+                depth = _push_frame(&frames, &frames_capacity, depth, child, child_len, False)
         finally:
             self.holders -= 1
             PyMem_Free(buf)
